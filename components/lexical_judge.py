@@ -1,0 +1,93 @@
+"""The offline judge: a deterministic lexical proxy for the LLM judge (no API key needed).
+
+Key terms of the expected answer are its stemmed content words (English stopwords removed),
+numbers and identifiers (``v1.27``, ``kube-node-lease``, ``__init__``; kept whole, lower-cased).
+Each term weighs its IDF over the corpus chunks, ``ln((N + 1) / (df + 1)) + 1``. The share of
+that weight found anywhere in the retrieved chunks maps onto the 1-10 scoring guide as
+``grade = min(10, 1 + floor(10 × share))`` (share 0.9 or more → 10, under 0.1 → 1).
+
+It grades word overlap, not meaning: a proxy to compare pipelines offline, not a Sonnet grade.
+A question without an expected answer is not graded (``grade=None`` with the reason).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN
+from loguru import logger
+
+from components.retrieval_grader import GradeResult
+from poc.chunking import Chunk
+
+_TOKEN = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-/]*[A-Za-z0-9_])?")
+_STOP = frozenset(STOPWORDS_EN)
+_STEMMER = Stemmer.Stemmer("english")
+
+
+def key_terms(text: str) -> list[str]:
+    """The distinct key terms of ``text``, in order of first appearance."""
+    terms: list[str] = []
+    for token in _TOKEN.findall(text):
+        low = token.lower()
+        if re.fullmatch(r"[a-z]+", low):
+            if low in _STOP or len(low) < 2:
+                continue
+            terms.append(_STEMMER.stemWord(low))
+        else:  # numbers and identifiers, kept whole (and their word parts, for "kube-node-lease")
+            terms.append(low)
+    return list(dict.fromkeys(terms))
+
+
+def _chunk_terms(text: str) -> set[str]:
+    terms = set(key_terms(text))
+    for token in _TOKEN.findall(text):  # identifier parts: "spec.renewTime" also offers "renewtim"
+        for part in re.split(r"[._\-/]", token.lower()):
+            if part.isalpha() and part not in _STOP:
+                terms.add(_STEMMER.stemWord(part))
+    return terms
+
+
+class LexicalJudge:
+    provider = "offline"
+    model = "lexical-idf-v1"
+    timeout = None
+
+    def __init__(self, chunks: Iterable[Chunk]) -> None:
+        df: Counter[str] = Counter()
+        n = 0
+        for chunk in chunks:
+            df.update(_chunk_terms(chunk.index_text))
+            n += 1
+        self._df, self._n = df, n
+
+    def idf(self, term: str) -> float:
+        return math.log((self._n + 1) / (self._df.get(term, 0) + 1)) + 1
+
+    def grade(self, question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> GradeResult:
+        start = time.perf_counter()
+        logger.debug("[lexical-judge] Grading question: {}", question)
+        if not expected_answer:
+            return GradeResult(None, None, 0.0, "no_expected_answer: the offline judge needs an expected answer",
+                               None, "reference_free")
+        terms = key_terms(expected_answer)
+        if not terms:
+            return GradeResult(None, None, 0.0, "no_key_terms: the expected answer has no content words", None)
+        present: set[str] = set()
+        for chunk in chunks:
+            present |= _chunk_terms(chunk.index_text)
+        found = [t for t in terms if t in present]
+        missing = [t for t in terms if t not in present]
+        total = sum(self.idf(t) for t in terms)
+        share = sum(self.idf(t) for t in found) / total
+        grade = min(10, 1 + math.floor(10 * share + 1e-9))
+        reasoning = (f"lexical proxy: {len(found)} of {len(terms)} key terms found (IDF-weighted {share:.0%}); "
+                     f"found: {', '.join(found) or '-'}; missing: {', '.join(missing) or '-'}")
+        elapsed = (time.perf_counter() - start) * 1000
+        logger.debug("[lexical-judge] SUCCESS in {:.3f}s: grade={}", elapsed / 1000, grade)
+        return GradeResult(grade, reasoning, elapsed, None, None)

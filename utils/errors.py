@@ -1,0 +1,36 @@
+"""The project's exceptions. Modules raise them; only ``benchmark.py`` turns them into
+console lines and exit codes.
+
+Every message is one line that names the problem and the fix.
+"""
+
+from __future__ import annotations
+
+
+class BenchmarkError(Exception):
+    """Base class: ``str(err)`` is the one line shown to the user."""
+
+    exit_code = 1
+
+
+class InputError(BenchmarkError):
+    """Bad usage or bad input (questions, corpus, strategy, output path): exit 2, nothing written."""
+
+    exit_code = 2
+
+
+class JudgeError(BenchmarkError):
+    """A judge call failed.
+
+    ``kind`` is a short stable token recorded in ``grade_error`` (``timeout``, ``rate_limit``,
+    ``overloaded``, ``server_error``, ``connection``, ``bad_response``, ``auth``, ``not_found``,
+    ``bad_request``). ``fatal`` errors stop all further judge calls (exit 3); transient ones
+    only cost the current question its grade.
+    """
+
+    exit_code = 3
+
+    def __init__(self, kind: str, message: str, *, fatal: bool) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.fatal = fatal
