@@ -46,10 +46,13 @@ def key_terms(text: str) -> list[str]:
 
 def _chunk_terms(text: str) -> set[str]:
     terms = set(key_terms(text))
-    for token in _TOKEN.findall(text):  # identifier parts: "spec.renewTime" also offers "renewtim"
-        for part in re.split(r"[._\-/]", token.lower()):
-            if part.isalpha() and part not in _STOP:
-                terms.add(_STEMMER.stemWord(part))
+    for token in _TOKEN.findall(text):  # identifier parts: "object.__enter__" also offers "__enter__"
+        for part in re.split(r"[.\-/]", token.lower()):
+            if part.isalpha():
+                if part not in _STOP:
+                    terms.add(_STEMMER.stemWord(part))
+            elif part:
+                terms.add(part)
     return terms
 
 

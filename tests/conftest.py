@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+K8S = ROOT.parent / "shared" / "datasets" / "kubernetes"
+SENTINEL_KEY = "sk-ant-test-SENTINEL-0123456789abcdef"
+
+needs_k8s = pytest.mark.skipif(not (K8S / "docs").is_dir(), reason=f"{K8S} is absent")
+
+
+@dataclass
+class CliRun:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def log_file(self) -> Path | None:
+        m = re.search(r"Log file: (\S+)", self.stderr)
+        return Path(m.group(1)) if m else None
+
+    def log_text(self) -> str:
+        return self.log_file.read_text(encoding="utf-8") if self.log_file else ""
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))}
+    env.update(extra)
+    return env
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> CliRun:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmark.py"), *args], cwd=ROOT, env=env or clean_env(),
+                          capture_output=True, text=True, timeout=timeout)
+    return CliRun(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def few_questions(tmp_path: Path) -> Path:
+    """The first three questions of the project's questions.json, as their own file."""
+    data = json.loads((ROOT / "questions.json").read_text())
+    path = tmp_path / "few.json"
+    path.write_text(json.dumps({"questions": data["questions"][:3]}))
+    return path
+
+
+def judge_env(server_url: str, **extra: str) -> dict[str, str]:
+    return clean_env(ANTHROPIC_API_KEY=SENTINEL_KEY, ANTHROPIC_BASE_URL=server_url, **extra)
