@@ -42,7 +42,8 @@ def test_request_shape(serve):
     assert req.body["thinking"] == {"type": "disabled"}
     assert "temperature" not in req.body
     assert req.body["max_tokens"] == llm_provider.MAX_TOKENS
-    assert req.headers.get("x-api-key") == SENTINEL_KEY
+    # SDK 2.x sends the key as a bearer token (1.x used x-api-key)
+    assert SENTINEL_KEY in (req.headers.get("x-api-key"), req.headers.get("authorization", "").removeprefix("Bearer "))
 
 
 def test_aliases_and_overrides(serve):
