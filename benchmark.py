@@ -200,21 +200,20 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path) -> int:
 
     # ---- the loop
     loop = BenchmarkLoop(retriever, judge, k=args.k)
-    results = []
     status = "completed"
     guard = SignalGuard()
     with guard:
         try:
-            for result in loop.run(questions):
-                results.append(result)
+            loop.run(questions)
         except KeyboardInterrupt:
             status = "interrupted"
             log.warning("Interrupted ({}) after {} of {} questions: writing what is done",
-                        guard.received or "SIGINT", len(results), len(questions))
+                        guard.received or "SIGINT", len(loop.results), len(questions))
         guard.received = guard.received or "done"  # from here on, any signal exits at once
         if status == "completed" and loop.judge_failure is not None:
             status = "judge_failed"
 
+        results = loop.results
         agg = aggregate(results, round(index_s, 3), k=args.k)
         run_info = RunInfo(
             started_at=started, finished_at=_now(), status=status, strategy=args.strategy, k=args.k,

@@ -1,14 +1,15 @@
 """The benchmark loop, one for every strategy: for each question, in order, one at a time:
 retrieve the top k chunks, rank the needle, grade, score, log, record.
 
-:meth:`BenchmarkLoop.run` is a generator, so a caller interrupted mid-run (KeyboardInterrupt)
-still holds every result yielded so far.
+:meth:`BenchmarkLoop.run` appends each result to ``loop.results`` *before* logging its line, so
+after an interruption (KeyboardInterrupt raised mid-run) ``loop.results`` holds every question the
+console reported as done.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from loguru import logger
@@ -50,6 +51,7 @@ class BenchmarkLoop:
     def __init__(self, retriever: Retriever, judge: Judge, k: int = 5) -> None:
         self.retriever, self.judge, self.k = retriever, judge, k
         self.judge_failure: JudgeError | None = None  # set by the first fatal judge error
+        self.results: list[QuestionResult] = []
 
     def _grade(self, q: Question, chunks: list[Chunk]) -> GradeResult:
         if self.judge_failure is not None:
@@ -71,7 +73,7 @@ class BenchmarkLoop:
             return [], (time.perf_counter() - start) * 1000, f"retrieval_error: {type(err).__name__}: {err}"
         return retrieved, (time.perf_counter() - start) * 1000, None
 
-    def run(self, questions: Sequence[Question]) -> Iterator[QuestionResult]:
+    def run(self, questions: Sequence[Question]) -> list[QuestionResult]:
         n = len(questions)
         for i, q in enumerate(questions, start=1):
             retrieved, latency_ms, retrieval_error = self._retrieve(q)
@@ -86,11 +88,7 @@ class BenchmarkLoop:
             total = M.calculate_total_score(grade.grade, rank)
             logger.debug("[{}/{}] grade={} reasoning={}", i, n, grade.grade, grade.reasoning or grade.error)
             logger.debug("[{}/{}] total = grade x weight = {} x {} = {}", i, n, grade.grade, M.rank_weight(rank), total)
-            mark = "✓" if total is not None and total >= PASS_MARK else "✗"
-            logger.info("[{}/{}] {} R{} G{} T{} ({:.0f}ms) {}", i, n, mark, rank if rank else "-",
-                        grade.grade if grade.grade is not None else "-",
-                        f"{total:.1f}" if total is not None else "-", latency_ms, _short(q.question))
-            yield QuestionResult(
+            self.results.append(QuestionResult(
                 question_id=q.id, question=q.question, expected_answer=q.expected_answer,
                 needle_doc_id=q.needle_doc_ids[0], needle_doc_ids=list(q.needle_doc_ids),
                 needle_found=rank is not None, rank=rank, hit_at_1=rank == 1,
@@ -102,4 +100,9 @@ class BenchmarkLoop:
                                          score=None if s.score != s.score else round(s.score, 6))
                            for j, s in enumerate(retrieved, start=1)],
                 extra=dict(q.extra),
-            )
+            ))
+            mark = "✓" if total is not None and total >= PASS_MARK else "✗"
+            logger.info("[{}/{}] {} R{} G{} T{} ({:.0f}ms) {}", i, n, mark, rank if rank else "-",
+                        grade.grade if grade.grade is not None else "-",
+                        f"{total:.1f}" if total is not None else "-", latency_ms, _short(q.question))
+        return self.results

@@ -6,6 +6,7 @@ console and file sinks (see :func:`utils.logger.add_sinks`).
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -63,12 +64,23 @@ def _redacting_writer(stream: TextIO, secrets: Iterable[str]) -> Callable[[str],
     return write
 
 
+class _InterceptHandler(logging.Handler):
+    """Stdlib logging (httpx2, the anthropic SDK) into loguru. Their INFO chatter (one line per
+    HTTP request, retry notices) goes to DEBUG: in the log file, not on the console."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = record.levelname if record.levelno >= logging.WARNING else "DEBUG"
+        _logger.bind(stdlib=record.name).opt(depth=6, exception=record.exc_info).log(
+            level, "[{}] {}", record.name, record.getMessage())
+
+
 def add_sinks(level: str, log_file: Path, secrets: Iterable[str] = ()) -> TextIO:
     """Entry points only: console at ``level`` on stderr (never a traceback), and ``log_file`` at
     TRACE with tracebacks. Both sinks replace every secret with ``[REDACTED]``. Returns the open
     log file (close it at exit)."""
     secrets = list(secrets)
     _logger.remove()
+    logging.basicConfig(handlers=[_InterceptHandler()], level=logging.INFO, force=True)
     _logger.add(_redacting_writer(sys.stderr, secrets), level=level.upper(),
                 format=lambda record: CONSOLE_FORMAT, colorize=False, backtrace=False, diagnose=False)
     log_file.parent.mkdir(parents=True, exist_ok=True)

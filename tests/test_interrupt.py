@@ -1,0 +1,79 @@
+"""SIGINT/SIGTERM during the question loop: write what is done, status interrupted, exit 130."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, judge_env
+from tests.loopback import LoopbackServer, Reply
+
+
+def start(out: Path, url: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), "--output", str(out)], cwd=ROOT,
+                            env=judge_env(url), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+
+
+def wait_for_line(proc: subprocess.Popen, marker: str, limit: float = 60) -> str:
+    seen = []
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        seen.append(line)
+        if marker in line:
+            return "".join(seen)
+    raise AssertionError("never saw " + marker + ":\n" + "".join(seen))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_writes_done_questions(tmp_path: Path, sig):
+    out = tmp_path / "r.json"
+    out.write_text('{"earlier": true}')
+    with LoopbackServer(default=Reply(text='{"grade": 7, "reasoning": "ok"}', delay=0.3)) as srv:
+        proc = start(out, srv.url)
+        wait_for_line(proc, "[2/44]")
+        proc.send_signal(sig)
+        rest = proc.stderr.read()
+        code = proc.wait(timeout=30)
+    assert code == 130, rest
+    data = json.loads(out.read_text())
+    assert data["run"]["status"] == "interrupted"
+    n = len(data["results"])
+    assert 2 <= n < 44
+    assert data["question_count"] == n and data["graded_count"] == n
+    assert data["avg_llm_grade"] == 7.0
+    assert str(out) in rest  # says where the file is
+
+
+def test_second_signal_exits_at_once(tmp_path: Path):
+    out = tmp_path / "r.json"
+    out.write_text('{"earlier": true}')
+    with LoopbackServer(default=Reply(delay=5.0)) as srv:
+        proc = start(out, srv.url)
+        wait_for_line(proc, "Corpus builtin")
+        time.sleep(0.5)  # inside the first (slow) judge call
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)
+        start_wait = time.monotonic()
+        code = proc.wait(timeout=30)
+        assert time.monotonic() - start_wait < 4
+    assert code == 130
+    text = out.read_text()
+    assert text == '{"earlier": true}' or json.loads(text)["run"]["status"] == "interrupted"
+
+
+def test_interrupt_before_the_loop_writes_nothing(tmp_path: Path):
+    out = tmp_path / "r.json"
+    out.write_text('{"earlier": true}')
+    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), "--output", str(out)], cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 130
+    assert out.read_text() == '{"earlier": true}'

@@ -1,0 +1,78 @@
+"""Full benchmark runs against a loopback judge that misbehaves: every question keeps its row,
+affected grades are null with the reason, the run ends in bounded time with the right exit code,
+and the summary counts what failed and why."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import judge_env, run_cli
+from tests.loopback import LoopbackServer, Reply, error
+
+TIMEOUT = "0.5"  # BENCHMARK_JUDGE_TIMEOUT for these runs; retry-after is capped at it too
+OK = Reply(text='{"grade": 8, "reasoning": "fine"}')
+
+SCENARIOS = {
+    # name: (script, default, expected grade_error kinds per question, exit code, max judge requests)
+    "timeout": ([], Reply(delay=2.0), ["timeout"] * 3, 0, 9),
+    "retry-after-3600": ([], error(429, "rate_limit_error", **{"retry-after": "3600"}), ["rate_limit"] * 3, 0, 9),
+    "529-and-500-bursts": ([error(529, "overloaded_error")] * 3 + [error(500, "api_error")] * 2 + [OK], OK,
+                           ["overloaded", None, None], 0, 7),
+    "dropped-connections": ([Reply(drop=True)] * 3, OK, ["connection", None, None], 0, 5),
+    "non-json-200": ([Reply(raw_body=b"<html>gateway</html>")], OK, ["bad_response", None, None], 0, 3),
+    "unparseable-reply": ([Reply(text="I cannot grade this.")], OK, ["unparseable", None, None], 0, 3),
+    "401-mid-run": ([OK, error(401, "authentication_error")], OK, [None, "auth", "judge_unusable"], 3, 2),
+    "404-unknown-model": ([], error(404, "not_found_error", "model not found"),
+                          ["not_found", "judge_unusable", "judge_unusable"], 3, 1),
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_fault(name: str, tmp_path: Path, few_questions: Path):
+    script, default, kinds, exit_code, max_requests = SCENARIOS[name]
+    out = tmp_path / "r.json"
+    with LoopbackServer(list(script), default) as srv:
+        start = time.monotonic()
+        run = run_cli("--questions", str(few_questions), "--output", str(out),
+                      env=judge_env(srv.url, BENCHMARK_JUDGE_TIMEOUT=TIMEOUT), timeout=120)
+        wall = time.monotonic() - start
+        requests = len(srv.requests)
+    assert run.code == exit_code, run.stderr
+    # bounded: per question at most 3 attempts of <= 0.5 s plus capped waits (<= 0.5 s) and SDK backoff
+    assert wall < 60
+    assert requests <= max_requests
+    data = json.loads(out.read_text())
+    rows = data["results"]
+    assert len(rows) == 3  # every question has a row
+    got = [r["grade_error"].split(":", 1)[0] if r["grade_error"] else None for r in rows]
+    assert got == kinds
+    for row, kind in zip(rows, kinds):
+        assert (row["llm_grade"] is None) == (kind is not None)
+        assert (row["total_score"] is None) == (kind is not None)
+    assert data["graded_count"] == kinds.count(None)
+    assert data["ungraded_count"] == 3 - kinds.count(None)
+    if any(kinds):
+        assert "ungraded because" in run.stderr
+        for kind in set(k for k in kinds if k):
+            assert data["grade_errors"][kind] == kinds.count(kind)
+    if exit_code == 3:
+        assert data["run"]["status"] == "judge_failed"
+        assert data["run"]["judge_failure"].startswith(kinds[kinds.index("judge_unusable") - 1])
+        fix = "ANTHROPIC_API_KEY" if name.startswith("401") else "BENCHMARK_SONNET_MODEL"
+        assert fix in run.stderr
+    else:
+        assert data["run"]["status"] == "completed"
+
+
+def test_unparseable_reply_keeps_raw(tmp_path: Path, few_questions: Path):
+    out = tmp_path / "r.json"
+    with LoopbackServer([Reply(text='{"reasoning": "cut off')], OK) as srv:
+        assert run_cli("--questions", str(few_questions), "--output", str(out), env=judge_env(srv.url)).code == 0
+    row = json.loads(out.read_text())["results"][0]
+    assert row["llm_grade"] is None
+    assert row["grade_error"] == "unparseable: truncated reply without a grade"
+    assert row["llm_raw_reply"] == '{"reasoning": "cut off'
