@@ -17,6 +17,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
@@ -44,16 +45,25 @@ def key_terms(text: str) -> list[str]:
     return list(dict.fromkeys(terms))
 
 
+@lru_cache(maxsize=200_000)
+def _token_terms(token: str) -> tuple[str, ...]:
+    """A token's terms: itself (stemmed when it is a word) plus, for identifiers, its parts
+    ("object.__enter__" also offers "__enter__"; "spec.renewTime" also offers "renewtim")."""
+    low = token.lower()
+    if low.isalpha():
+        return (_STEMMER.stemWord(low),) if low not in _STOP and len(low) > 1 else ()
+    terms = [low]
+    for part in re.split(r"[.\-/]", low):
+        if part.isalpha():
+            if part not in _STOP:
+                terms.append(_STEMMER.stemWord(part))
+        elif part:
+            terms.append(part)
+    return tuple(terms)
+
+
 def _chunk_terms(text: str) -> set[str]:
-    terms = set(key_terms(text))
-    for token in _TOKEN.findall(text):  # identifier parts: "object.__enter__" also offers "__enter__"
-        for part in re.split(r"[.\-/]", token.lower()):
-            if part.isalpha():
-                if part not in _STOP:
-                    terms.add(_STEMMER.stemWord(part))
-            elif part:
-                terms.add(part)
-    return terms
+    return {term for token in set(_TOKEN.findall(text)) for term in _token_terms(token)}
 
 
 class LexicalJudge:

@@ -1,0 +1,88 @@
+"""Loop overhead and offline start-up.
+
+    python bench/harness.py [--questions 100] [--delay 0.2] [--repeat 5]
+
+1. 100 questions against a loopback judge answering after 200 ms: the loop's wall time divided
+   by the sum of the judge latencies (1.00 = the loop adds nothing; target <= 1.02), in process.
+2. ``python benchmark.py --strategy modular-no-llm --quick`` with the offline judge: median wall
+   time of ``--repeat`` runs (target <= 1.5 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def loop_overhead(n: int, delay: float) -> dict:
+    from loguru import logger
+
+    from components.benchmark_loop import BenchmarkLoop
+    from components.retrieval_grader import RetrievalGrader
+    from poc.chunking import chunk_corpus
+    from poc.corpus import builtin_corpus
+    from poc.strategies import resolve_strategy
+    from tests.loopback import LoopbackServer, Reply
+    from utils import llm_provider
+    from utils.questions import Question, load_questions
+
+    logger.remove()
+    base = load_questions(ROOT / "questions.json").questions
+    questions = [Question(f"{base[i % len(base)].id}-{i}", base[i % len(base)].question,
+                          base[i % len(base)].expected_answer, base[i % len(base)].needle_doc_ids) for i in range(n)]
+    retriever = resolve_strategy("modular-no-llm")()
+    retriever.index(chunk_corpus(builtin_corpus().documents))
+    with LoopbackServer(default=Reply(delay=delay)) as server:
+        llm_provider.configure(llm_provider.ProviderConfig(api_key="bench-key", base_url=server.url))
+        loop = BenchmarkLoop(retriever, RetrievalGrader(timeout=30))
+        start = time.perf_counter()
+        results = loop.run(questions)
+        wall = time.perf_counter() - start
+    judge = sum(r.grading_latency_ms for r in results) / 1000
+    return {"questions": n, "judge_delay_s": delay, "loop_wall_s": round(wall, 3), "sum_judge_s": round(judge, 3),
+            "ratio": round(wall / judge, 4), "graded": sum(r.llm_grade is not None for r in results)}
+
+
+def quick_wall(repeat: int) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))}
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeat):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, str(ROOT / "benchmark.py"), "--strategy", "modular-no-llm", "--quick",
+                            "--output", str(Path(tmp) / "r.json")], cwd=ROOT, env=env, check=True,
+                           capture_output=True)
+            times.append(time.perf_counter() - start)
+    return {"runs": repeat, "median_s": round(statistics.median(times), 3), "min_s": round(min(times), 3),
+            "max_s": round(max(times), 3)}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--questions", type=int, default=100)
+    p.add_argument("--delay", type=float, default=0.2)
+    p.add_argument("--repeat", type=int, default=5)
+    args = p.parse_args()
+    overhead = loop_overhead(args.questions, args.delay)
+    print(f"loop: {overhead['questions']} questions, judge {args.delay * 1000:.0f} ms: wall {overhead['loop_wall_s']}s"
+          f" / judge {overhead['sum_judge_s']}s = {overhead['ratio']} (target <= 1.02)")
+    quick = quick_wall(args.repeat)
+    print(f"offline --quick: median {quick['median_s']}s of {quick['runs']} runs "
+          f"(min {quick['min_s']}, max {quick['max_s']}; target <= 1.5 s)")
+    out = ROOT / "bench" / "out" / "harness.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"loop": overhead, "offline_quick": quick}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
