@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import subprocess
@@ -36,6 +37,7 @@ def loop_overhead(n: int, delay: float) -> dict:
     from utils.questions import Question, load_questions
 
     logger.remove()
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
     base = load_questions(ROOT / "questions.json").questions
     questions = [Question(f"{base[i % len(base)].id}-{i}", base[i % len(base)].question,
                           base[i % len(base)].expected_answer, base[i % len(base)].needle_doc_ids) for i in range(n)]

@@ -98,14 +98,14 @@ def main() -> int:
                                *map(str, args.sets)], cwd=ROOT, capture_output=True, text=True, check=True,
                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
         results.append(json.loads(proc.stdout))
-    print(f"{'strategy':<16}{'set':<38}{'H@1':>6}{'H@5':>6}{'MRR':>7}")
+    print(f"{'strategy':<22}{'set':<38}{'H@1':>6}{'H@5':>6}{'MRR':>7}")
     for r in results:
         for name, s in r["sets"].items():
             m = s["ours"]
-            print(f"{r['strategy']:<16}{name:<38}{m['hit_at_1']:>6.2f}{m['hit_at_5']:>6.2f}{m['mrr']:>7.3f}")
+            print(f"{r['strategy']:<22}{name:<38}{m['hit_at_1']:>6.2f}{m['hit_at_5']:>6.2f}{m['mrr']:>7.3f}")
     for name, s in results[0]["sets"].items():
         for system, m in s["reference"].items():
-            print(f"{'ref:' + system:<16}{name:<38}{m['hit_at_1']:>6.2f}{m['hit_at_5']:>6.2f}{m['mrr']:>7.3f}")
+            print(f"{'ref:' + system:<22}{name:<38}{m['hit_at_1']:>6.2f}{m['hit_at_5']:>6.2f}{m['mrr']:>7.3f}")
     print(f"\n{'strategy':<16}{'docs':>6}{'chunks':>8}{'load+chunk s':>14}{'index s':>9}{'p50 ms':>8}{'p95 ms':>8}"
           f"{'peak MB':>9}")
     for r in results:
