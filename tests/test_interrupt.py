@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, judge_env
+from tests.conftest import ROOT, clean_env, judge_env
 from tests.loopback import LoopbackServer, Reply
 
 
@@ -69,11 +69,21 @@ def test_second_signal_exits_at_once(tmp_path: Path):
 
 
 def test_interrupt_before_the_loop_writes_nothing(tmp_path: Path):
+    """SIGINT while the (plug-in) retriever indexes: exit 130, the earlier file untouched."""
+    (tmp_path / "slow_index.py").write_text(
+        "import time\n"
+        "class R:\n"
+        "    def index(self, chunks): time.sleep(30)\n"
+        "    def retrieve(self, query, k): return []\n"
+        "def make(): return R()\n")
     out = tmp_path / "r.json"
     out.write_text('{"earlier": true}')
-    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), "--output", str(out)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), "--strategy", "slow_index:make",
+                             "--output", str(out)], cwd=ROOT, env=clean_env(PYTHONPATH=str(tmp_path)),
                             stderr=subprocess.PIPE, text=True)
-    time.sleep(0.3)
+    wait_for_line(proc, "Judge:")
+    time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 130
+    assert "nothing written" in proc.stderr.read()
     assert out.read_text() == '{"earlier": true}'
