@@ -31,20 +31,6 @@ _STOP = frozenset(STOPWORDS_EN)
 _STEMMER = Stemmer.Stemmer("english")
 
 
-def key_terms(text: str) -> list[str]:
-    """The distinct key terms of ``text``, in order of first appearance."""
-    terms: list[str] = []
-    for token in _TOKEN.findall(text):
-        low = token.lower()
-        if re.fullmatch(r"[a-z]+", low):
-            if low in _STOP or len(low) < 2:
-                continue
-            terms.append(_STEMMER.stemWord(low))
-        else:  # numbers and identifiers, kept whole (and their word parts, for "kube-node-lease")
-            terms.append(low)
-    return list(dict.fromkeys(terms))
-
-
 @lru_cache(maxsize=200_000)
 def _token_terms(token: str) -> tuple[str, ...]:
     """A token's terms: itself (stemmed when it is a word) plus, for identifiers, its parts
@@ -62,6 +48,12 @@ def _token_terms(token: str) -> tuple[str, ...]:
     return tuple(terms)
 
 
+def key_terms(text: str) -> list[str]:
+    """The distinct key terms of ``text``, in order of first appearance: each token's own term
+    (stemmed word, or whole identifier/number), without the identifier parts chunks also offer."""
+    return list(dict.fromkeys(terms[0] for terms in map(_token_terms, _TOKEN.findall(text)) if terms))
+
+
 def _chunk_terms(text: str) -> set[str]:
     return {term for token in set(_TOKEN.findall(text)) for term in _token_terms(token)}
 
@@ -69,7 +61,6 @@ def _chunk_terms(text: str) -> set[str]:
 class LexicalJudge:
     provider = "offline"
     model = "lexical-idf-v1"
-    timeout = None
 
     def __init__(self, chunks: Iterable[Chunk]) -> None:
         df: Counter[str] = Counter()
