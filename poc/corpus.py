@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from loguru import logger
 
 from utils.errors import InputError
@@ -41,8 +40,6 @@ class Corpus:
 
 # --------------------------------------------------------------------------- front matter
 
-# libyaml's loader is ~10x faster than the pure-Python one; same safe subset.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 
 
@@ -53,8 +50,11 @@ def split_front_matter(raw: str, *, where: str = "<text>") -> tuple[dict, str]:
     if not m:
         return {}, raw
     body = raw[m.end():]
+    import yaml  # only folder corpora need it: the built-in corpus does not pay for the import
+
     try:
-        meta = yaml.load(m.group(1), Loader=_YAML_LOADER)
+        # libyaml's loader is ~10x faster than the pure-Python one; same safe subset.
+        meta = yaml.load(m.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         logger.warning("{}: front matter is not valid YAML ({}); loaded without it", where, first)
