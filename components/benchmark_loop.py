@@ -87,7 +87,7 @@ class BenchmarkLoop:
                 grade = self._grade(q, chunks)
             total = M.calculate_total_score(grade.grade, rank)
             logger.debug("[{}/{}] grade={} reasoning={}", i, n, grade.grade, grade.reasoning or grade.error)
-            logger.debug("[{}/{}] total = grade x weight = {} x {} = {}", i, n, grade.grade, M.rank_weight(rank), total)
+            logger.debug("[{}/{}] total = grade × weight = {} × {} = {}", i, n, grade.grade, M.rank_weight(rank), total)
             self.results.append(QuestionResult(
                 question_id=q.id, question=q.question, expected_answer=q.expected_answer,
                 needle_doc_id=q.needle_doc_ids[0], needle_doc_ids=list(q.needle_doc_ids),

@@ -75,7 +75,7 @@ def test_loopback_judge_run(tmp_path: Path, few_questions: Path):
     assert data["avg_llm_grade"] == 6.0
     assert "Judge: Claude via the Anthropic API, model claude-sonnet-5-5" in run.stderr
     log = run.log_text()
-    assert "SUCCESS in " in log and "grade=9" in log and "total = grade x weight" in log
+    assert "SUCCESS in " in log and "grade=9" in log and "total = grade × weight" in log
 
 
 def test_model_override_from_env(tmp_path: Path, few_questions: Path):
