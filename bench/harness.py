@@ -1,6 +1,6 @@
 """Loop overhead and offline start-up.
 
-    python bench/harness.py [--questions 100] [--delay 0.2] [--repeat 5]
+    python -m bench.harness [--questions 100] [--delay 0.2] [--repeat 5]
 
 1. 100 questions against a loopback judge answering after 200 ms: the loop's wall time divided
    by the sum of the judge latencies (1.00 = the loop adds nothing; target <= 1.02), in process.
@@ -68,8 +68,8 @@ def quick_wall(repeat: int) -> dict:
             times.append(time.perf_counter() - start)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    # CPU time (user + sys) is given next to wall time: on a shared VM, wall time also counts the
-    # time other tenants held the CPU, and it moves by +-30% from one minute to the next.
+    # CPU time (user + sys, all threads: it can exceed wall time) is given next to wall time, which on
+    # a shared VM also counts the time other tenants held the CPU and moves by +-30% from minute to minute.
     return {"runs": repeat, "median_s": round(statistics.median(times), 3), "min_s": round(min(times), 3),
             "max_s": round(max(times), 3), "median_cpu_s": round(statistics.median(cpu), 3)}
 

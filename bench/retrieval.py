@@ -1,6 +1,6 @@
 """Retrieval quality and speed on the Kubernetes question sets, next to the reference systems.
 
-    python bench/retrieval.py [--strategies baseline modular-no-llm] [--sets FILE ...] [--json OUT]
+    python -m bench.retrieval [--strategies baseline modular-no-llm] [--sets FILE ...] [--json OUT]
 
 Each strategy runs in its own process, so peak RSS (VmHWM) is that strategy's alone.
 Rank = position of the first of the top 5 chunks whose doc id is the needle.
