@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -40,8 +41,8 @@ def loop_overhead(n: int, delay: float) -> dict:
     logger.remove()
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     base = load_questions(ROOT / "questions.json").questions
-    questions = [Question(f"{base[i % len(base)].id}-{i}", base[i % len(base)].question,
-                          base[i % len(base)].expected_answer, base[i % len(base)].needle_doc_ids) for i in range(n)]
+    questions = [Question(f"{q.id}-{i}", q.question, q.expected_answer, q.needle_doc_ids)
+                 for i, q in zip(range(n), itertools.cycle(base))]
     retriever = resolve_strategy("modular-no-llm")()
     retriever.index(chunk_corpus(builtin_corpus().documents))
     with LoopbackServer(default=Reply(delay=delay)) as server:

@@ -74,6 +74,7 @@ class BenchmarkLoop:
         return retrieved, (time.perf_counter() - start) * 1000, None
 
     def run(self, questions: Sequence[Question]) -> list[QuestionResult]:
+        self.results = []
         n = len(questions)
         for i, q in enumerate(questions, start=1):
             retrieved, latency_ms, retrieval_error = self._retrieve(q)

@@ -27,8 +27,8 @@ def test_idf():
 
 
 @pytest.mark.parametrize("retrieved,grade", [
-    ([0], 1 + math.floor(10 * IDF_ALPHA / (IDF_ALPHA + IDF_DELTA))),  # share .432 -> 5
-    ([2], 1 + math.floor(10 * IDF_DELTA / (IDF_ALPHA + IDF_DELTA))),  # share .568 -> 6
+    ([0], 5),  # share IDF_ALPHA / (IDF_ALPHA + IDF_DELTA) = .432 -> 1 + floor(4.32) = 5
+    ([2], 6),  # share .568 -> 1 + floor(5.68) = 6
     ([0, 2], 10),
     ([], 1),
 ])
@@ -36,12 +36,6 @@ def test_grades(retrieved, grade):
     result = LexicalJudge(CHUNKS).grade("q", "The alpha and the delta.", [CHUNKS[i] for i in retrieved])
     assert result.grade == grade
     assert result.error is None and "key terms found" in result.reasoning
-
-
-def test_pinned_values():
-    judge = LexicalJudge(CHUNKS)
-    assert judge.grade("q", "alpha delta", [CHUNKS[0]]).grade == 5
-    assert judge.grade("q", "alpha delta", [CHUNKS[2]]).grade == 6
 
 
 def test_reasoning_names_found_and_missing():
