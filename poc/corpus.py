@@ -114,7 +114,22 @@ def _skew(positional: list[str]) -> str:
     return f"{major}.{minor + offsets.get(what, 0)}"
 
 
-def _render_single(name: str, argtext: str) -> str:
+def _min_version(min_version: object) -> str:
+    """The site's sentence for the front matter's ``min-kubernetes-server-version``."""
+    major, minor = _CURRENT_MINOR
+    if not min_version:
+        return ""
+    if str(min_version) == f"v{major}.{minor}":
+        return f"Your Kubernetes server must be version {min_version}."
+    return f"Your Kubernetes server must be at or later than version {min_version}."
+
+
+def _version_check(min_version: object) -> str:
+    """What the site's ``version-check`` shortcode prints."""
+    return f"{_min_version(min_version)} To check the version, enter `kubectl version`.".lstrip()
+
+
+def _render_single(name: str, argtext: str, page: dict) -> str:
     named, positional = _args(argtext)
     if name == "glossary_tooltip":
         return named.get("text") or named.get("term_id", "")
@@ -135,16 +150,19 @@ def _render_single(name: str, argtext: str) -> str:
         key = positional[0] if positional else ""
         major, minor = _CURRENT_MINOR
         return {"version": f"v{major}.{minor}", "fullversion": f"v{major}.{minor}.0"}.get(key, "")
-    # ref/relref only occur as link targets; include, version-check, code_sample ... are not text.
+    if name == "version-check":
+        return _version_check(page.get("min-kubernetes-server-version"))
+    # ref/relref only occur as link targets; include, code_sample ... are not text.
     return ""
 
 
-def render_shortcodes(text: str) -> str:
+def render_shortcodes(text: str, page: dict | None = None) -> str:
     """Render Hugo shortcodes as the site shows them.
 
     ``glossary_tooltip`` → its visible text; ``feature-state`` → ``FEATURE STATE: Kubernetes
     v1.27 [stable]``; ``heading`` → the section title the site prints; ``skew``/``param`` → the
-    snapshot's version; admonitions (note, caution, warning) keep their text behind ``Note:`` ...;
+    snapshot's version; ``version-check`` → the site's sentence on the minimum server version,
+    from ``page`` (the front matter's ``min-kubernetes-server-version``); admonitions (note, caution, warning) keep their text behind ``Note:`` ...;
     ``comment`` pairs vanish with their content; links ``[text]({{< ref "x" >}})`` keep their text;
     ``include`` and any other shortcode tag are dropped, the text around and inside them kept.
     """
@@ -168,7 +186,7 @@ def render_shortcodes(text: str) -> str:
             label = _args(argtext)[0].get("name")
             out.append(f"\n\n{label}:\n\n" if label else "")
         elif not closing:
-            out.append(_render_single(name, argtext))
+            out.append(_render_single(name, argtext, page or {}))
     if hidden_depth == 0:
         out.append(text[pos:])
     rendered = "".join(out)
@@ -180,6 +198,7 @@ def render_shortcodes(text: str) -> str:
 
 # --------------------------------------------------------------------------- documents
 
+_VERSION_CHECK = re.compile(r"\{\{<\s*version-check\b")
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
 
 
@@ -197,11 +216,12 @@ def _first_heading(body: str) -> str | None:
 
 def parse_markdown(raw: str, doc_id: str, *, path: str | None = None) -> Document:
     meta, body = split_front_matter(raw, where=path or doc_id)
-    body = render_shortcodes(body)
     min_version = meta.get("min-kubernetes-server-version")
-    if min_version:
-        # The site prints this in the page's prerequisites.
-        body = f"Your Kubernetes server must be at or later than version {min_version}.\n\n" + body
+    if min_version and not _VERSION_CHECK.search(body):
+        # The site prints it where the page has `{{< version-check >}}` (its prerequisites); a page
+        # without one still shows it, at the top.
+        body = _min_version(min_version) + "\n\n" + body
+    body = render_shortcodes(body, meta)
     title = meta.get("title")
     if not isinstance(title, str) or not title.strip():
         title = _first_heading(body) or doc_id

@@ -51,7 +51,20 @@ def test_admonition_keeps_text():
 
 def test_min_version_is_visible():
     doc = parse_markdown("---\ntitle: T\nmin-kubernetes-server-version: v1.18\n---\nBody", "t")
-    assert "v1.18" in doc.text
+    assert doc.text == "Your Kubernetes server must be at or later than version v1.18.\n\nBody"
+
+
+@pytest.mark.parametrize("min_version,expected", [
+    ("v1.18", "Your Kubernetes server must be at or later than version v1.18. "
+              "To check the version, enter `kubectl version`."),
+    ("v1.31", "Your Kubernetes server must be version v1.31. To check the version, enter `kubectl version`."),
+    (None, "To check the version, enter `kubectl version`."),
+])
+def test_version_check_prints_the_sites_sentence_where_it_stands(min_version, expected):
+    front = f"min-kubernetes-server-version: {min_version}\n" if min_version else ""
+    doc = parse_markdown(f"---\ntitle: T\n{front}---\nIntro\n\n## Before you begin\n\n"
+                         "{{< version-check >}}\n\n## Steps\n\nDo it.", "t")
+    assert doc.text == f"Intro\n\n## Before you begin\n\n{expected}\n\n## Steps\n\nDo it."
 
 
 def test_load_folder(tmp_path: Path):

@@ -55,6 +55,28 @@ def test_dense_ranks_by_meaning():
     assert retriever.retrieve("automobile maintenance", 1)[0].chunk.doc_id == "cars"
 
 
+def test_batches_bound_count_times_longest():
+    from poc.dense import batches
+
+    # lengths sorted ascending; budget 100 characters, at most 3 texts a batch
+    assert batches([10, 10, 20, 30, 40, 60, 200], budget=100, most=3) == [(0, 3), (3, 5), (5, 6), (6, 7)]
+    assert batches([]) == []
+
+
+def test_dense_vectors_do_not_depend_on_batching(monkeypatch):
+    import numpy as np
+
+    import poc.dense
+    from poc.dense import DenseRetriever, load_wordllama
+
+    chunks = corpus()
+    plain = load_wordllama().embed([c.index_text for c in chunks], norm=True)
+    monkeypatch.setattr(poc.dense, "BATCH_CHARS", 1)  # every text its own batch
+    retriever = DenseRetriever()
+    retriever.index(chunks)
+    np.testing.assert_allclose(retriever._matrix, plain, rtol=0, atol=1e-6)
+
+
 def test_modular_falls_back_to_original_query_without_llm():
     retriever = resolve_strategy("modular")(llm_available=False)
     retriever.index(corpus())
