@@ -114,7 +114,7 @@ def _skew(positional: list[str]) -> str:
     return f"{major}.{minor + offsets.get(what, 0)}"
 
 
-def _min_version(min_version: object) -> str:
+def _min_version_sentence(min_version: object) -> str:
     """The site's sentence for the front matter's ``min-kubernetes-server-version``."""
     major, minor = _CURRENT_MINOR
     if not min_version:
@@ -126,7 +126,7 @@ def _min_version(min_version: object) -> str:
 
 def _version_check(min_version: object) -> str:
     """What the site's ``version-check`` shortcode prints."""
-    return f"{_min_version(min_version)} To check the version, enter `kubectl version`.".lstrip()
+    return f"{_min_version_sentence(min_version)} To check the version, enter `kubectl version`.".lstrip()
 
 
 def _render_single(name: str, argtext: str, page: dict) -> str:
@@ -162,7 +162,8 @@ def render_shortcodes(text: str, page: dict | None = None) -> str:
     ``glossary_tooltip`` → its visible text; ``feature-state`` → ``FEATURE STATE: Kubernetes
     v1.27 [stable]``; ``heading`` → the section title the site prints; ``skew``/``param`` → the
     snapshot's version; ``version-check`` → the site's sentence on the minimum server version,
-    from ``page`` (the front matter's ``min-kubernetes-server-version``); admonitions (note, caution, warning) keep their text behind ``Note:`` ...;
+    from ``page`` (the front matter's ``min-kubernetes-server-version``); admonitions (note,
+    caution, warning) keep their text behind ``Note:`` ...;
     ``comment`` pairs vanish with their content; links ``[text]({{< ref "x" >}})`` keep their text;
     ``include`` and any other shortcode tag are dropped, the text around and inside them kept.
     """
@@ -220,7 +221,7 @@ def parse_markdown(raw: str, doc_id: str, *, path: str | None = None) -> Documen
     if min_version and not _VERSION_CHECK.search(body):
         # The site prints it where the page has `{{< version-check >}}` (its prerequisites); a page
         # without one still shows it, at the top.
-        body = _min_version(min_version) + "\n\n" + body
+        body = _min_version_sentence(min_version) + "\n\n" + body
     body = render_shortcodes(body, meta)
     title = meta.get("title")
     if not isinstance(title, str) or not title.strip():
