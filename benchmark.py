@@ -85,7 +85,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 class SignalGuard:
     """First SIGINT/SIGTERM: KeyboardInterrupt in the main thread (the current question is
-    abandoned). A second one exits at once with 130."""
+    abandoned) and ``received`` set, which the question loop also checks: an extension module
+    can swallow the KeyboardInterrupt. A second one exits at once with 130."""
 
     def __init__(self) -> None:
         self.received: str | None = None
@@ -141,7 +142,7 @@ def _summary(agg, status: str) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace, settings: Settings, log_path: Path) -> int:
+def run(args: argparse.Namespace, settings: Settings, log_path: Path, guard: SignalGuard) -> int:
     log = get_logger()
     started = _now()
     # ---- validate everything before the first retrieval or judge call
@@ -201,38 +202,40 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path) -> int:
                                OFFLINE_NOTE)
 
     # ---- the loop
-    loop = BenchmarkLoop(retriever, judge, k=args.k)
+    if guard.received:  # a signal whose KeyboardInterrupt an extension swallowed
+        raise KeyboardInterrupt(guard.received)
+    loop = BenchmarkLoop(retriever, judge, k=args.k, should_stop=lambda: guard.received is not None)
     status = "completed"
-    guard = SignalGuard()
-    with guard:
-        try:
-            loop.run(questions)
-        except KeyboardInterrupt:
-            status = "interrupted"
-            log.warning("Interrupted ({}) after {} of {} questions: writing what is done",
-                        guard.received or "SIGINT", len(loop.results), len(questions))
-        guard.received = guard.received or "done"  # from here on, any signal exits at once
-        if status == "completed" and loop.judge_failure is not None:
-            status = "judge_failed"
+    try:
+        loop.run(questions)
+    except KeyboardInterrupt:
+        guard.received = guard.received or "SIGINT"
+    if guard.received:
+        status = "interrupted"
+        log.warning("Interrupted ({}) after {} of {} questions: writing what is done",
+                    guard.received, len(loop.results), len(questions))
+    guard.received = guard.received or "done"  # from here on, any signal exits at once
+    if status == "completed" and loop.judge_failure is not None:
+        status = "judge_failed"
 
-        results = loop.results
-        agg = aggregate(results, round(index_s, 3), k=args.k)
-        run_info = RunInfo(
-            started_at=started, finished_at=_now(), status=status, strategy=args.strategy, k=args.k,
-            quick=args.quick, questions_file=str(args.questions), questions_sha256=qset.sha256,
-            corpus=CorpusInfo(corpus.source, len(corpus.documents), len(chunks), corpus.sha256), judge=judge_info,
-            python=platform.python_version(), packages=_versions(),
-            judge_failure=f"{loop.judge_failure.kind}: {loop.judge_failure}" if loop.judge_failure else None,
-            log_file=str(log_path))
-        for name in ("hit_at_1_rate", "hit_at_5_rate"):
-            log.metric(name, getattr(agg, name), "%")
-        log.metric("mrr", agg.mrr)
-        log.metric("avg_llm_grade", agg.avg_llm_grade)
-        log.metric("avg_total_score", agg.avg_total_score)
-        for name in ("pass_rate_8", "pass_rate_7", "pass_rate_6_5"):
-            log.metric(name, getattr(agg, name), "%")
-        log.info("Summary ({} judge: {})\n{}", judge_info.provider, judge_info.model, _summary(agg, status))
-        write_json_atomic(args.output, build_report(run_info, agg, results), secrets=[settings.api_key or ""])
+    results = loop.results
+    agg = aggregate(results, round(index_s, 3), k=args.k)
+    run_info = RunInfo(
+        started_at=started, finished_at=_now(), status=status, strategy=args.strategy, k=args.k,
+        quick=args.quick, questions_file=str(args.questions), questions_sha256=qset.sha256,
+        corpus=CorpusInfo(corpus.source, len(corpus.documents), len(chunks), corpus.sha256), judge=judge_info,
+        python=platform.python_version(), packages=_versions(),
+        judge_failure=f"{loop.judge_failure.kind}: {loop.judge_failure}" if loop.judge_failure else None,
+        log_file=str(log_path))
+    for name in ("hit_at_1_rate", "hit_at_5_rate"):
+        log.metric(name, getattr(agg, name), "%")
+    log.metric("mrr", agg.mrr)
+    log.metric("avg_llm_grade", agg.avg_llm_grade)
+    log.metric("avg_total_score", agg.avg_total_score)
+    for name in ("pass_rate_8", "pass_rate_7", "pass_rate_6_5"):
+        log.metric(name, getattr(agg, name), "%")
+    log.info("Summary ({} judge: {})\n{}", judge_info.provider, judge_info.model, _summary(agg, status))
+    write_json_atomic(args.output, build_report(run_info, agg, results), secrets=[settings.api_key or ""])
     log.info("Results written to {}", args.output)
     if loop.judge_failure is not None:
         log.error("The judge became unusable: {} — fix it and run again", loop.judge_failure)
@@ -249,7 +252,8 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     code = EXIT_OK
     try:
         settings = Settings.from_env(env)
-        code = run(args, settings, log_path)
+        with SignalGuard() as guard:
+            code = run(args, settings, log_path, guard)
     except InputError as err:
         logger.opt(exception=err).debug("input error")
         logger.error("error: {}", err)

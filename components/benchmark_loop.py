@@ -3,13 +3,15 @@ retrieve the top k chunks, rank the needle, grade, score, log, record.
 
 :meth:`BenchmarkLoop.run` appends each result to ``loop.results`` *before* logging its line, so
 after an interruption (KeyboardInterrupt raised mid-run) ``loop.results`` holds every question the
-console reported as done.
+console reported as done. A KeyboardInterrupt can be lost (an extension that runs Python code
+without passing errors on swallows it), so the loop also asks ``should_stop()`` before each
+retrieval and each judge call, and returns what is done when it says yes.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from loguru import logger
@@ -48,8 +50,10 @@ def _as_scored(item: object) -> ScoredChunk:
 
 
 class BenchmarkLoop:
-    def __init__(self, retriever: Retriever, judge: Judge, k: int = 5) -> None:
+    def __init__(self, retriever: Retriever, judge: Judge, k: int = 5,
+                 should_stop: Callable[[], bool] = lambda: False) -> None:
         self.retriever, self.judge, self.k = retriever, judge, k
+        self.should_stop = should_stop
         self.judge_failure: JudgeError | None = None  # set by the first fatal judge error
         self.results: list[QuestionResult] = []
 
@@ -77,11 +81,15 @@ class BenchmarkLoop:
         self.results = []
         n = len(questions)
         for i, q in enumerate(questions, start=1):
+            if self.should_stop():
+                break
             retrieved, latency_ms, retrieval_error = self._retrieve(q)
             rank = M.calculate_rank(retrieved, q.needle_doc_ids)
             logger.trace("[{}/{}] retrieved: {}", i, n, [s.chunk.doc_id for s in retrieved])
             logger.trace("[{}/{}] needle {} rank: {}", i, n, "/".join(q.needle_doc_ids), rank)
             chunks = [s.chunk for s in retrieved]
+            if self.should_stop():  # the current question is abandoned, as on KeyboardInterrupt
+                break
             if retrieval_error:
                 grade = GradeResult(None, None, 0.0, retrieval_error, None)
             else:

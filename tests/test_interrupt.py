@@ -68,6 +68,44 @@ def test_second_signal_exits_at_once(tmp_path: Path):
     assert text == '{"earlier": true}' or json.loads(text)["run"]["status"] == "interrupted"
 
 
+def test_interrupt_swallowed_by_an_extension_still_stops_the_loop(tmp_path: Path):
+    """Some extension modules swallow the KeyboardInterrupt a signal handler raises (a Cython
+    function that cannot pass errors on prints "Exception ignored in ..."). This retriever does the
+    same from its third call on; the run must still stop before the judge sees that question."""
+    (tmp_path / "swallowing.py").write_text(
+        "import sys, time\n"
+        "from poc.retriever import ScoredChunk\n"
+        "class R:\n"
+        "    calls = 0\n"
+        "    def index(self, chunks): self.chunk = chunks[0]\n"
+        "    def retrieve(self, query, k):\n"
+        "        self.calls += 1\n"
+        "        if self.calls == 3:\n"
+        "            print('RETRIEVING-3', file=sys.stderr, flush=True)\n"
+        "            try:\n"
+        "                time.sleep(20)\n"
+        "            except KeyboardInterrupt:\n"
+        "                pass\n"
+        "        return [ScoredChunk(self.chunk, 1.0)]\n"
+        "def make(): return R()\n")
+    out = tmp_path / "r.json"
+    with LoopbackServer(default=Reply(text='{"grade": 7, "reasoning": "ok"}')) as srv:
+        proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), "--strategy", "swallowing:make",
+                                 "--output", str(out)], cwd=ROOT, env=judge_env(srv.url, PYTHONPATH=str(tmp_path)),
+                                stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        wait_for_line(proc, "RETRIEVING-3")
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stderr.read()
+        code = proc.wait(timeout=30)
+        judged = len(srv.requests)
+    assert code == 130, rest
+    data = json.loads(out.read_text())
+    assert data["run"]["status"] == "interrupted"
+    first_two = [q["id"] for q in json.loads((ROOT / "questions.json").read_text())["questions"][:2]]
+    assert [r["question_id"] for r in data["results"]] == first_two
+    assert judged == 2  # the judge never saw question 3
+
+
 def test_interrupt_before_the_loop_writes_nothing(tmp_path: Path):
     """SIGINT while the (plug-in) retriever indexes: exit 130, the earlier file untouched."""
     (tmp_path / "slow_index.py").write_text(

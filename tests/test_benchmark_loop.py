@@ -1,0 +1,66 @@
+"""BenchmarkLoop with a scripted retriever and judge: the stop check between steps."""
+
+from __future__ import annotations
+
+from components.benchmark_loop import BenchmarkLoop
+from components.retrieval_grader import GradeResult
+from poc.chunking import Chunk
+from poc.retriever import ScoredChunk
+from utils.questions import Question
+
+CHUNK = Chunk("doc", "doc#0", "Doc", (), "text", 0)
+
+
+class Retriever:
+    def __init__(self, on_call=lambda n: None) -> None:
+        self.calls = 0
+        self.on_call = on_call
+
+    def index(self, chunks) -> None:
+        pass
+
+    def retrieve(self, query: str, k: int) -> list[ScoredChunk]:
+        self.calls += 1
+        self.on_call(self.calls)
+        return [ScoredChunk(CHUNK, 1.0)]
+
+
+class Judge:
+    provider, model = "scripted", "scripted"
+
+    def __init__(self) -> None:
+        self.questions: list[str] = []
+
+    def grade(self, question, expected_answer, chunks) -> GradeResult:
+        self.questions.append(question)
+        return GradeResult(8, "ok", 1.0, None, '{"grade": 8}')
+
+
+QUESTIONS = [Question(f"q{i}", f"question {i}", "answer", ("doc",)) for i in range(1, 5)]
+
+
+def test_runs_every_question_when_never_told_to_stop():
+    judge = Judge()
+    results = BenchmarkLoop(Retriever(), judge).run(QUESTIONS)
+    assert [r.question_id for r in results] == ["q1", "q2", "q3", "q4"]
+    assert [r.total_score for r in results] == [8.0] * 4
+
+
+def test_a_stop_during_retrieval_abandons_that_question_before_the_judge():
+    """What happens when an extension swallows the KeyboardInterrupt of a signal that arrives while
+    question 3 is being retrieved: the signal handler's flag is still seen."""
+    stop = []
+    retriever = Retriever(on_call=lambda n: stop.append(True) if n == 3 else None)
+    judge = Judge()
+    loop = BenchmarkLoop(retriever, judge, should_stop=lambda: bool(stop))
+    results = loop.run(QUESTIONS)
+    assert [r.question_id for r in results] == ["q1", "q2"]
+    assert judge.questions == ["question 1", "question 2"]
+    assert retriever.calls == 3
+    assert loop.results is results
+
+
+def test_a_stop_requested_before_the_run_runs_nothing():
+    retriever, judge = Retriever(), Judge()
+    assert BenchmarkLoop(retriever, judge, should_stop=lambda: True).run(QUESTIONS) == []
+    assert retriever.calls == 0 and judge.questions == []
