@@ -140,6 +140,12 @@ def build_report(run: RunInfo, aggregates: Aggregates, results: Iterable[Questio
             "results": [r.to_json() for r in results]}
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_json_atomic(path: Path, payload: dict, secrets: Iterable[str] = ()) -> None:
     """Write ``payload`` as JSON to ``path`` atomically; every secret string is replaced by
     ``[REDACTED]`` first. A reader sees the old file or the new one, never a partial one."""
@@ -150,6 +156,9 @@ def write_json_atomic(path: Path, payload: dict, secrets: Iterable[str] = ()) ->
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 0600: give it the mode an ordinary write would have (the earlier
+        # file's, else 0666 less the umask) so that others can still read the results.
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
