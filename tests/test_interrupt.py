@@ -71,7 +71,7 @@ def test_second_signal_exits_at_once(tmp_path: Path):
 def test_interrupt_swallowed_by_an_extension_still_stops_the_loop(tmp_path: Path):
     """Some extension modules swallow the KeyboardInterrupt a signal handler raises (a Cython
     function that cannot pass errors on prints "Exception ignored in ..."). This retriever does the
-    same from its third call on; the run must still stop before the judge sees that question."""
+    same on its third call; the run must still stop before the judge sees that question."""
     (tmp_path / "swallowing.py").write_text(
         "import sys, time\n"
         "from poc.retriever import ScoredChunk\n"
