@@ -16,56 +16,22 @@ import platform
 import signal
 import sys
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
 from loguru import logger
 
-from components.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
+from components.run.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from utils.errors import InputError
 from utils.logger import add_sinks, get_logger
 from utils.results import check_writable
+from utils.settings import Settings
 
 ROOT = Path(__file__).resolve().parent
 PACKAGES = ("anthropic", "bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")
 EXIT_OK, EXIT_INPUT, EXIT_JUDGE, EXIT_INTERRUPTED = 0, 2, 3, 130
 OFFLINE_NOTE = "offline lexical judge: grades are a lexical proxy (IDF-weighted key-term overlap), not Sonnet"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Everything the run takes from the environment, read once here."""
-
-    api_key: str | None
-    base_url: str | None
-    judge: str  # "anthropic" | "offline"
-    judge_timeout: float
-    sonnet_model: str
-    haiku_model: str
-
-    @classmethod
-    def from_env(cls, env: dict[str, str]) -> Settings:
-        api_key = env.get("ANTHROPIC_API_KEY") or None
-        judge = (env.get("BENCHMARK_JUDGE") or ("anthropic" if api_key else "offline")).strip().lower()
-        if judge not in ("anthropic", "offline"):
-            raise InputError(f"BENCHMARK_JUDGE={judge!r} is not a judge: set it to anthropic or offline")
-        if judge == "anthropic" and not api_key:
-            raise InputError("BENCHMARK_JUDGE=anthropic needs ANTHROPIC_API_KEY: set the key, "
-                             "or BENCHMARK_JUDGE=offline for the lexical judge")
-        raw_timeout = env.get("BENCHMARK_JUDGE_TIMEOUT") or "30"
-        try:
-            timeout = float(raw_timeout)
-        except ValueError:
-            timeout = -1.0
-        if not timeout > 0:
-            raise InputError(f"BENCHMARK_JUDGE_TIMEOUT={raw_timeout!r} is not a positive number of seconds: "
-                             "set it to e.g. 30")
-        return cls(api_key=api_key, base_url=env.get("ANTHROPIC_BASE_URL") or None, judge=judge,
-                   judge_timeout=timeout,
-                   sonnet_model=env.get("BENCHMARK_SONNET_MODEL") or "claude-sonnet-5-5",
-                   haiku_model=env.get("BENCHMARK_HAIKU_MODEL") or "claude-haiku-4-5")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -184,18 +150,18 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path, guard: Sig
     log.info("Corpus {}: {} documents, {} chunks (loaded+chunked in {:.2f}s, indexed in {:.2f}s)",
              corpus.source, len(corpus.documents), len(chunks), load_s, index_s)
 
-    from components.benchmark_loop import BenchmarkLoop
+    from components.run.benchmark_loop import BenchmarkLoop
     from utils.results import CorpusInfo, JudgeInfo, RunInfo, aggregate, build_report, write_json_atomic
 
     if settings.judge == "anthropic":
-        from components.retrieval_grader import RetrievalGrader
+        from components.run.retrieval_grader import RetrievalGrader
 
         judge = RetrievalGrader(timeout=settings.judge_timeout)
         judge_info = JudgeInfo("anthropic", llm_provider.resolve_model("claude-sonnet"), PROMPT_SHA256,
                                REFERENCE_FREE_PROMPT_SHA256, settings.judge_timeout,
                                "LLM judge (Claude) via the Anthropic Messages API")
     else:
-        from components.lexical_judge import LexicalJudge
+        from components.run.lexical_judge import LexicalJudge
 
         judge = LexicalJudge(chunks)
         judge_info = JudgeInfo("offline", LexicalJudge.model, PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, None,
@@ -243,8 +209,32 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path, guard: Sig
     return EXIT_INTERRUPTED if status == "interrupted" else EXIT_OK
 
 
+# Commands beside the run: ``python benchmark.py NAME ...``. Each module named here exposes
+# ``add_arguments(parser)`` and ``run(args, settings) -> int`` (exit code); it raises
+# :class:`utils.errors.InputError` for bad input, which this edge turns into one line and exit 2.
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module, one-line help)
+}
+
+
+def _command_parser(name: str, module) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"benchmark.py {name}", description=COMMANDS[name][1])
+    module.add_arguments(p)
+    p.add_argument("--log-level", default="INFO", type=str.upper,
+                   choices=["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"], help="console log level")
+    return p
+
+
 def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> int:
-    args = parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = None
+    if argv and argv[0] in COMMANDS:
+        import importlib
+
+        command = importlib.import_module(COMMANDS[argv[0]][0])
+        args = _command_parser(argv[0], command).parse_args(argv[1:])
+    else:
+        args = parse_args(argv)
     env = dict(os.environ if env is None else env)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     log_path = ROOT / "logs" / f"benchmark_{stamp}_{os.getpid()}.log"
@@ -252,8 +242,11 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     code = EXIT_OK
     try:
         settings = Settings.from_env(env)
-        with SignalGuard() as guard:
-            code = run(args, settings, log_path, guard)
+        if command is not None:
+            code = command.run(args, settings)
+        else:
+            with SignalGuard() as guard:
+                code = run(args, settings, log_path, guard)
     except InputError as err:
         logger.opt(exception=err).debug("input error")
         logger.error("error: {}", err)

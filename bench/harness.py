@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def loop_overhead(n: int, delay: float) -> dict:
     from loguru import logger
 
-    from components.benchmark_loop import BenchmarkLoop
-    from components.retrieval_grader import RetrievalGrader
+    from components.run.benchmark_loop import BenchmarkLoop
+    from components.run.retrieval_grader import RetrievalGrader
     from poc.chunking import chunk_corpus
     from poc.corpus import builtin_corpus
     from poc.strategies import resolve_strategy

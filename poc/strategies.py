@@ -18,7 +18,7 @@ StrategyFactory = Callable[..., Retriever]
 
 
 class RewritingRetriever:
-    """Rewrites each query with a :class:`components.query_rewriter.QueryRewriter` first."""
+    """Rewrites each query with a :class:`components.run.query_rewriter.QueryRewriter` first."""
 
     def __init__(self, inner: Retriever, rewriter) -> None:
         self.inner, self.rewriter = inner, rewriter
@@ -43,7 +43,7 @@ def _hybrid(**_: object) -> Retriever:
 
 
 def _modular(*, llm_available: bool = True, **_: object) -> Retriever:
-    from components.query_rewriter import QueryRewriter
+    from components.run.query_rewriter import QueryRewriter
     from poc.hybrid import HybridRetriever
     from utils.llm_provider import call_llm
 

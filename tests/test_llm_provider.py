@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from components.retrieval_grader import RetrievalGrader
+from components.run.retrieval_grader import RetrievalGrader
 from poc.chunking import Chunk
 from tests.conftest import SENTINEL_KEY
 from tests.loopback import LoopbackServer, Reply, error

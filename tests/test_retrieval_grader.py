@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from components.retrieval_grader import (GRADING_PROMPT, REFERENCE_FREE_PROMPT, RetrievalGrader, build_prompt,
+from components.run.retrieval_grader import (GRADING_PROMPT, REFERENCE_FREE_PROMPT, RetrievalGrader, build_prompt,
                                          parse_grade)
 from poc.chunking import Chunk
 from utils.errors import JudgeError

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from loguru import logger
 
-from components.retrieval_grader import GradeResult
+from components.run.retrieval_grader import GradeResult
 from poc.chunking import Chunk
 from poc.retriever import Retriever, ScoredChunk
 from utils.errors import JudgeError

@@ -23,7 +23,7 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 from loguru import logger
 
-from components.retrieval_grader import GradeResult
+from components.run.retrieval_grader import GradeResult
 from poc.chunking import Chunk
 
 _TOKEN = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-/]*[A-Za-z0-9_])?")
