@@ -231,10 +231,10 @@ def parse_markdown(raw: str, doc_id: str, *, path: str | None = None) -> Documen
     return Document(doc_id=doc_id, title=title, text=body.strip(), metadata=metadata, path=path)
 
 
-def load_corpus(folder: str | Path | None) -> Corpus:
-    """Load every ``*.md`` file of ``folder`` (not recursive); ``None`` → the built-in corpus."""
-    if folder is None:
-        return builtin_corpus()
+def corpus_files(folder: str | Path) -> list[tuple[str, Path]]:
+    """The documents of a corpus folder as sorted ``(doc id, file)`` pairs, without reading them:
+    every ``*.md`` file of ``folder`` (not recursive), doc id = file stem. Raises
+    :class:`InputError` for a missing or empty folder and for two files with one doc id."""
     root = Path(folder)
     if not root.exists():
         raise InputError(f"corpus folder {root} does not exist: pass --corpus a folder of Markdown files")
@@ -251,17 +251,25 @@ def load_corpus(folder: str | Path | None) -> Corpus:
                 f"corpus folder {root}: {seen[f.stem].name} and {f.name} give the same doc id {f.stem!r}: "
                 "rename one so that every file stem is unique")
         seen[f.stem] = f
+    return list(seen.items())
+
+
+def load_corpus(folder: str | Path | None) -> Corpus:
+    """Load every document of :func:`corpus_files`; ``None`` → the built-in corpus."""
+    if folder is None:
+        return builtin_corpus()
+    root = Path(folder)
     digest = hashlib.sha256()
     documents = []
-    for f in files:
+    for doc_id, f in corpus_files(root):
         data = f.read_bytes()
-        digest.update(f.stem.encode() + b"\0" + data + b"\0")
+        digest.update(doc_id.encode() + b"\0" + data + b"\0")
         try:
             raw = data.decode("utf-8")
         except UnicodeDecodeError as err:
             logger.warning("{}: not valid UTF-8 (byte {}); undecodable bytes replaced", f, err.start)
             raw = data.decode("utf-8", errors="replace")
-        documents.append(parse_markdown(raw.lstrip("\ufeff"), f.stem, path=str(f)))
+        documents.append(parse_markdown(raw.lstrip("\ufeff"), doc_id, path=str(f)))
     return Corpus(source=str(root), documents=documents, sha256=digest.hexdigest())
 
 
