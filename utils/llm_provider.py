@@ -32,6 +32,32 @@ class LLMCaller(Protocol):
 
 
 @dataclass(frozen=True)
+class LLMReply:
+    """One answered call: the reply's text blocks joined, and what the API said about the call."""
+
+    text: str
+    stop_reason: str | None = None
+    model: str | None = None  # the model id the reply names
+    request_id: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+
+
+class LLM(Protocol):
+    """A model to call, its request settings already chosen (see :class:`ModelClient`).
+
+    ``complete`` sends ``prompt`` as one user message and returns the :class:`LLMReply`; every
+    failure raises :class:`utils.errors.JudgeError` (``fatal`` or transient). Tests pass scripted
+    objects with this shape."""
+
+    model: str  # the model id requested
+
+    def complete(self, prompt: str) -> LLMReply: ...
+
+
+@dataclass(frozen=True)
 class ProviderConfig:
     api_key: str | None = None  # None: the SDK reads ANTHROPIC_API_KEY
     base_url: str | None = None  # None: the SDK reads ANTHROPIC_BASE_URL, else the public API
