@@ -1,0 +1,108 @@
+"""Start-up validation of the environment (issue 12 item 7): one clear line, never the key.
+
+A key with whitespace, a malformed ``ANTHROPIC_BASE_URL`` or a timeout beyond the maximum used to
+cost three "could not reach the judge" attempts (or hang a run): now :meth:`Settings.from_env`
+raises one :class:`InputError` naming the variable and the fix, before any judge call.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.conftest import SENTINEL_KEY, judge_env, run_cli
+from tests.loopback import LoopbackServer
+from utils.errors import InputError
+from utils.settings import MAX_JUDGE_TIMEOUT_S, Settings, secrets_in
+
+KEY = SENTINEL_KEY
+OK = {"ANTHROPIC_API_KEY": KEY}
+
+# (name, environment, words the one error line must hold)
+REJECTED = [
+    ("key-trailing-newline", {"ANTHROPIC_API_KEY": KEY + "\n"}, "ANTHROPIC_API_KEY"),
+    ("key-trailing-space", {"ANTHROPIC_API_KEY": KEY + " "}, "whitespace"),
+    ("key-leading-tab", {"ANTHROPIC_API_KEY": "\t" + KEY}, "whitespace"),
+    ("key-only-spaces", {"ANTHROPIC_API_KEY": "   "}, "whitespace"),
+    ("key-control-char", {"ANTHROPIC_API_KEY": KEY[:10] + "\x1b" + KEY[10:]}, "control character"),
+    ("key-inner-space", {"ANTHROPIC_API_KEY": KEY[:10] + " " + KEY[10:]}, "ANTHROPIC_API_KEY"),
+    ("key-non-ascii", {"ANTHROPIC_API_KEY": KEY + "é"}, "ASCII"),
+    ("url-no-scheme", {**OK, "ANTHROPIC_BASE_URL": "localhost:8080"}, "ANTHROPIC_BASE_URL"),
+    ("url-no-host", {**OK, "ANTHROPIC_BASE_URL": "http://"}, "http(s) URL with a host"),
+    ("url-ftp", {**OK, "ANTHROPIC_BASE_URL": "ftp://x"}, "http(s) URL with a host"),
+    ("url-bad-port", {**OK, "ANTHROPIC_BASE_URL": "http://127.0.0.1:99999"}, "ANTHROPIC_BASE_URL"),
+    ("url-space", {**OK, "ANTHROPIC_BASE_URL": "http://127.0.0.1:8080 "}, "ANTHROPIC_BASE_URL"),
+    ("timeout-inf", {"BENCHMARK_JUDGE_TIMEOUT": "inf"}, "BENCHMARK_JUDGE_TIMEOUT='inf'"),
+    ("timeout-1e20", {"BENCHMARK_JUDGE_TIMEOUT": "1e20"}, f"at most {MAX_JUDGE_TIMEOUT_S:g}"),
+    ("timeout-above-max", {"BENCHMARK_JUDGE_TIMEOUT": "601"}, "BENCHMARK_JUDGE_TIMEOUT"),
+    ("timeout-nan", {"BENCHMARK_JUDGE_TIMEOUT": "nan"}, "BENCHMARK_JUDGE_TIMEOUT"),
+    ("timeout-zero", {"BENCHMARK_JUDGE_TIMEOUT": "0"}, "BENCHMARK_JUDGE_TIMEOUT"),
+    ("timeout-negative", {"BENCHMARK_JUDGE_TIMEOUT": "-5"}, "BENCHMARK_JUDGE_TIMEOUT"),
+    ("effort-unknown", {"BENCHMARK_JUDGE_EFFORT": "extreme"}, "low, medium, high, xhigh, max"),
+    ("model-trailing-space", {**OK, "BENCHMARK_SONNET_MODEL": "claude-sonnet-5-5 "}, "BENCHMARK_SONNET_MODEL"),
+    ("model-newline", {**OK, "BENCHMARK_HAIKU_MODEL": "claude\nhaiku"}, "BENCHMARK_HAIKU_MODEL"),
+]
+
+
+@pytest.mark.parametrize("env,message", [r[1:] for r in REJECTED], ids=[r[0] for r in REJECTED])
+def test_rejected_at_start_up(env, message):
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
+        Settings.from_env(env)
+    text = str(err.value)
+    assert "\n" not in text and KEY not in text and KEY[-12:] not in text
+
+
+@pytest.mark.parametrize("name", ["key-trailing-newline", "url-no-scheme", "url-no-host", "timeout-inf"])
+def test_rejected_before_any_judge_call(tmp_path, name):
+    env = next(r[1] for r in REJECTED if r[0] == name)
+    with LoopbackServer() as srv:
+        full = judge_env(srv.url)
+        full.update(env)
+        run = run_cli("--output", str(tmp_path / "r.json"), env=full, timeout=60)
+        assert srv.requests == []
+    assert run.code == 2, run.stderr
+    errors = [ln for ln in run.stderr.splitlines() if "| ERROR" in ln]
+    assert len(errors) == 1, run.stderr
+    assert KEY not in run.stderr and KEY[-12:] not in run.stderr and KEY not in run.log_text()
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("raw,expected", [
+    (None, None), ("", None), ("low", "low"), ("MEDIUM", "medium"), (" high ", "high"), ("xhigh", "xhigh"),
+    ("max", "max"),
+])
+def test_judge_effort(raw, expected):
+    env = {} if raw is None else {"BENCHMARK_JUDGE_EFFORT": raw}
+    assert Settings.from_env(env).judge_effort == expected
+
+
+@pytest.mark.parametrize("env,timeout", [({}, 30.0), ({"BENCHMARK_JUDGE_TIMEOUT": "600"}, 600.0),
+                                         ({"BENCHMARK_JUDGE_TIMEOUT": " 0.5 "}, 0.5)])
+def test_valid_timeouts(env, timeout):
+    assert Settings.from_env(env).judge_timeout == timeout and math.isfinite(timeout)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080", "https://api.anthropic.com", "https://proxy.example/v1/",
+                                 "http://[::1]:9000"])
+def test_valid_base_urls(url):
+    assert Settings.from_env({**OK, "ANTHROPIC_BASE_URL": url}).base_url == url
+
+
+def test_offline_judge_ignores_the_key_shape():
+    """BENCHMARK_JUDGE=offline never sends the key: a stale one with a newline does not stop the run."""
+    s = Settings.from_env({"ANTHROPIC_API_KEY": KEY + "\n", "BENCHMARK_JUDGE": "offline"})
+    assert s.judge == "offline"
+
+
+def test_secrets_in_the_environment():
+    env = {"ANTHROPIC_API_KEY": KEY + "\n", "ANTHROPIC_AUTH_TOKEN": "tok-123456",
+           "ANTHROPIC_BASE_URL": "https://user:pa55word@proxy.example/"}
+    assert set(secrets_in(env)) == {KEY + "\n", KEY, "tok-123456", "pa55word"}
+    assert secrets_in({}) == ()
+
+
+def test_a_url_with_a_password_is_not_echoed():
+    with pytest.raises(InputError) as err:
+        Settings.from_env({**OK, "ANTHROPIC_BASE_URL": "ftp://user:pa55word@host/"})
+    assert "pa55word" not in str(err.value)
