@@ -55,3 +55,20 @@ def few_questions(tmp_path: Path) -> Path:
 
 def judge_env(server_url: str, **extra: str) -> dict[str, str]:
     return clean_env(ANTHROPIC_API_KEY=SENTINEL_KEY, ANTHROPIC_BASE_URL=server_url, **extra)
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path: Path):
+    """A 64 kB tmpfs mounted at ``tmp_path / "disk"`` (for full-disk cases); skipped unless the test
+    runs as root where mounting works. Unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)

@@ -117,7 +117,7 @@ def test_resolve_output_refuses(case, name, message):
     assert "\n" not in str(err.value) and "--output" in str(err.value)
 
 
-@pytest.mark.parametrize("path", ["/dev/null", "/dev/zero", "/dev/stdout"])
+@pytest.mark.parametrize("path", ["/dev/null", "/dev/zero", "/dev/urandom"])
 def test_resolve_output_refuses_real_devices(path):
     """Safe to run against real devices: resolve_output only looks at the path."""
     from utils.errors import InputError

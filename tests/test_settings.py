@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import SENTINEL_KEY, judge_env, run_cli
 from tests.loopback import LoopbackServer
 from utils.errors import InputError
-from utils.settings import MAX_JUDGE_TIMEOUT_S, Settings, secrets_in
+from utils.settings import Settings
 
 KEY = SENTINEL_KEY
 OK = {"ANTHROPIC_API_KEY": KEY}
@@ -34,7 +34,7 @@ REJECTED = [
     ("url-bad-port", {**OK, "ANTHROPIC_BASE_URL": "http://127.0.0.1:99999"}, "ANTHROPIC_BASE_URL"),
     ("url-space", {**OK, "ANTHROPIC_BASE_URL": "http://127.0.0.1:8080 "}, "ANTHROPIC_BASE_URL"),
     ("timeout-inf", {"BENCHMARK_JUDGE_TIMEOUT": "inf"}, "BENCHMARK_JUDGE_TIMEOUT='inf'"),
-    ("timeout-1e20", {"BENCHMARK_JUDGE_TIMEOUT": "1e20"}, f"at most {MAX_JUDGE_TIMEOUT_S:g}"),
+    ("timeout-1e20", {"BENCHMARK_JUDGE_TIMEOUT": "1e20"}, "at most 600"),
     ("timeout-above-max", {"BENCHMARK_JUDGE_TIMEOUT": "601"}, "BENCHMARK_JUDGE_TIMEOUT"),
     ("timeout-nan", {"BENCHMARK_JUDGE_TIMEOUT": "nan"}, "BENCHMARK_JUDGE_TIMEOUT"),
     ("timeout-zero", {"BENCHMARK_JUDGE_TIMEOUT": "0"}, "BENCHMARK_JUDGE_TIMEOUT"),
@@ -96,6 +96,8 @@ def test_offline_judge_ignores_the_key_shape():
 
 
 def test_secrets_in_the_environment():
+    from utils.settings import secrets_in
+
     env = {"ANTHROPIC_API_KEY": KEY + "\n", "ANTHROPIC_AUTH_TOKEN": "tok-123456",
            "ANTHROPIC_BASE_URL": "https://user:pa55word@proxy.example/"}
     assert set(secrets_in(env)) == {KEY + "\n", KEY, "tok-123456", "pa55word"}
