@@ -2,8 +2,9 @@
 
     python benchmark.py --strategy modular-no-llm --quick
 
-Exit codes: 0 done; 2 bad usage or input (nothing written); 3 the judge became unusable (results
-written, remaining grades null); 130 interrupted (results of the finished questions written).
+Exit codes: 0 done; 1 internal error; 2 bad usage or input (nothing written); 3 the judge became
+unusable (results written, remaining grades null); 5 the results could not be written (a full disk:
+the earlier file is left as it was); 130 interrupted (results of the finished questions written).
 This is the only module that reads the environment, adds log sinks, or turns exceptions into
 console lines and exit codes.
 """
@@ -23,14 +24,15 @@ from pathlib import Path
 from loguru import logger
 
 from components.run.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
-from utils.errors import InputError
-from utils.logger import add_sinks, get_logger
-from utils.results import check_writable
-from utils.settings import Settings
+from utils.errors import InputError, ResultsWriteError
+from utils.logger import add_sinks, escape_control, get_logger
+from utils.results import DEFAULT_OUTPUT_NAME, check_writable, remove_temp_files, resolve_output
+from utils.settings import Settings, secrets_in
 
 ROOT = Path(__file__).resolve().parent
 PACKAGES = ("anthropic", "bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")
-EXIT_OK, EXIT_INPUT, EXIT_JUDGE, EXIT_INTERRUPTED = 0, 2, 3, 130
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_JUDGE, EXIT_WRITE, EXIT_INTERRUPTED = 0, 1, 2, 3, 5, 130
+LOG_DIR = ROOT / "logs"
 OFFLINE_NOTE = "offline lexical judge: grades are a lexical proxy (IDF-weighted key-term overlap), not Sonnet"
 
 
@@ -42,11 +44,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--questions", type=Path, default=ROOT / "questions.json", help="questions JSON file")
     p.add_argument("--corpus", type=Path, default=None,
                    help="folder of Markdown files, one document each (default: built-in Python reference)")
-    p.add_argument("--output", type=Path, default=ROOT / "benchmark_results.json", help="results JSON file")
-    p.add_argument("--log-level", default="INFO", type=str.upper,
-                   choices=["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"], help="console log level")
+    # a str, not a Path: Path drops the trailing "/" that says "a folder" (see resolve_output)
+    p.add_argument("--output", default=str(ROOT / DEFAULT_OUTPUT_NAME),
+                   help=f"results JSON file, or a folder (existing, or ending in /) to write {DEFAULT_OUTPUT_NAME} in")
+    _add_common_arguments(p)
     p.add_argument("--k", type=int, default=5, help=argparse.SUPPRESS)
     return p.parse_args(argv)
+
+
+def _add_common_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of the run and of every command."""
+    p.add_argument("--log-level", default="INFO", type=str.upper,
+                   choices=["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"], help="console log level")
+    p.add_argument("--log-dir", type=Path, default=LOG_DIR,
+                   help="folder for the run's log file (default: logs/ in the project); if it cannot be "
+                        "written, the run logs to the console only")
 
 
 class SignalGuard:
@@ -60,6 +72,7 @@ class SignalGuard:
 
     def _handle(self, signum: int, _frame: object) -> None:
         if self.received is not None:
+            remove_temp_files()  # os._exit skips the write's own clean-up
             os._exit(EXIT_INTERRUPTED)
         self.received = signal.Signals(signum).name
         raise KeyboardInterrupt(self.received)
@@ -108,7 +121,7 @@ def _summary(agg, status: str) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace, settings: Settings, log_path: Path, guard: SignalGuard) -> int:
+def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, guard: SignalGuard) -> int:
     log = get_logger()
     started = _now()
     # ---- validate everything before the first retrieval or judge call
@@ -192,7 +205,7 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path, guard: Sig
         corpus=CorpusInfo(corpus.source, len(corpus.documents), len(chunks), corpus.sha256), judge=judge_info,
         python=platform.python_version(), packages=_versions(),
         judge_failure=f"{loop.judge_failure.kind}: {loop.judge_failure}" if loop.judge_failure else None,
-        log_file=str(log_path))
+        log_file=str(log_path) if log_path else None)
     for name in ("hit_at_1_rate", "hit_at_5_rate"):
         log.metric(name, getattr(agg, name), "%")
     log.metric("mrr", agg.mrr)
@@ -201,7 +214,7 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path, guard: Sig
     for name in ("pass_rate_8", "pass_rate_7", "pass_rate_6_5"):
         log.metric(name, getattr(agg, name), "%")
     log.info("Summary ({} judge: {})\n{}", judge_info.provider, judge_info.model, _summary(agg, status))
-    write_json_atomic(args.output, build_report(run_info, agg, results), secrets=[settings.api_key or ""])
+    write_json_atomic(args.output, build_report(run_info, agg, results), secrets=settings.secrets)
     log.info("Results written to {}", args.output)
     if loop.judge_failure is not None:
         log.error("The judge became unusable: {} — fix it and run again", loop.judge_failure)
@@ -220,8 +233,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def _command_parser(name: str, module) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"benchmark.py {name}", description=COMMANDS[name][1])
     module.add_arguments(p)
-    p.add_argument("--log-level", default="INFO", type=str.upper,
-                   choices=["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"], help="console log level")
+    _add_common_arguments(p)
     return p
 
 
@@ -237,30 +249,38 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
         args = parse_args(argv)
     env = dict(os.environ if env is None else env)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    log_path = ROOT / "logs" / f"benchmark_{stamp}_{os.getpid()}.log"
-    handle = add_sinks(args.log_level, log_path, secrets=[env.get("ANTHROPIC_API_KEY") or ""])
+    sinks = add_sinks(args.log_level, args.log_dir / f"benchmark_{stamp}_{os.getpid()}.log",
+                      secrets=secrets_in(env))
+    log_path = sinks.path  # None: console only (add_sinks said why)
     code = EXIT_OK
     try:
         settings = Settings.from_env(env)
         if command is not None:
             code = command.run(args, settings)
         else:
+            args.output = resolve_output(args.output, questions_path=args.questions, corpus_dir=args.corpus)
             with SignalGuard() as guard:
                 code = run(args, settings, log_path, guard)
-    except InputError as err:
+    except InputError as err:  # messages may quote paths, ids, file names: escaped onto one line
         logger.opt(exception=err).debug("input error")
-        logger.error("error: {}", err)
+        logger.error("error: {}", escape_control(str(err)))
         code = EXIT_INPUT
+    except ResultsWriteError as err:
+        logger.opt(exception=err).debug("results write error")
+        logger.error("error: {}", escape_control(str(err)))
+        code = EXIT_WRITE
     except KeyboardInterrupt:
         logger.error("interrupted before any question was graded: nothing written")
         code = EXIT_INTERRUPTED
     except Exception as err:
         logger.opt(exception=err).debug("unexpected error")
-        logger.error("internal error: {}: {} (traceback in {})", type(err).__name__, err, log_path)
-        code = 1
-    logger.info("Log file: {}", log_path)
+        logger.error("internal error: {}: {} ({})", type(err).__name__, escape_control(str(err)),
+                     f"traceback in {log_path}" if log_path else "no log file")
+        code = EXIT_INTERNAL
+    if log_path is not None:
+        logger.info("Log file: {}", log_path)
     logger.remove()
-    handle.close()
+    sinks.close()
     return code
 
 

@@ -38,9 +38,31 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+_SESSION_LOG_DIR: Path | None = None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_log_dir(tmp_path_factory: pytest.TempPathFactory):
+    """One temporary folder for the log files of every CLI run of the session (not logs/)."""
+    global _SESSION_LOG_DIR
+    _SESSION_LOG_DIR = tmp_path_factory.mktemp("logs")
+    yield _SESSION_LOG_DIR
+    _SESSION_LOG_DIR = None
+
+
+def with_log_dir(args: list[str]) -> list[str]:
+    """``args`` with ``--log-dir <session tmp folder>`` added, unless they give one: after the
+    command name for ``benchmark.py NAME ...``, first otherwise."""
+    if _SESSION_LOG_DIR is None or any(a == "--log-dir" or a.startswith("--log-dir=") for a in args):
+        return args
+    at = 1 if args and not args[0].startswith("-") else 0
+    return [*args[:at], "--log-dir", str(_SESSION_LOG_DIR), *args[at:]]
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> CliRun:
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmark.py"), *args], cwd=ROOT, env=env or clean_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    """``python benchmark.py *args`` from the project root; logs go to the session's temp folder."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmark.py"), *with_log_dir(list(args))], cwd=ROOT,
+                          env=env or clean_env(), capture_output=True, text=True, timeout=timeout)
     return CliRun(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, clean_env, judge_env
+from tests.conftest import ROOT, clean_env, judge_env, with_log_dir
 from tests.loopback import LoopbackServer, Reply
 
 
 def start(out: Path, url: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), "--output", str(out)], cwd=ROOT,
+    return subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), *with_log_dir(["--output", str(out)])], cwd=ROOT,
                             env=judge_env(url), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
 
 
@@ -90,8 +90,8 @@ def test_interrupt_swallowed_by_an_extension_still_stops_the_loop(tmp_path: Path
         "def make(): return R()\n")
     out = tmp_path / "r.json"
     with LoopbackServer(default=Reply(text='{"grade": 7, "reasoning": "ok"}')) as srv:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), "--strategy", "swallowing:make",
-                                 "--output", str(out)], cwd=ROOT, env=judge_env(srv.url, PYTHONPATH=str(tmp_path)),
+        proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"),
+                                 *with_log_dir(["--strategy", "swallowing:make", "--output", str(out)])], cwd=ROOT, env=judge_env(srv.url, PYTHONPATH=str(tmp_path)),
                                 stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         wait_for_line(proc, "RETRIEVING-3")
         proc.send_signal(signal.SIGINT)
@@ -116,8 +116,8 @@ def test_interrupt_before_the_loop_writes_nothing(tmp_path: Path):
         "def make(): return R()\n")
     out = tmp_path / "r.json"
     out.write_text('{"earlier": true}')
-    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), "--strategy", "slow_index:make",
-                             "--output", str(out)], cwd=ROOT, env=clean_env(PYTHONPATH=str(tmp_path)),
+    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"),
+                             *with_log_dir(["--strategy", "slow_index:make", "--output", str(out)])], cwd=ROOT, env=clean_env(PYTHONPATH=str(tmp_path)),
                             stderr=subprocess.PIPE, text=True)
     wait_for_line(proc, "Judge:")
     time.sleep(0.2)

@@ -1,18 +1,28 @@
 """The project logger: loguru, with a ``metric`` method.
 
 Library modules only *emit* records; they never add or remove sinks. ``benchmark.py`` adds the
-console and file sinks (see :func:`utils.logger.add_sinks`).
+console and file sinks (see :func:`utils.logger.add_sinks`), which never raise: a log folder or
+file that cannot be written gives console-only logging and one warning line.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import re
+import stat
 import sys
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from loguru import logger as _logger
+
+from utils.redaction import Redactor
 
 CONSOLE_FORMAT = "{time:HH:mm:ss} | {level: <7} | {message}\n"
 FILE_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {name}:{line} | {message}\n{exception}"
@@ -52,16 +62,24 @@ def get_logger() -> BenchmarkLogger:
     return BenchmarkLogger(_logger)
 
 
-def _redacting_writer(stream: TextIO, secrets: Iterable[str]) -> Callable[[str], None]:
-    secrets = [s for s in secrets if s]
+# C0 and C1 control characters, DEL, the Unicode line/paragraph separators and the bidi overrides:
+# what can move the cursor, erase or reorder a terminal line.
+_CONTROL_ALL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
-    def write(message: str) -> None:
-        for secret in secrets:
-            message = message.replace(secret, "[REDACTED]")
-        stream.write(message)
-        stream.flush()
 
-    return write
+def _escape_one(match: re.Match) -> str:
+    char = match.group()
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def escape_control(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with every control character written as its Python escape (``\\r``, ``\\x1b``,
+    ``\\u2028``), so that text from input files cannot forge or erase a console line.
+    ``keep_newlines``: leave ``\\n`` as is (for the project's own multi-line messages)."""
+    return (_CONTROL_BUT_NEWLINE if keep_newlines else _CONTROL_ALL).sub(_escape_one, text)
 
 
 class _InterceptHandler(logging.Handler):
@@ -74,17 +92,124 @@ class _InterceptHandler(logging.Handler):
             level, "[{}] {}", record.name, record.getMessage())
 
 
-def add_sinks(level: str, log_file: Path, secrets: Iterable[str] = ()) -> TextIO:
+class _ConsoleWriter:
+    """The console sink: redacts, escapes control characters (newlines kept), never raises. A
+    stream that fails (a closed pipe) ends console output silently; text the stream's encoding
+    cannot hold is written with backslash escapes."""
+
+    def __init__(self, stream: TextIO, redact: Redactor) -> None:
+        self.stream = stream
+        self.redact = redact
+        self.broken = False
+        self._lock = threading.Lock()
+
+    def __call__(self, message: str) -> None:
+        text = escape_control(self.redact(str(message)), keep_newlines=True)
+        with self._lock:
+            if self.broken:
+                return
+            try:
+                try:
+                    self.stream.write(text)
+                except UnicodeEncodeError:
+                    encoding = getattr(self.stream, "encoding", None) or "utf-8"
+                    self.stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.broken = True
+
+    def warning(self, text: str) -> None:
+        """A WARNING line in the console format, written directly (a sink cannot log)."""
+        self(f"{datetime.now():%H:%M:%S} | {'WARNING': <7} | {text}\n")
+
+
+class _FileWriter:
+    """The file sink: redacts, escapes control characters (newlines kept), never raises. The
+    first write that fails (a full disk) closes the file and puts one warning on the console; from
+    then on records go to the console only."""
+
+    def __init__(self, handle: TextIO, path: Path, redact: Redactor, console: _ConsoleWriter) -> None:
+        self.handle: TextIO | None = handle
+        self.path = path
+        self.redact = redact
+        self.console = console
+
+    def __call__(self, message: str) -> None:
+        if self.handle is None:
+            return
+        try:
+            self.handle.write(escape_control(self.redact(str(message)), keep_newlines=True))
+            self.handle.flush()
+        except (OSError, ValueError) as err:
+            self.close()
+            reason = getattr(err, "strerror", None) or str(err)
+            self.console.warning(f"log file {self.path}: {reason}: logging to the console only from here on")
+
+    def close(self) -> None:
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            try:
+                handle.close()  # flushes what is buffered: may fail again on a full disk
+            except (OSError, ValueError):
+                pass
+
+
+@dataclass
+class LogSinks:
+    """What :func:`add_sinks` set up. ``path``: the log file (``None``: console only, it could not
+    be opened). Call :meth:`close` at exit, after ``logger.remove()``."""
+
+    path: Path | None
+    _file: _FileWriter | None = None
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def _open_log_file(log_file: Path) -> TextIO:
+    """Open ``log_file`` for appending, creating its folder; only a regular file (a FIFO in the way
+    would block the open forever: O_NONBLOCK makes it fail instead)."""
+    try:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OSError(err.errno, f"its folder cannot be created: {err.strerror}") from None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(log_file, flags, 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
+        return open(fd, "a", encoding="utf-8", errors="backslashreplace")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def add_sinks(level: str, log_file: Path | None, secrets: Iterable[str] = ()) -> LogSinks:
     """Entry points only: console at ``level`` on stderr (never a traceback), and ``log_file`` at
-    TRACE with tracebacks. Both sinks replace every secret with ``[REDACTED]``. Returns the open
-    log file (close it at exit)."""
-    secrets = list(secrets)
+    TRACE with tracebacks. Both sinks replace every secret (in every spelling, see
+    :mod:`utils.redaction`) with ``[REDACTED]`` and escape control characters except newlines.
+
+    Never raises: a log file that cannot be opened (its folder cannot be created, is read-only, a
+    file or a FIFO is in the way) gives console-only logging and one warning line; a log file that
+    fails later (a full disk) is closed with one warning line. ``log_file=None``: console only.
+    """
+    redact = Redactor(secrets)
     _logger.remove()
     logging.basicConfig(handlers=[_InterceptHandler()], level=logging.INFO, force=True)
-    _logger.add(_redacting_writer(sys.stderr, secrets), level=level.upper(),
-                format=lambda record: CONSOLE_FORMAT, colorize=False, backtrace=False, diagnose=False)
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    handle = log_file.open("a", encoding="utf-8")
-    _logger.add(_redacting_writer(handle, secrets), level="TRACE", format=FILE_FORMAT, colorize=False,
+    console = _ConsoleWriter(sys.stderr, redact)
+    _logger.add(console, level=level.upper(), format=lambda record: CONSOLE_FORMAT, colorize=False,
                 backtrace=False, diagnose=False)
-    return handle
+    if log_file is None:
+        return LogSinks(None)
+    log_file = Path(log_file)
+    try:
+        handle = _open_log_file(log_file)
+    except OSError as err:
+        _logger.warning("log file {} cannot be written ({}): logging to the console only; pass --log-dir a "
+                        "folder you can write to", log_file, err.strerror or err)
+        return LogSinks(None)
+    writer = _FileWriter(handle, log_file, redact, console)
+    _logger.add(writer, level="TRACE", format=FILE_FORMAT, colorize=False, backtrace=False, diagnose=False)
+    return LogSinks(log_file, writer)

@@ -1,25 +1,45 @@
-"""What a run takes from the environment, read once by ``benchmark.py`` and passed in."""
+"""What a run takes from the environment, read once by ``benchmark.py`` and passed in.
+
+Everything is checked here, at start-up, so that a bad value gives one clear line (exit 2) instead
+of failed judge calls later: a key with whitespace or control characters, an
+``ANTHROPIC_BASE_URL`` that is not an http(s) URL with a host, a timeout that is not a number of
+seconds in (0, :data:`MAX_JUDGE_TIMEOUT_S`], an unknown effort, a model id with whitespace. No
+message ever shows the key (a base URL is shown with its user and password masked).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from utils.errors import InputError
+
+DEFAULT_JUDGE_TIMEOUT_S = 30.0
+MAX_JUDGE_TIMEOUT_S = 600.0  # a deadline beyond ten minutes per judge attempt is a typo, not a wish
+JUDGE_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+DEFAULT_SONNET_MODEL = "claude-sonnet-5-5"
+DEFAULT_HAIKU_MODEL = "claude-haiku-4-5"
+_MIN_PASSWORD_LENGTH = 4  # a shorter base-URL password is not redacted (it would blank ordinary words)
 
 
 @dataclass(frozen=True)
 class Settings:
     """Everything the run takes from the environment, read once here."""
 
-    api_key: str | None
+    api_key: str | None = field(repr=False)
     base_url: str | None
     judge: str  # "anthropic" | "offline"
-    judge_timeout: float
+    judge_timeout: float  # seconds, in (0, MAX_JUDGE_TIMEOUT_S]
     sonnet_model: str
     haiku_model: str
+    judge_effort: str | None = None  # one of JUDGE_EFFORTS; None: the API's default
+    secrets: tuple[str, ...] = field(default=(), repr=False)  # what every output redacts (secrets_in)
 
     @classmethod
-    def from_env(cls, env: dict[str, str]) -> Settings:
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
         api_key = env.get("ANTHROPIC_API_KEY") or None
         judge = (env.get("BENCHMARK_JUDGE") or ("anthropic" if api_key else "offline")).strip().lower()
         if judge not in ("anthropic", "offline"):
@@ -27,15 +47,95 @@ class Settings:
         if judge == "anthropic" and not api_key:
             raise InputError("BENCHMARK_JUDGE=anthropic needs ANTHROPIC_API_KEY: set the key, "
                              "or BENCHMARK_JUDGE=offline for the lexical judge")
-        raw_timeout = env.get("BENCHMARK_JUDGE_TIMEOUT") or "30"
-        try:
-            timeout = float(raw_timeout)
-        except ValueError:
-            timeout = -1.0
-        if not timeout > 0:
-            raise InputError(f"BENCHMARK_JUDGE_TIMEOUT={raw_timeout!r} is not a positive number of seconds: "
-                             "set it to e.g. 30")
-        return cls(api_key=api_key, base_url=env.get("ANTHROPIC_BASE_URL") or None, judge=judge,
-                   judge_timeout=timeout,
-                   sonnet_model=env.get("BENCHMARK_SONNET_MODEL") or "claude-sonnet-5-5",
-                   haiku_model=env.get("BENCHMARK_HAIKU_MODEL") or "claude-haiku-4-5")
+        base_url = env.get("ANTHROPIC_BASE_URL") or None
+        models = {name: env.get(name) or default for name, default in
+                  (("BENCHMARK_SONNET_MODEL", DEFAULT_SONNET_MODEL), ("BENCHMARK_HAIKU_MODEL", DEFAULT_HAIKU_MODEL))}
+        if judge == "anthropic":  # only what is sent to the API is checked: an offline run ignores it
+            _check_key(api_key or "")
+            if base_url is not None:
+                _check_base_url(base_url)
+            for name, value in models.items():
+                _check_model(name, value, DEFAULT_SONNET_MODEL if "SONNET" in name else DEFAULT_HAIKU_MODEL)
+        return cls(api_key=api_key, base_url=base_url, judge=judge,
+                   judge_timeout=_timeout(env.get("BENCHMARK_JUDGE_TIMEOUT")),
+                   sonnet_model=models["BENCHMARK_SONNET_MODEL"], haiku_model=models["BENCHMARK_HAIKU_MODEL"],
+                   judge_effort=_effort(env.get("BENCHMARK_JUDGE_EFFORT")), secrets=secrets_in(env))
+
+
+def secrets_in(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The strings no log line or results file may contain: ``ANTHROPIC_API_KEY`` and
+    ``ANTHROPIC_AUTH_TOKEN`` (as set, and stripped of surrounding whitespace) and the password of
+    ``ANTHROPIC_BASE_URL``. Safe on any environment (never raises), so the edge can give it to the
+    log sinks before the settings are checked."""
+    found: list[str] = []
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        value = env.get(name) or ""
+        found += [v for v in (value, value.strip()) if v]
+    try:
+        password = urlsplit(env.get("ANTHROPIC_BASE_URL") or "").password
+    except ValueError:
+        password = None
+    if password and len(password) >= _MIN_PASSWORD_LENGTH:
+        found.append(password)
+    return tuple(dict.fromkeys(found))
+
+
+def _check_key(key: str) -> None:
+    fix = "set it to the key alone (copy it again from the console)"
+    if key != key.strip():
+        raise InputError("ANTHROPIC_API_KEY has leading or trailing whitespace (a newline from the file it was "
+                         f"read from?): {fix}")
+    for i, char in enumerate(key):
+        if not char.isprintable():
+            raise InputError(f"ANTHROPIC_API_KEY has a control character at position {i + 1}: {fix}")
+        if char.isspace():
+            raise InputError(f"ANTHROPIC_API_KEY has whitespace at position {i + 1}: {fix}")
+        if not char.isascii():
+            raise InputError(f"ANTHROPIC_API_KEY has a character that is not ASCII at position {i + 1}: {fix}")
+
+
+def _masked(url: str) -> str:
+    """``url`` with any ``user:password@`` shown as ``***@``."""
+    return re.sub(r"//[^/@]*@", "//***@", url)
+
+
+def _check_base_url(url: str) -> None:
+    shown = _masked(url)
+    fix = "set it like https://api.anthropic.com or http://127.0.0.1:8080, or unset it"
+    if url != url.strip() or any(c.isspace() or not c.isprintable() for c in url):
+        raise InputError(f"ANTHROPIC_BASE_URL={shown!r} contains whitespace or control characters: {fix}")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0-65535
+    except ValueError as err:
+        raise InputError(f"ANTHROPIC_BASE_URL={shown!r} is not an http(s) URL with a host ({err}): {fix}") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise InputError(f"ANTHROPIC_BASE_URL={shown!r} is not an http(s) URL with a host: {fix}")
+
+
+def _check_model(name: str, value: str, example: str) -> None:
+    if value != value.strip() or any(c.isspace() or not c.isprintable() for c in value):
+        raise InputError(f"{name}={value!r} contains whitespace or control characters: set it to a model id "
+                         f"such as {example}")
+
+
+def _timeout(raw: str | None) -> float:
+    raw = raw or f"{DEFAULT_JUDGE_TIMEOUT_S:g}"
+    try:
+        timeout = float(raw)
+    except ValueError:
+        timeout = math.nan
+    if not 0 < timeout <= MAX_JUDGE_TIMEOUT_S:  # also refuses nan and inf
+        raise InputError(f"BENCHMARK_JUDGE_TIMEOUT={raw!r} is not a number of seconds above 0 and at most "
+                         f"{MAX_JUDGE_TIMEOUT_S:g}: set it to e.g. {DEFAULT_JUDGE_TIMEOUT_S:g}")
+    return timeout
+
+
+def _effort(raw: str | None) -> str | None:
+    effort = (raw or "").strip().lower()
+    if not effort:
+        return None
+    if effort not in JUDGE_EFFORTS:
+        raise InputError(f"BENCHMARK_JUDGE_EFFORT={raw!r} is not an effort: set it to one of "
+                         f"{', '.join(JUDGE_EFFORTS)}, or unset it")
+    return effort
