@@ -55,3 +55,14 @@ def few_questions(tmp_path: Path) -> Path:
 
 def judge_env(server_url: str, **extra: str) -> dict[str, str]:
     return clean_env(ANTHROPIC_API_KEY=SENTINEL_KEY, ANTHROPIC_BASE_URL=server_url, **extra)
+
+
+@pytest.fixture
+def caplog_loguru():
+    """The messages loguru emits during the test (WARNING and up go to stderr as usual)."""
+    from loguru import logger
+
+    messages: list[str] = []
+    sink = logger.add(lambda m: messages.append(m.record["message"]), level="DEBUG", format="{message}")
+    yield messages
+    logger.remove(sink)

@@ -7,17 +7,18 @@ and is always written atomically (temp file in the same folder, then ``os.replac
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 
 from utils.errors import InputError
 from utils.metrics import RetrievalMetrics as M
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,9 @@ class RetrievedItem:
     doc_id: str
     chunk_id: str
     score: float | None
+    title: str | None = None
+    heading_path: list[str] | None = None
+    text: str | None = None  # the chunk's indexed text, as shown to the judge (None with --no-text)
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,29 @@ class QuestionResult:
     grading_latency_ms: float
     retrieved: list[RetrievedItem]
     extra: dict = field(default_factory=dict)  # the question's unknown fields (category, reference_ranks...)
+    # the judge call (issue 11): what the API said about it
+    stop_reason: str | None = None
+    request_id: str | None = None
+    judge_model: str | None = None  # the model id the reply names
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cost_usd: float | None = None  # the judge calls of this row (null: no price known, or offline)
+    # the query (issue 11): the rewritten query, or the question when it was not rewritten
+    query_used: str | None = None
+    query_rewrite_error: str | None = None
+    recovered: bool = False  # graded by the retry pass after a transient failure
+    # judge repeats (issue 15): every grade when the question was graded more than once
+    llm_grades: list[int | None] | None = None
+    grade_spread: int | None = None  # max - min of the repeated grades
+    grade_sd: float | None = None  # their population standard deviation
+    # annotations (issues 14, 15): added by the run's annotators, null when not computed
+    needle_best_chunk: dict | None = None
+    diagnosis: dict | None = None
+    chunk_relevance: list[int] | None = None
+    chunk_relevance_error: str | None = None
+    chunk_relevance_raw: str | None = None
 
     def to_json(self) -> dict:
         row = asdict(self)
@@ -101,12 +128,26 @@ def aggregate(results: Sequence[QuestionResult], index_time_s: float, k: int = 5
 
 @dataclass(frozen=True)
 class JudgeInfo:
+    """Which judge graded, what was asked of it, and what answered (the query rewriter has the
+    same record in ``run.rewriter``)."""
+
     provider: str  # "anthropic" | "offline"
-    model: str  # the resolved model id, or the offline judge's name
+    model: str  # the requested model id, or the offline judge's name
     prompt_sha256: str
     reference_free_prompt_sha256: str
     timeout_s: float | None
     note: str
+    mode: str = "sequential"  # "sequential" | "batch"
+    requested_model: str | None = None
+    reply_models: list[str] = field(default_factory=list)  # the model ids the replies named
+    lifecycle: str | None = None
+    retires_at: str | None = None
+    thinking: dict | None = None  # as sent; null = left out
+    effort: str | None = None
+    max_tokens: int | None = None
+    settings_source: str | None = None  # "models_api" | "builtin_table" | "default"
+    anthropic_version: str | None = None
+    repeats: int = 1
 
 
 @dataclass(frozen=True)
@@ -133,11 +174,51 @@ class RunInfo:
     packages: dict[str, str]
     judge_failure: str | None = None  # the fatal judge error, when status is "judge_failed"
     log_file: str | None = None
+    id: str | None = None  # "<UTC time>_<strategy>", the name of its file under runs/
+    rewriter: JudgeInfo | None = None  # the query rewriter's model, when the strategy rewrites
+    usage: dict = field(default_factory=dict)  # {"judge": {...}, "rewriter": {...}}: calls, tokens, cost
+    cost_usd: float | None = None  # all LLM calls of the run; null when a price is unknown
+    cost_note: str | None = None
+    max_cost_usd: float | None = None
+    recovered: int = 0  # rows the retry pass graded after a transient failure
+    resumed_from: str | None = None
+    resumed_rows: int = 0  # rows taken over from --resume without a new judge call
+    journal: str | None = None  # the run's journal (deleted once the results are written)
+    selection: dict = field(default_factory=dict)  # {"limit": N, "ids": [...]} when questions were selected
 
 
-def build_report(run: RunInfo, aggregates: Aggregates, results: Iterable[QuestionResult]) -> dict:
+def build_report(run: RunInfo, aggregates: Aggregates, results: Iterable[QuestionResult | dict]) -> dict:
     return {"schema_version": SCHEMA_VERSION, "run": asdict(run), **asdict(aggregates),
-            "results": [r.to_json() for r in results]}
+            "results": [r if isinstance(r, dict) else r.to_json() for r in results]}
+
+
+def strict_json_value(value: object, secrets: Iterable[str] = ()) -> object:
+    """``value`` made safe for strict JSON, on the values before serialisation: every secret in a
+    string (or key) replaced by ``[REDACTED]``, lone surrogates by U+FFFD, non-finite floats by
+    None; dataclasses become dicts, tuples lists, anything else its ``str``."""
+    secrets = [s for s in secrets if s]
+
+    def clean_str(s: str) -> str:
+        for secret in secrets:
+            s = s.replace(secret, "[REDACTED]")
+        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+    def walk(v: object) -> object:
+        if v is None or isinstance(v, bool) or isinstance(v, int):
+            return v
+        if isinstance(v, float):
+            return v if math.isfinite(v) else None
+        if isinstance(v, str):
+            return clean_str(v)
+        if isinstance(v, dict):
+            return {clean_str(str(k)): walk(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [walk(x) for x in v]
+        if is_dataclass(v) and not isinstance(v, type):
+            return walk(asdict(v))
+        return clean_str(str(v))
+
+    return walk(value)
 
 
 def _umask() -> int:
@@ -149,10 +230,7 @@ def _umask() -> int:
 def write_json_atomic(path: Path, payload: dict, secrets: Iterable[str] = ()) -> None:
     """Write ``payload`` as JSON to ``path`` atomically; every secret string is replaced by
     ``[REDACTED]`` first. A reader sees the old file or the new one, never a partial one."""
-    text = json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n"
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[REDACTED]")
+    text = json.dumps(strict_json_value(payload, secrets), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
