@@ -22,7 +22,7 @@ from loguru import logger
 
 from poc.chunking import Chunk, chunk_corpus
 from poc.corpus import corpus_files, load_corpus, parse_markdown
-from poc.retriever import top_k
+from poc.retriever import top_indices, top_k
 from tests.conftest import K8S, ROOT, needs_k8s
 from utils.errors import InputError
 from utils.questions import load_questions
@@ -192,7 +192,7 @@ def test_subfolder_files_are_named_in_one_warning_line(tmp_path: Path, warnings)
         (tmp_path / rel).write_text("# X\n\nx")
     assert sorted(load_corpus(tmp_path).ids()) == ["a"]
     assert len(warnings) == 1
-    assert "4 *.md files in subfolders" in warnings[0] and "other/w.md" in warnings[0]
+    assert "*.md files in subfolders: 4 (other/w.md, sub/deeper/z.md, sub/x.md, …)" in warnings[0]
 
 
 def test_broken_symlink_and_fifo_are_named_not_read(tmp_path: Path, warnings):
@@ -318,6 +318,11 @@ def _chunks(n: int) -> list[Chunk]:
 def test_top_k_breaks_ties_by_earlier_chunk_even_at_the_cut(scores, k, expected):
     got = top_k(_chunks(len(scores)), np.asarray(scores, dtype=np.float32), k)
     assert [s.chunk.position for s in got] == expected
+
+
+def test_top_indices_on_empty_input_and_k_zero():
+    assert top_indices(np.zeros(0), 5).tolist() == [] and top_indices(np.ones(3), 0).tolist() == []
+    assert top_k([], np.zeros(0), 5) == []
 
 
 def test_top_k_matches_a_stable_sort_on_many_ties():
