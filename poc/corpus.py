@@ -12,8 +12,8 @@ free of nested or adjacent quantifiers that could backtrack over the same text, 
 constructs a regex would rescan once per unclosed opener (shortcode tags, links, HTML comments,
 ATX headings) are hand-written scanners that give the same output as the patterns quoted in
 their docstrings. Front matter with YAML aliases (``*name``: the billion-laughs and merge-key
-bombs) or nested deeper than :data:`MAX_YAML_DEPTH` is not expanded: the page loads without it,
-with one warning line naming the file.
+bombs), nested deeper than :data:`MAX_YAML_DEPTH` or longer than :data:`MAX_FRONT_MATTER_CHARS`
+is not constructed: the page loads without it, with one warning line naming the file.
 """
 
 from __future__ import annotations
@@ -57,6 +57,9 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", r
 # Deepest nesting of YAML collections in front matter (the front matter mapping is level 1). The
 # Kubernetes pages need 4; libyaml's composer recurses in C and crashes the interpreter near 30,000.
 MAX_YAML_DEPTH = 64
+# Longest front matter parsed (the Kubernetes pages' longest is 2.5 kB). Bounds the constructors'
+# own super-linear cases: a sexagesimal integer `1:59:59:...` is quadratic in its length.
+MAX_FRONT_MATTER_CHARS = 65_536
 
 
 def _yaml_loader():
@@ -91,16 +94,21 @@ def _first_line(err: Exception) -> str:
 
 
 def split_front_matter(raw: str, *, where: str = "<text>") -> tuple[dict, str]:
-    """Return ``(front matter dict, body)``. Front matter that is not valid YAML, not a mapping,
-    uses aliases, nests past MAX_YAML_DEPTH or holds a value Python refuses (a 5,000-digit
-    integer, the date 2024-13-45) is logged in one warning line and treated as absent (the body
-    after the closing ``---`` is still used)."""
+    """Return ``(front matter dict, body)``. Front matter that is longer than
+    MAX_FRONT_MATTER_CHARS, not valid YAML, not a mapping, uses aliases, nests past
+    MAX_YAML_DEPTH or holds a value Python refuses (a 5,000-digit integer, the date 2024-13-45) is
+    logged in one warning line and treated as absent (the body after the closing ``---`` is still
+    used)."""
     m = _FRONT_MATTER.match(raw)
     if not m:
         return {}, raw
     body = raw[m.end():]
     import yaml
 
+    if len(m.group(1)) > MAX_FRONT_MATTER_CHARS:
+        logger.warning("{}: front matter is longer than {:,} characters; loaded without it", where,
+                       MAX_FRONT_MATTER_CHARS)
+        return {}, body
     try:
         refusal = _refusal(m.group(1))
         if refusal:
@@ -396,10 +404,14 @@ def parse_markdown(raw: str, doc_id: str, *, path: str | None = None) -> Documen
     return Document(doc_id=doc_id, title=title, text=body.strip(), metadata=metadata, path=path)
 
 
-# Why an entry of a corpus folder is not read, in the order the warning line names them.
-_NOT_READ = ("*.md files in subfolders", "symlinks pointing outside the folder", "broken symlinks",
-             "*.md entries that are not regular files", "folder symlinks (not followed)",
-             "subfolders that cannot be listed")
+# Why an entry of a corpus folder is not read (in this order in the warning line).
+_IN_SUBFOLDER = "*.md files in subfolders"
+_OUTSIDE = "symlinks pointing outside the folder"
+_BROKEN = "broken symlinks"
+_SPECIAL = "*.md entries that are not regular files"
+_LINKED_FOLDER = "folder symlinks (not followed)"
+_UNLISTABLE = "subfolders that cannot be listed"
+_NOT_READ = (_IN_SUBFOLDER, _OUTSIDE, _BROKEN, _SPECIAL, _LINKED_FOLDER, _UNLISTABLE)
 _NAMED = 3  # names per reason in the warning line
 
 
@@ -423,16 +435,16 @@ def _md_below(folder: Path, root: Path, not_read: dict[str, list[str]]) -> None:
             with os.scandir(current) as it:
                 entries = list(it)
         except OSError:
-            not_read[_NOT_READ[5]].append(f"{Path(current).relative_to(root).as_posix()}/")
+            not_read[_UNLISTABLE].append(f"{Path(current).relative_to(root).as_posix()}/")
             continue
         for entry in entries:
             rel = Path(entry.path).relative_to(root).as_posix()
             if entry.is_dir(follow_symlinks=False):
                 stack.append(Path(entry.path))
             elif entry.is_symlink() and entry.is_dir():
-                not_read[_NOT_READ[4]].append(f"{rel}/")
+                not_read[_LINKED_FOLDER].append(f"{rel}/")
             elif _is_md(entry.name):
-                not_read[_NOT_READ[0]].append(rel)
+                not_read[_IN_SUBFOLDER].append(rel)
 
 
 def corpus_files(folder: str | Path) -> list[tuple[str, Path]]:
@@ -458,25 +470,25 @@ def corpus_files(folder: str | Path) -> list[tuple[str, Path]]:
         if entry.is_dir() and not entry.is_symlink():
             _md_below(entry, root, not_read)
         elif entry.is_symlink() and entry.is_dir():
-            not_read[_NOT_READ[4]].append(f"{entry.name}/")
+            not_read[_LINKED_FOLDER].append(f"{entry.name}/")
         elif not _is_md(entry.name):
             continue
         elif entry.is_symlink():
             try:
                 target = entry.resolve(strict=True)
             except (OSError, RuntimeError):  # missing target, or a symlink loop
-                not_read[_NOT_READ[2]].append(entry.name)
+                not_read[_BROKEN].append(entry.name)
                 continue
             if not target.is_relative_to(real_root):
-                not_read[_NOT_READ[1]].append(entry.name)
+                not_read[_OUTSIDE].append(entry.name)
             elif target.is_file():
                 files.append(entry)
             else:
-                not_read[_NOT_READ[3]].append(entry.name)
+                not_read[_SPECIAL].append(entry.name)
         elif entry.is_file():
             files.append(entry)
         else:
-            not_read[_NOT_READ[3]].append(entry.name)
+            not_read[_SPECIAL].append(entry.name)
     parts = [f"{reason}: {len(names)} ({', '.join(sorted(names)[:_NAMED])}{', …' if len(names) > _NAMED else ''})"
              for reason, names in not_read.items() if names]
     if parts:

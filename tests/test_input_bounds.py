@@ -22,7 +22,7 @@ from loguru import logger
 
 from poc.chunking import Chunk, chunk_corpus
 from poc.corpus import corpus_files, load_corpus, parse_markdown
-from poc.retriever import top_indices, top_k
+from poc.retriever import top_k
 from tests.conftest import K8S, ROOT, needs_k8s
 from utils.errors import InputError
 from utils.questions import load_questions
@@ -130,6 +130,7 @@ HOSTILE_PAGES = [
     ("yaml-nested-unclosed", "---\ntitle: T\nx: " + "{a: " * 50_000 + "\n---\nbody"),
     ("yaml-5000-digit-int", "---\ntitle: T\nweight: " + "1" * 5_000 + "\n---\nbody"),
     ("yaml-impossible-date", "---\ntitle: T\ndate: 2024-13-45\n---\nbody"),
+    ("yaml-sexagesimal-1-MB", "---\ntitle: T\nx: 1" + ":59" * 333_333 + "\n---\nbody"),
 ]
 
 
@@ -156,7 +157,8 @@ def warnings():
     _billion_laughs(4).split("---\n")[1],
     _merge_bomb(3).split("---\n")[1],
     "title: T\nx: " + "[" * 64 + "]" * 64,
-], ids=["alias", "billion-laughs", "merge-bomb", "nested-65"])
+    "title: T\nx: " + "a" * 65_536,
+], ids=["alias", "billion-laughs", "merge-bomb", "nested-65", "over-64-KiB"])
 def test_front_matter_with_aliases_or_deep_nesting_is_dropped_with_one_warning(front, warnings):
     doc = parse_markdown(f"---\n{front}\n---\n# Heading\n\nbody text", "p", path="docs/p.md")
     assert (doc.title, doc.metadata, doc.text) == ("Heading", {}, "# Heading\n\nbody text")
@@ -224,6 +226,8 @@ def _questions_rows(tmp: Path) -> dict[str, tuple[str, object, str | None]]:
         f.truncate(50_000_001)  # sparse: one byte over the cap
     deep, huge_int, nan, surrogate = (tmp / f"{n}.json" for n in ("deep", "int", "nan", "sur"))
     deep.write_text("[" * 100_000 + "]" * 100_000)
+    (tmp / "extra.json").write_text('{"questions": [{"id": "a", "question": "q", "needle_doc_id": "for", "x": '
+                                    + "[" * 900 + "]" * 900 + "}]}")
     huge_int.write_text('{"questions": [{"id": ' + "1" * 5_000 + ', "question": "q", "needle_doc_id": "for"}]}')
     nan.write_text('{"questions": [{"id": "a", "question": "q", "needle_doc_id": "for", "w": NaN}]}')
     surrogate.write_text('{"questions": [{"id": "a", "question": "q \\ud800", "needle_doc_id": "for"}]}')
@@ -241,14 +245,15 @@ def _questions_rows(tmp: Path) -> dict[str, tuple[str, object, str | None]]:
         "stdin-dash": ("-", good.open("rb"), None),
         "stdin-dev-zero": ("-", open("/dev/zero", "rb"), "over the 50 MB cap"),
         "json-nested-100k-deep": (str(deep), None, "nested too deeply"),
+        "json-extra-nested-900": (str(tmp / "extra.json"), None, "nested more than 32 levels"),
         "json-5000-digit-id": (str(huge_int), None, "number"),
         "json-NaN": (str(nan), None, "NaN"),
         "lone-surrogate": (str(surrogate), None, "surrogate"),
     }
 
 
-QUESTION_ROWS = ["dev-zero", "symlink-to-dev-zero", "fifo", "folder", "over-50-MB", "stdin-dash",
-                 "stdin-dev-zero", "json-nested-100k-deep", "json-5000-digit-id", "json-NaN", "lone-surrogate"]
+QUESTION_ROWS = ["dev-zero", "symlink-to-dev-zero", "fifo", "folder", "over-50-MB", "stdin-dash", "stdin-dev-zero",
+                 "json-nested-100k-deep", "json-extra-nested-900", "json-5000-digit-id", "json-NaN", "lone-surrogate"]
 
 
 @pytest.mark.parametrize("row", QUESTION_ROWS)
@@ -321,6 +326,8 @@ def test_top_k_breaks_ties_by_earlier_chunk_even_at_the_cut(scores, k, expected)
 
 
 def test_top_indices_on_empty_input_and_k_zero():
+    from poc.retriever import top_indices
+
     assert top_indices(np.zeros(0), 5).tolist() == [] and top_indices(np.ones(3), 0).tolist() == []
     assert top_k([], np.zeros(0), 5) == []
 

@@ -11,8 +11,9 @@ of at most :data:`MAX_QUESTIONS_BYTES` (50 MB). A FIFO, device, socket or folder
 anything is read (it is opened non-blocking, so a FIFO without a writer cannot hang the load); at
 most cap + 1 bytes are read, in 1 MiB reads, so Ctrl-C is delivered while waiting on a slow pipe.
 The JSON must be strict: ``NaN``/``Infinity``, numbers that overflow a float or have more digits
-than Python converts, nesting past Python's recursion limit and lone UTF-16 surrogates (``\\ud800``)
-are refused, since any of them would break the strict-JSON results or their console lines.
+than Python converts, a question nested more than :data:`MAX_QUESTION_DEPTH` levels and lone UTF-16
+surrogates (``\\ud800``) are refused, since any of them would break the strict-JSON results, their
+writing or their console lines.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from utils.errors import InputError
 
 _KNOWN = {"id", "question", "expected_answer", "needle_doc_id", "doc_id", "needle_doc_ids"}
 MAX_QUESTIONS_BYTES = 50_000_000  # 50 MB: the Kubernetes sets are 10-30 kB
+MAX_QUESTION_DEPTH = 32  # levels of objects/lists in one question, itself included
 STDIN = "-"  # --questions - reads standard input
 STDIN_NAME = "<stdin>"  # QuestionSet.path and messages when reading standard input
 _READ_SIZE = 1 << 20
@@ -59,16 +61,32 @@ def _item_name(i: int, raw: dict) -> str:
     return f"question #{i + 1}" + (f" (id {qid!r})" if isinstance(qid, (str, int)) and qid != "" else "")
 
 
+def _check_values(where: str, item: dict) -> None:
+    """Every value of a question (keys included) nests at most MAX_QUESTION_DEPTH levels and is
+    valid Unicode. Iterative, so it cannot overflow the stack itself."""
+    stack: list[tuple[object, int]] = [(item, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise InputError(f"{where} contains a lone surrogate (\\u{ord(value[err.start]):04x}), which is not "
+                                 "valid Unicode: write the character meant (a \\u pair, or UTF-8)") from None
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_QUESTION_DEPTH:
+                raise InputError(f"{where} is nested more than {MAX_QUESTION_DEPTH} levels deep: "
+                                 "flatten its extra fields")
+            children = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+
+
 def _parse_question(path: str, i: int, raw: object, default_needle: object) -> Question:
     if not isinstance(raw, dict):
         raise InputError(f"{path}: question #{i + 1} is a {type(raw).__name__}, not an object: "
                          'write each question as {"id": ..., "question": ..., "needle_doc_id": ...}')
     where = f"{path}: {_item_name(i, raw)}"
-    try:
-        json.dumps(raw, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise InputError(f"{where} contains a lone surrogate (\\u{ord(err.object[err.start]):04x}), which is not "
-                         "valid Unicode: replace it with the character meant (a pair of \\u escapes, or UTF-8)") from None
+    _check_values(where, raw)
     if "id" not in raw or raw["id"] in (None, ""):
         raise InputError(f"{where} has no id: give every question a unique \"id\"")
     if not isinstance(raw["id"], (str, int)) or isinstance(raw["id"], bool):
@@ -185,6 +203,8 @@ def load_questions(path: str | Path) -> QuestionSet:
     """Load and validate a questions file; ``"-"`` reads standard input (see the module's bounds)."""
     if str(path) == STDIN:
         name = STDIN_NAME
+        if sys.stdin is None:
+            raise InputError("--questions - reads standard input, which is closed: pipe the questions in")
         data = _read_bounded(sys.stdin.buffer, "standard input")
     else:
         name = str(path)
