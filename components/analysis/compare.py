@@ -304,28 +304,33 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
-def _pair_stats(base: list[QuestionView], other: list[QuestionView]) -> dict[str, dict]:
-    """Raw per-metric statistics of other − base (no Holm, no verdict), metrics of the same question
-    set sharing their bootstrap resamples and sign patterns."""
-    by_mask: dict[tuple[bool, ...], list[MetricSpec]] = {}
-    for spec in METRICS:
-        mask = tuple(a.values[spec.key] is not None and b.values[spec.key] is not None for a, b in zip(base, other))
-        by_mask.setdefault(mask, []).append(spec)
-    out: dict[str, dict] = {}
-    for mask, specs in by_mask.items():
-        pairs = [(a, b) for a, b, keep in zip(base, other, mask) if keep]
-        points = np.array([[b.values[s.key] - a.values[s.key] for s in specs] for a, b in pairs], dtype=float)
-        points = points.reshape(len(pairs), len(specs))
-        samples = [S.paired_deltas([a.repeats.get(s.key, a.values[s.key]) for a, _ in pairs],
-                                   [b.repeats.get(s.key, b.values[s.key]) for _, b in pairs]) for s in specs]
+def _pair_stats(base: list[QuestionView], others: list[list[QuestionView]]) -> list[dict[str, dict]]:
+    """Raw per-metric statistics of each ``other − base`` (no Holm, no verdict). Every (comparison,
+    metric) over the same questions shares one bootstrap pass and one set of sign patterns: the
+    streams restart from the fixed seeds for each question set, so the numbers are those each
+    comparison would get alone, at a fraction of the cost."""
+    by_mask: dict[tuple[bool, ...], list[tuple[int, MetricSpec]]] = {}
+    for i, other in enumerate(others):
+        for spec in METRICS:
+            mask = tuple(a.values[spec.key] is not None and b.values[spec.key] is not None
+                         for a, b in zip(base, other))
+            by_mask.setdefault(mask, []).append((i, spec))
+    out: list[dict[str, dict]] = [{} for _ in others]
+    for mask, members in by_mask.items():
+        keep = [q for q, kept in enumerate(mask) if kept]
+        points = np.array([[others[i][q].values[s.key] - base[q].values[s.key] for i, s in members] for q in keep],
+                          dtype=float).reshape(len(keep), len(members))
+        samples = [S.paired_deltas([base[q].repeats.get(s.key, base[q].values[s.key]) for q in keep],
+                                   [others[i][q].repeats.get(s.key, others[i][q].values[s.key]) for q in keep])
+                   for i, s in members]
         cis = S.bootstrap_cis(samples)
         ps = S.sign_flip_tests(points)
-        for j, spec in enumerate(specs):
+        for j, (i, spec) in enumerate(members):
             d = points[:, j]
-            out[spec.key] = {
-                "n": len(pairs),
-                "mean_baseline": _mean([a.values[spec.key] for a, _ in pairs]),
-                "mean_other": _mean([b.values[spec.key] for _, b in pairs]),
+            out[i][spec.key] = {
+                "n": len(keep),
+                "mean_baseline": _mean([base[q].values[spec.key] for q in keep]),
+                "mean_other": _mean([others[i][q].values[spec.key] for q in keep]),
                 "delta": _mean(d),
                 "ci95": cis[j],
                 "p": ps[j],
@@ -451,7 +456,7 @@ def compare_runs(runs: list[dict], labels: list[str] | None = None, *, sources: 
     # raw statistics, then Holm within each family (the user's runs; the reference systems), then verdicts
     pairs = [(labels[i], "run", views[i]) for i in range(1, len(runs))] + [(lab, "reference", v)
                                                                           for lab, v in references]
-    raw = [_pair_stats(views[0], v) for _, _, v in pairs]
+    raw = _pair_stats(views[0], [v for _, _, v in pairs])
     holm: list[dict[str, float | None]] = [{} for _ in pairs]
     for kind in ("run", "reference"):
         members = [i for i, (_, kd, _) in enumerate(pairs) if kd == kind]

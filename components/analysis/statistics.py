@@ -73,6 +73,10 @@ class Samples:
     @classmethod
     def of(cls, values: Iterable[Value]) -> Samples:
         """Build from numbers and/or non-empty sequences of numbers (a question's repeats)."""
+        values = list(values)
+        if all(isinstance(v, (int, float, np.number)) for v in values):  # the common, single-level case
+            flat = np.asarray(values, dtype=float).reshape(len(values), 1)
+            return cls(flat, np.ones(len(values), dtype=np.int64))
         rows = [[float(v)] if isinstance(v, (int, float, np.number)) else [float(x) for x in v] for v in values]
         if any(not r for r in rows):
             raise ValueError("a question's repeated values must not be empty")
