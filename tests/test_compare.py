@@ -244,3 +244,13 @@ def test_cli_needs_two_runs_and_a_json_folder(tmp_path: Path):
     assert one.code == 2 and "at least two runs" in one.stderr
     missing = run_cli("compare", str(a), str(a), "--json", str(tmp_path / "no" / "x.json"))
     assert missing.code == 2 and "does not exist: create it" in missing.stderr
+
+
+def test_a_run_that_graded_nothing_has_no_pass_rate():
+    ungraded = results([dict(r, llm_grade=None, total_score=None) for r in A["results"]], "base")
+    c = compare_runs([ungraded, B])
+    assert metric(c, "pass_7").verdict == NOT_COMPARABLE and c.runs[0].means["pass_7"] is None
+    assert metric(c, "rr").n == 4
+    text = format_comparison(c)
+    assert "q2  rank 2 → 1, grade - → 7  question q2?" in text
+    assert "pass@7: not comparable" in text

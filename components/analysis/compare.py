@@ -17,7 +17,7 @@ it, question by question (paired by question id, on the questions all runs share
 Metric values per question: ``rr`` = 1/rank (chunk level), ``rr_doc`` = 1/doc_rank (document
 level), ``hit_at_1``/``hit_at_5`` 0 or 1, ``ndcg_at_k`` (document level), ``grade`` (llm_grade, graded
 questions only), ``total_score`` (graded only) and ``pass_7`` (1 when total score ≥ 7; an ungraded
-question does not pass). Shares are 0-1 here (results files give rates in percent). Files of schema
+question does not pass; null for every question of a run that graded none). Shares are 0-1 here (results files give rates in percent). Files of schema
 version 1 get the document-level values derived from ``retrieved`` + ``needle_doc_ids``. Rows with
 ``llm_grades`` (judge repeats) make the grade-based intervals two-level (see statistics).
 
@@ -211,9 +211,10 @@ def _needles(row: dict) -> list[str]:
     return [row["needle_doc_id"]] if row.get("needle_doc_id") else []
 
 
-def question_view(row: dict, k: int) -> QuestionView:
+def question_view(row: dict, k: int, graded_run: bool = True) -> QuestionView:
     """A results row as compare sees it; values a schema-1 row lacks are derived from ``retrieved`` +
-    ``needle_doc_ids`` with RetrievalMetrics."""
+    ``needle_doc_ids`` with RetrievalMetrics. ``graded_run`` False (no question of the run was graded,
+    e.g. the offline judge without expected answers): pass@7 is null rather than 0 for every question."""
     retrieved = list(row.get("retrieved") or [])
     needles = _needles(row)
     derived: dict[str, Any] = {}
@@ -235,7 +236,7 @@ def question_view(row: dict, k: int) -> QuestionView:
         "ndcg_at_k": float(stored("ndcg_at_k")),
         "grade": None if grade is None else float(grade),
         "total_score": None if total is None else float(total),
-        "pass_7": 1.0 if total is not None and total >= 7.0 else 0.0,
+        "pass_7": (1.0 if total is not None and total >= 7.0 else 0.0) if graded_run else None,
     }
     repeats: dict[str, list[float]] = {}
     grades = grade_repeats(row) if grade is not None else None
@@ -418,7 +419,8 @@ def compare_runs(runs: list[dict], labels: list[str] | None = None, *, sources: 
         raise InputError("the runs have no question id in common: compare runs of the same questions file")
     k = int(((runs[0].get("run") or {}).get("k")) or 5)
     ks = [int(((run.get("run") or {}).get("k")) or 5) for run in runs]
-    views = [[question_view(r[q], kk) for q in common] for r, kk in zip(rows, ks)]
+    graded = [any(row.get("llm_grade") is not None for row in r.values()) for r in rows]
+    views = [[question_view(r[q], kk, g) for q in common] for r, kk, g in zip(rows, ks, graded)]
     summaries = [_summary(label, "run", run, src, len(r), v)
                  for label, run, src, r, v in zip(labels, runs, sources or [None] * len(runs), rows, views)]
     warnings = _meta_warnings(summaries)
@@ -531,9 +533,11 @@ def _change_lines(title: str, changes: list[QuestionChange], top: int) -> list[s
         return [f"{title}: none"]
     lines = [f"{title} ({len(changes)}), largest first:"]
     for c in changes[:top]:
+        grade = "" if c.grade_before is None and c.grade_after is None else \
+            f", grade {_grade(c.grade_before)} → {_grade(c.grade_after)}"
         total = "" if c.delta_total is None else f", total {_num(c.total_before, 2)} → {_num(c.total_after, 2)}"
-        lines.append(f"  {c.question_id}  rank {_rank(c.rank_before)} → {_rank(c.rank_after)}, grade "
-                     f"{_grade(c.grade_before)} → {_grade(c.grade_after)}{total}  {_short(c.question, 60)}")
+        lines.append(f"  {c.question_id}  rank {_rank(c.rank_before)} → {_rank(c.rank_after)}{grade}{total}  "
+                     f"{_short(c.question, 60)}")
         lines.append(f"      top docs: {', '.join(c.top_docs_before) or '-'} → {', '.join(c.top_docs_after) or '-'}")
     if len(changes) > top:
         lines.append(f"  ... and {len(changes) - top} more (see --json)")
