@@ -33,7 +33,8 @@ def row(qid: str, rank: int | None, grade: int | None, repeat: bool = False, **e
     return {"question_id": qid, "question": f"question {qid}?", "needle_doc_id": "n", "needle_doc_ids": ["n"],
             "rank": r, "hit_at_1": r == 1, "hit_at_5": r is not None, "llm_grade": grade,
             "total_score": M.calculate_total_score(grade, r),
-            "retrieved": [{"rank": i, "doc_id": d, "chunk_id": f"{d}#{i}", "score": None} for i, d in enumerate(docs, 1)],
+            "retrieved": [{"rank": i, "doc_id": d, "chunk_id": f"{d}#{i}", "score": None}
+                          for i, d in enumerate(docs, 1)],
             **extra}
 
 
@@ -254,3 +255,9 @@ def test_a_run_that_graded_nothing_has_no_pass_rate():
     text = format_comparison(c)
     assert "q2  rank 2 → 1, grade - → 7  question q2?" in text
     assert "pass@7: not comparable" in text
+
+
+def test_a_bad_reference_rank_is_an_input_error():
+    base = results([dict(r, reference_ranks={"plm": "first"}) for r in A["results"]], "base")
+    with pytest.raises(InputError, match=r"reference_ranks\['plm'\] is 'first': a reference rank is a positive"):
+        compare_runs([base, B])

@@ -17,9 +17,10 @@ it, question by question (paired by question id, on the questions all runs share
 Metric values per question: ``rr`` = 1/rank (chunk level), ``rr_doc`` = 1/doc_rank (document
 level), ``hit_at_1``/``hit_at_5`` 0 or 1, ``ndcg_at_k`` (document level), ``grade`` (llm_grade, graded
 questions only), ``total_score`` (graded only) and ``pass_7`` (1 when total score ≥ 7; an ungraded
-question does not pass; null for every question of a run that graded none). Shares are 0-1 here (results files give rates in percent). Files of schema
-version 1 get the document-level values derived from ``retrieved`` + ``needle_doc_ids``. Rows with
-``llm_grades`` (judge repeats) make the grade-based intervals two-level (see statistics).
+question does not pass; null for every question of a run that graded none). Shares are 0-1 here
+(results files give rates in percent). Files of schema version 1 get the document-level values
+derived from ``retrieved`` + ``needle_doc_ids``. Rows with ``llm_grades`` (judge repeats) make the
+grade-based intervals two-level (see statistics).
 
 Holm families: the user's runs compared with the baseline form one family per metric, the
 reference systems another (so adding reference ranks to a questions file does not change the
@@ -404,6 +405,29 @@ def _meta_warnings(summaries: list[RunSummary]) -> list[str]:
     return out
 
 
+def _reference_runs(common: list[str], rows: dict[str, dict], views: list[QuestionView], k: int
+                    ) -> list[tuple[str, list[QuestionView]]]:
+    """``(ref:<system>, views)`` for every system named in the baseline rows' ``reference_ranks``
+    (a question property); a question without that system's entry has no values for it."""
+    systems = list(dict.fromkeys(name for q in common for name in (rows[q].get("reference_ranks") or {})))
+    out = []
+    for name in systems:
+        ref_views = []
+        for q, view in zip(common, views):
+            ranks = rows[q].get("reference_ranks") or {}
+            rank = ranks.get(name)
+            if name not in ranks:
+                ref_views.append(QuestionView(q, view.question, None, None, None, None, (),
+                                              {s.key: None for s in METRICS}, {}))
+                continue
+            if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool) or rank < 1):
+                raise InputError(f"question {q!r}: reference_ranks[{name!r}] is {rank!r}: a reference rank is a "
+                                 "positive integer or null (fix the questions file the run used)")
+            ref_views.append(reference_view(view, _needles(rows[q]), rank, k))
+        out.append((f"ref:{name}", ref_views))
+    return out
+
+
 def compare_runs(runs: list[dict], labels: list[str] | None = None, *, sources: list[str] | None = None
                  ) -> Comparison:
     """Compare results dicts (as written to results files); the first is the baseline. Pure: no I/O."""
@@ -435,25 +459,8 @@ def compare_runs(runs: list[dict], labels: list[str] | None = None, *, sources: 
             warnings.append(f"{n} shared question ids have a different question text in {labels[0]} and {label}: "
                             "check that both runs used the same questions file")
 
-    # reference systems named by the baseline's rows (question properties)
-    systems: list[str] = []
-    for q in common:
-        for name in (rows[0][q].get("reference_ranks") or {}):
-            if name not in systems:
-                systems.append(name)
-    references = []
-    for name in systems:
-        ref_views = []
-        for q, view in zip(common, views[0]):
-            ranks = rows[0][q].get("reference_ranks") or {}
-            if name in ranks:
-                ref_views.append(reference_view(view, _needles(rows[0][q]), ranks[name], k))
-            else:
-                ref_views.append(QuestionView(q, view.question, None, None, None, None, (),
-                                              {s.key: None for s in METRICS}, {}))
-        label = f"ref:{name}"
-        references.append((label, ref_views))
-        summaries.append(_summary(label, "reference", None, "reference_ranks", len(common), ref_views))
+    references = _reference_runs(common, rows[0], views[0], k)
+    summaries += [_summary(label, "reference", None, "reference_ranks", len(common), v) for label, v in references]
 
     # raw statistics, then Holm within each family (the user's runs; the reference systems), then verdicts
     pairs = [(labels[i], "run", views[i]) for i in range(1, len(runs))] + [(lab, "reference", v)
@@ -493,6 +500,10 @@ def _num(value: float | None, digits: int, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
+def _ci(ci: tuple[float, float] | None, digits: int) -> str:
+    return "-" if ci is None else f"[{_num(ci[0], digits, True)}, {_num(ci[1], digits, True)}]"
+
+
 def _p(p: float | None) -> str:
     if p is None:
         return "-"
@@ -516,7 +527,7 @@ def _verdict_line(spec: MetricSpec, r: MetricResult, k: int) -> str:
     label = _label(spec, k)
     if r.verdict == NOT_COMPARABLE:
         return f"  {label}: not comparable (no question has it in both runs)"
-    ci = "-" if r.ci95 is None else f"[{_num(r.ci95[0], spec.digits, True)}, {_num(r.ci95[1], spec.digits, True)}]"
+    ci = _ci(r.ci95, spec.digits)
     p = f"p {_p(r.p)}" + (f", Holm {_p(r.p_holm)}" if r.p_holm is not None else "")
     line = f"  {label}: {r.verdict} (Δ {_num(r.delta, spec.digits, True)}, 95% CI {ci}, {p})"
     if r.mde is not None:
@@ -574,7 +585,7 @@ def format_comparison(c: Comparison, top: int = 10) -> str:
             spec = by_key[r.metric]
             if r.n == 0:
                 continue
-            ci = "-" if r.ci95 is None else f"[{_num(r.ci95[0], spec.digits, True)}, {_num(r.ci95[1], spec.digits, True)}]"
+            ci = _ci(r.ci95, spec.digits)
             line = (f"{_label(spec, c.k):<14}{r.n:>5}{_num(r.mean_baseline, spec.digits):>{w}}"
                     f"{_num(r.mean_other, spec.digits):>{w}}{_num(r.delta, spec.digits, True):>9}  {ci:<20}"
                     f"{_p(r.p):>7}" + (f"{_p(r.p_holm):>8}" if holm else "") + f"{f'{r.wins}/{r.ties}/{r.losses}':>10}")
