@@ -530,12 +530,11 @@ def _verdict_line(spec: MetricSpec, r: MetricResult, k: int) -> str:
     ci = _ci(r.ci95, spec.digits)
     p = f"p {_p(r.p)}" + (f", Holm {_p(r.p_holm)}" if r.p_holm is not None else "")
     line = f"  {label}: {r.verdict} (Δ {_num(r.delta, spec.digits, True)}, 95% CI {ci}, {p})"
-    if r.mde is not None:
-        line += f"; {r.n} questions detect a change of about {_num(r.mde, spec.digits)}"
     if r.questions_needed is not None:
-        line += f"; you would need about {r.questions_needed} questions to detect a {spec.effect:g} {label} change"
+        line += (f"; {r.n} questions detect a change of about {_num(r.mde, spec.digits)}; you would need about "
+                 f"{r.questions_needed} questions to detect a {spec.effect:g} {label} change")
     elif r.n >= 2:
-        line += "; the runs agree on every question"
+        line += "; every question moved by the same amount, so there is no spread to size a detectable change"
     return line + "."
 
 
