@@ -169,6 +169,7 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, gua
 # :class:`utils.errors.InputError` for bad input, which this edge turns into one line and exit 2.
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
+    "compare": ("components.analysis.compare", "compare runs question by question: deltas, CIs, p-values, verdicts"),
 }
 
 
