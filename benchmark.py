@@ -1,84 +1,153 @@
 """Retrieval benchmark: rank the needle, grade the chunks with a judge, score, write results.
 
     python benchmark.py --strategy modular-no-llm --quick
+    python benchmark.py compare RUN_A RUN_B          (and the other commands in COMMANDS)
 
-Exit codes: 0 done; 1 internal error; 2 bad usage or input (nothing written); 3 the judge became
-unusable (results written, remaining grades null); 5 the results could not be written (a full disk:
-the earlier file is left as it was); 130 interrupted (results of the finished questions written).
 This is the only module that reads the environment, adds log sinks, or turns exceptions into
-console lines and exit codes.
+console lines and exit codes (see EXIT_* and the README). The run itself is
+:mod:`components.run.benchmark_run`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import os
-import platform
 import signal
 import sys
-import time
-from datetime import datetime, timezone
-from importlib import metadata
+from datetime import datetime
 from pathlib import Path
 
 from loguru import logger
 
-from components.run.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
-from utils.errors import InputError, ResultsWriteError
-from utils.logger import add_sinks, escape_control, get_logger
-from utils.results import DEFAULT_OUTPUT_NAME, check_writable, remove_temp_files, resolve_output
+from utils.errors import InputError, JudgeError, ResultsWriteError
+from utils.logger import add_sinks, escape_control
+from utils.results import DEFAULT_OUTPUT_NAME, remove_temp_files, resolve_output
 from utils.settings import Settings, secrets_in
 
 ROOT = Path(__file__).resolve().parent
-PACKAGES = ("anthropic", "bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_JUDGE, EXIT_WRITE, EXIT_INTERRUPTED = 0, 1, 2, 3, 5, 130
-LOG_DIR = ROOT / "logs"
-OFFLINE_NOTE = "offline lexical judge: grades are a lexical proxy (IDF-weighted key-term overlap), not Sonnet"
+LOG_DIR = ROOT / "logs"  # --log-dir's default
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_JUDGE, EXIT_BUDGET, EXIT_WRITE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
+STATUS_EXIT = {"completed": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "judge_failed": EXIT_JUDGE,
+               "budget_exhausted": EXIT_BUDGET}
+
+EPILOG = """\
+examples:
+  python benchmark.py --strategy modular-no-llm --quick
+  python benchmark.py --strategy baseline,modular-no-llm --corpus ../shared/datasets/kubernetes/docs \\
+      --questions ../shared/datasets/kubernetes/needle_questions.json
+  python benchmark.py --resume runs/20261123T120000Z_modular-no-llm.journal.jsonl --strategy modular-no-llm
+  python benchmark.py compare runs/A.json runs/B.json
+
+environment:
+  ANTHROPIC_API_KEY        the judge's key (never written anywhere); without it the offline lexical judge grades
+  ANTHROPIC_BASE_URL       another Messages API endpoint
+  BENCHMARK_JUDGE          anthropic | offline (default: anthropic when the key is set)
+  BENCHMARK_JUDGE_TIMEOUT  seconds per judge attempt, body included (default 30, at most 600)
+  BENCHMARK_JUDGE_EFFORT   low | medium | high | xhigh | max, sent only where the model supports it
+  BENCHMARK_SONNET_MODEL   the judge model (default claude-sonnet-5-5)
+  BENCHMARK_HAIKU_MODEL    the query rewriter's model (default claude-haiku-4-5)
+
+exit codes:
+  0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
+  3 the judge or the query rewriter became unusable · 4 --max-cost reached · 5 the results could not
+  be written (the journal keeps the run) · 130 interrupted
+"""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _dollars(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of dollars") from None
+    if not 0 <= value < 1e9:
+        raise argparse.ArgumentTypeError(f"{text} must be a finite amount of dollars, 0 or more")
+    return value
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="LLM-graded retrieval benchmark.")
+    p = argparse.ArgumentParser(description="LLM-graded retrieval benchmark.", epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strategy", default="modular-no-llm",
-                   help="registered strategy (baseline, modular-no-llm, modular) or package.module:factory")
-    p.add_argument("--quick", action="store_true", help="only the first 5 questions")
+                   help="registered strategy (baseline, modular-no-llm, modular) or package.module:factory; "
+                        "several, comma-separated, run in turn on one loaded corpus (default: %(default)s)")
+    p.add_argument("--quick", action="store_true", help="only the first 5 questions (= --limit 5)")
+    p.add_argument("--limit", type=_positive_int, help="only the first N questions")
+    p.add_argument("--ids", help="only these question ids, comma-separated")
+    p.add_argument("--k", type=_positive_int, default=5, help="chunks retrieved per question (default: %(default)s)")
     p.add_argument("--questions", type=Path, default=ROOT / "questions.json", help="questions JSON file")
     p.add_argument("--corpus", type=Path, default=None,
                    help="folder of Markdown files, one document each (default: built-in Python reference)")
-    # a str, not a Path: Path drops the trailing "/" that says "a folder" (see resolve_output)
+    # a str, not a Path: Path drops the trailing "/" that says "a folder" (utils.results.resolve_output)
     p.add_argument("--output", default=str(ROOT / DEFAULT_OUTPUT_NAME),
-                   help=f"results JSON file, or a folder (existing, or ending in /) to write {DEFAULT_OUTPUT_NAME} in")
+                   help=f"results JSON file, or a folder (existing, or ending in /) to write {DEFAULT_OUTPUT_NAME} "
+                        "in (default: %(default)s); every run is also kept under runs/ beside it")
+    p.add_argument("--resume", type=Path, help="continue a run from its results file or journal: graded rows are "
+                   "kept without a new judge call, the rest run")
+    p.add_argument("--max-cost", type=_dollars, dest="max_cost", metavar="USD",
+                   help="stop grading before the judge's cost would pass USD (exit 4; --resume finishes later)")
+    p.add_argument("--judge-repeats", type=_positive_int, default=1, metavar="N",
+                   help="grade each question N times; the row keeps every grade and their spread")
+    p.add_argument("--no-text", action="store_true", help="leave the retrieved chunks' text out of the results")
     _add_common_arguments(p)
-    p.add_argument("--k", type=int, default=5, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
 def _add_common_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of the run and of every command."""
+    p.add_argument("--log-dir", type=Path, default=LOG_DIR,
+                   help="folder of the TRACE log files (default: %(default)s); when it cannot be written, "
+                        "logging goes to the console only")
     p.add_argument("--log-level", default="INFO", type=str.upper,
                    choices=["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"], help="console log level")
-    p.add_argument("--log-dir", type=Path, default=LOG_DIR,
-                   help="folder for the run's log file (default: logs/ in the project); if it cannot be "
-                        "written, the run logs to the console only")
 
 
 class SignalGuard:
-    """First SIGINT/SIGTERM: KeyboardInterrupt in the main thread (the current question is
-    abandoned) and ``received`` set, which the question loop also checks: an extension module
-    can swallow the KeyboardInterrupt. A second one exits at once with 130."""
+    """First SIGINT/SIGTERM/SIGHUP: KeyboardInterrupt in the main thread (the current question is
+    abandoned) and ``received`` set, which the question loop also checks: an extension module can
+    swallow the KeyboardInterrupt. A second one exits at once with 130 (every finished row is
+    already in the journal). Inside :meth:`deferred` (the final write) a signal only sets
+    ``received``: the write finishes, no temp file is left, and the run then ends with 130."""
+
+    SIGNALS = tuple(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s)
 
     def __init__(self) -> None:
         self.received: str | None = None
+        self._deferring = False
         self._previous: dict[int, object] = {}
 
     def _handle(self, signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        if self._deferring:
+            self.received = self.received or name
+            return
         if self.received is not None:
             remove_temp_files()  # os._exit skips the write's own clean-up
             os._exit(EXIT_INTERRUPTED)
-        self.received = signal.Signals(signum).name
-        raise KeyboardInterrupt(self.received)
+        self.received = name
+        raise KeyboardInterrupt(name)
+
+    @contextlib.contextmanager
+    def deferred(self):
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._deferring = False
 
     def __enter__(self) -> SignalGuard:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in self.SIGNALS:
             self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
@@ -87,139 +156,23 @@ class SignalGuard:
             signal.signal(sig, handler)
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
+def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, guard: SignalGuard, state) -> int:
+    from components.run.benchmark_run import BenchmarkRun, RunOptions
 
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _summary(agg, status: str) -> str:
-    def pct(x):
-        return f"{x:6.1f}%"
-
-    def num(x, fmt="{:.2f}"):
-        return "   -" if x is None else fmt.format(x)
-
-    lines = [
-        f"{'status':<18}{status}",
-        f"{'questions':<18}{agg.question_count}  (graded {agg.graded_count}, ungraded {agg.ungraded_count})",
-        f"{'hit@1 / hit@5':<18}{pct(agg.hit_at_1_rate)} / {pct(agg.hit_at_5_rate)}",
-        f"{'MRR':<18}{agg.mrr:.3f}",
-        f"{'avg grade / total':<18}{num(agg.avg_llm_grade)} / {num(agg.avg_total_score)}",
-        f"{'pass 8 / 7 / 6.5':<18}{pct(agg.pass_rate_8)} / {pct(agg.pass_rate_7)} / {pct(agg.pass_rate_6_5)}",
-    ]
-    if agg.grade_errors:
-        lines.append(f"{'ungraded because':<18}" + ", ".join(f"{k} x{v}" for k, v in agg.grade_errors.items()))
-    return "\n".join(lines)
-
-
-def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, guard: SignalGuard) -> int:
-    log = get_logger()
-    started = _now()
-    # ---- validate everything before the first retrieval or judge call
-    check_writable(args.output)
-    from poc.strategies import resolve_strategy
-    from utils.questions import check_needles, load_questions
-
-    factory = resolve_strategy(args.strategy)
-    qset = load_questions(args.questions)
-    from poc.corpus import load_corpus
-
-    t0 = time.perf_counter()
-    corpus = load_corpus(args.corpus)
-    load_s = time.perf_counter() - t0
-    check_needles(qset, corpus.ids(), corpus.source)
-    retriever = factory(llm_available=settings.judge == "anthropic")
-    questions = qset.questions[:5] if args.quick else qset.questions
-    if settings.judge == "anthropic":
-        from utils import llm_provider
-
-        llm_provider.configure(llm_provider.ProviderConfig(
-            api_key=settings.api_key, base_url=settings.base_url,
-            models=(("claude-sonnet", settings.sonnet_model), ("claude-haiku", settings.haiku_model)),
-            max_retry_wait_s=min(10.0, settings.judge_timeout)))
-        log.info("Judge: Claude via the Anthropic API, model {} (timeout {:g}s)",
-                 llm_provider.resolve_model("claude-sonnet"), settings.judge_timeout)
-    else:
-        log.info("Judge: {} (no ANTHROPIC_API_KEY, or BENCHMARK_JUDGE=offline)", OFFLINE_NOTE)
-
-    # ---- chunk and index
-    from poc.chunking import chunk_corpus
-
-    t0 = time.perf_counter()
-    chunks = chunk_corpus(corpus.documents)
-    load_s += time.perf_counter() - t0
-    t1 = time.perf_counter()
-    retriever.index(chunks)
-    index_s = time.perf_counter() - t1
-    log.info("Corpus {}: {} documents, {} chunks (loaded+chunked in {:.2f}s, indexed in {:.2f}s)",
-             corpus.source, len(corpus.documents), len(chunks), load_s, index_s)
-
-    from components.run.benchmark_loop import BenchmarkLoop
-    from utils.results import CorpusInfo, JudgeInfo, RunInfo, aggregate, build_report, write_json_atomic
-
-    if settings.judge == "anthropic":
-        from components.run.retrieval_grader import RetrievalGrader
-
-        judge = RetrievalGrader(timeout=settings.judge_timeout)
-        judge_info = JudgeInfo("anthropic", llm_provider.resolve_model("claude-sonnet"), PROMPT_SHA256,
-                               REFERENCE_FREE_PROMPT_SHA256, settings.judge_timeout,
-                               "LLM judge (Claude) via the Anthropic Messages API")
-    else:
-        from components.run.lexical_judge import LexicalJudge
-
-        judge = LexicalJudge(chunks)
-        judge_info = JudgeInfo("offline", LexicalJudge.model, PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, None,
-                               OFFLINE_NOTE)
-
-    # ---- the loop
-    if guard.received:  # a signal whose KeyboardInterrupt an extension swallowed
-        raise KeyboardInterrupt(guard.received)
-    loop = BenchmarkLoop(retriever, judge, k=args.k, should_stop=lambda: guard.received is not None)
-    status = "completed"
-    try:
-        loop.run(questions)
-    except KeyboardInterrupt:
-        guard.received = guard.received or "SIGINT"
+    options = RunOptions(
+        strategies=[s.strip() for s in args.strategy.split(",") if s.strip()] or [args.strategy],
+        questions=args.questions, corpus=args.corpus, output=args.output, k=args.k,
+        limit=5 if args.quick and args.limit is None else args.limit,
+        ids=[i.strip() for i in args.ids.split(",") if i.strip()] if args.ids else None,
+        resume=args.resume, max_cost_usd=args.max_cost, judge_repeats=args.judge_repeats,
+        keep_text=not args.no_text, log_file=log_path, argv=list(args.argv))
+    runner = BenchmarkRun(options, settings, should_stop=lambda: guard.received is not None,
+                          deferred_signals=guard.deferred, state=state)
+    reports = runner.execute()
     if guard.received:
-        status = "interrupted"
-        log.warning("Interrupted ({}) after {} of {} questions: writing what is done",
-                    guard.received, len(loop.results), len(questions))
-    guard.received = guard.received or "done"  # from here on, any signal exits at once
-    if status == "completed" and loop.judge_failure is not None:
-        status = "judge_failed"
-
-    results = loop.results
-    agg = aggregate(results, round(index_s, 3), k=args.k)
-    run_info = RunInfo(
-        started_at=started, finished_at=_now(), status=status, strategy=args.strategy, k=args.k,
-        quick=args.quick, questions_file=str(args.questions), questions_sha256=qset.sha256,
-        corpus=CorpusInfo(corpus.source, len(corpus.documents), len(chunks), corpus.sha256), judge=judge_info,
-        python=platform.python_version(), packages=_versions(),
-        judge_failure=f"{loop.judge_failure.kind}: {loop.judge_failure}" if loop.judge_failure else None,
-        log_file=str(log_path) if log_path else None)
-    for name in ("hit_at_1_rate", "hit_at_5_rate"):
-        log.metric(name, getattr(agg, name), "%")
-    log.metric("mrr", agg.mrr)
-    log.metric("avg_llm_grade", agg.avg_llm_grade)
-    log.metric("avg_total_score", agg.avg_total_score)
-    for name in ("pass_rate_8", "pass_rate_7", "pass_rate_6_5"):
-        log.metric(name, getattr(agg, name), "%")
-    log.info("Summary ({} judge: {})\n{}", judge_info.provider, judge_info.model, _summary(agg, status))
-    write_json_atomic(args.output, build_report(run_info, agg, results), secrets=settings.secrets)
-    log.info("Results written to {}", args.output)
-    if loop.judge_failure is not None:
-        log.error("The judge became unusable: {} — fix it and run again", loop.judge_failure)
-        return EXIT_INTERRUPTED if status == "interrupted" else EXIT_JUDGE
-    return EXIT_INTERRUPTED if status == "interrupted" else EXIT_OK
+        return EXIT_INTERRUPTED
+    codes = [STATUS_EXIT.get(r["run"]["status"], EXIT_INTERNAL) for r in reports]
+    return max(codes, key=lambda c: (c != EXIT_OK, c)) if codes else EXIT_OK
 
 
 # Commands beside the run: ``python benchmark.py NAME ...``. Each module named here exposes
@@ -227,6 +180,13 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, gua
 # :class:`utils.errors.InputError` for bad input, which this edge turns into one line and exit 2.
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
+    "compare": ("components.analysis.compare", "compare runs question by question: deltas, CIs, p-values, verdicts"),
+    "validate": ("components.dataset.validate",
+                 "Forward RAG check of a questions file: sufficiency (needle chunks grade >= 7), necessity "
+                 "(random chunks grade <= 3), duplicate/empty-needle/no-answer flags."),
+    "export-dataset": ("components.dataset.export_dataset",
+                       "Export (query, positive chunks, hard negatives) as JSON lines in seed 003's schema."),
+    "report": ("components.analysis.report", "write one self-contained HTML report of one or more results files"),
 }
 
 
@@ -241,17 +201,19 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     argv = list(sys.argv[1:] if argv is None else argv)
     command = None
     if argv and argv[0] in COMMANDS:
-        import importlib
-
         command = importlib.import_module(COMMANDS[argv[0]][0])
         args = _command_parser(argv[0], command).parse_args(argv[1:])
     else:
         args = parse_args(argv)
+    args.argv = argv
     env = dict(os.environ if env is None else env)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     sinks = add_sinks(args.log_level, args.log_dir / f"benchmark_{stamp}_{os.getpid()}.log",
                       secrets=secrets_in(env))
-    log_path = sinks.path  # None: console only (add_sinks said why)
+    log_path = sinks.path  # None: console only (add_sinks said why, once)
+    from components.run.benchmark_run import RunState
+
+    state = RunState()
     code = EXIT_OK
     try:
         settings = Settings.from_env(env)
@@ -260,18 +222,27 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
         else:
             args.output = resolve_output(args.output, questions_path=args.questions, corpus_dir=args.corpus)
             with SignalGuard() as guard:
-                code = run(args, settings, log_path, guard)
-    except InputError as err:  # messages may quote paths, ids, file names: escaped onto one line
+                code = run(args, settings, log_path, guard, state)
+    except InputError as err:  # messages quote paths, ids, file names: escaped, so one line stays one line
         logger.opt(exception=err).debug("input error")
         logger.error("error: {}", escape_control(str(err)))
         code = EXIT_INPUT
+    except JudgeError as err:  # at start-up: the API could not be reached
+        logger.opt(exception=err).debug("judge error")
+        logger.error("error: {}", escape_control(str(err)))
+        code = EXIT_JUDGE
     except ResultsWriteError as err:
-        logger.opt(exception=err).debug("results write error")
+        logger.opt(exception=err).debug("results could not be written")
         logger.error("error: {}", escape_control(str(err)))
         code = EXIT_WRITE
     except KeyboardInterrupt:
-        logger.error("interrupted before any question was graded: nothing written")
+        logger.error("interrupted" + ("" if state.journal else " before any question was graded: nothing written"))
         code = EXIT_INTERRUPTED
+    except OSError as err:
+        logger.opt(exception=err).debug("results could not be written")
+        logger.error("error: the results could not be written ({}: {})", type(err).__name__,
+                     escape_control(str(err.strerror or err)))
+        code = EXIT_WRITE
     except Exception as err:
         logger.opt(exception=err).debug("unexpected error")
         logger.error("internal error: {}: {} ({})", type(err).__name__, escape_control(str(err)),
@@ -279,6 +250,10 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
         code = EXIT_INTERNAL
     if log_path is not None:
         logger.info("Log file: {}", log_path)
+    if code != EXIT_OK and state.journal is not None and state.journal.exists():
+        logger.warning("Every finished question is in {}; to continue: {}", state.journal, state.continue_command)
+    elif code in (EXIT_INTERRUPTED, EXIT_BUDGET, EXIT_JUDGE) and state.continue_command:
+        logger.warning("To continue this run: {}", state.continue_command)
     logger.remove()
     sinks.close()
     return code

@@ -43,7 +43,7 @@ def loop_overhead(n: int, delay: float) -> dict:
     base = load_questions(ROOT / "questions.json").questions
     questions = [Question(f"{q.id}-{i}", q.question, q.expected_answer, q.needle_doc_ids)
                  for i, q in zip(range(n), itertools.cycle(base))]
-    retriever = resolve_strategy("modular-no-llm")()
+    retriever = resolve_strategy("modular-no-llm").factory()
     retriever.index(chunk_corpus(builtin_corpus().documents))
     with LoopbackServer(default=Reply(delay=delay)) as server:
         llm_provider.configure(llm_provider.ProviderConfig(api_key="bench-key", base_url=server.url))

@@ -47,7 +47,7 @@ def one(strategy: str, corpus: Path, sets: list[Path]) -> dict:
     docs = load_corpus(corpus)
     chunks = chunk_corpus(docs.documents)
     load_s = time.perf_counter() - t0
-    retriever = resolve_strategy(strategy)(llm_available=False)
+    retriever = resolve_strategy(strategy).factory()
     t1 = time.perf_counter()
     retriever.index(chunks)
     index_s = time.perf_counter() - t1

@@ -30,11 +30,23 @@ class Retriever(Protocol):
         """The best ``k`` chunks for ``query``, best first."""
 
 
-def top_k(chunks: Sequence[Chunk], scores: np.ndarray, k: int) -> list[ScoredChunk]:
-    """The ``k`` highest-scoring chunks, best first (ties: earlier chunk first)."""
-    k = min(k, len(chunks))
+def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest ``scores``, best first; ties: lower index first; NaN last.
+
+    Deterministic at the cut too: every index scoring at least the k-th best score is a
+    candidate (``np.argpartition`` alone keeps an arbitrary subset of the items tied there), and
+    the candidates are ordered by (score descending, index). O(n) plus a sort of the candidates."""
+    scores = np.asarray(scores)
+    k = min(k, len(scores))
     if k <= 0:
-        return []
-    idx = np.argpartition(-scores, k - 1)[:k] if k < len(chunks) else np.arange(len(chunks))
-    idx = idx[np.lexsort((idx, -scores[idx]))]
-    return [ScoredChunk(chunks[i], float(scores[i])) for i in idx]
+        return np.zeros(0, dtype=np.intp)
+    negated = -scores
+    kth = np.partition(negated, k - 1)[k - 1]  # NaN sorts last: a NaN here means fewer than k numbers
+    idx = np.arange(len(scores)) if np.isnan(kth) else np.flatnonzero(negated <= kth)
+    return idx[np.lexsort((idx, negated[idx]))][:k]
+
+
+def top_k(chunks: Sequence[Chunk], scores: np.ndarray, k: int) -> list[ScoredChunk]:
+    """The ``k`` highest-scoring chunks, best first (ties: earlier chunk first; NaN scores last),
+    as :func:`top_indices` selects them."""
+    return [ScoredChunk(chunks[i], float(scores[i])) for i in top_indices(scores, k)]

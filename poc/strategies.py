@@ -1,33 +1,21 @@
 """The strategy registry: a name → a factory returning a fresh retriever.
 
 ``baseline`` = BM25; ``modular-no-llm`` = hybrid (BM25 + WordLlama, α = 0.5);
-``modular`` = hybrid behind an LLM query rewriter. A user's own retriever loads with
+``modular`` = the same hybrid, with each question rewritten by an LLM first (the benchmark loop
+does the rewriting, so every row records the query it used). A user's own retriever loads with
 ``package.module:factory`` (``factory()`` returns an object with ``index`` and ``retrieve``).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from poc.chunking import Chunk
-from poc.retriever import Retriever, ScoredChunk
+from poc.retriever import Retriever
 from utils.errors import InputError
 
 StrategyFactory = Callable[..., Retriever]
-
-
-class RewritingRetriever:
-    """Rewrites each query with a :class:`components.run.query_rewriter.QueryRewriter` first."""
-
-    def __init__(self, inner: Retriever, rewriter) -> None:
-        self.inner, self.rewriter = inner, rewriter
-
-    def index(self, chunks: Sequence[Chunk]) -> None:
-        self.inner.index(chunks)
-
-    def retrieve(self, query: str, k: int) -> list[ScoredChunk]:
-        return self.inner.retrieve(self.rewriter.rewrite(query), k)
 
 
 def _baseline(**_: object) -> Retriever:
@@ -42,22 +30,24 @@ def _hybrid(**_: object) -> Retriever:
     return HybridRetriever(alpha=0.5)
 
 
-def _modular(*, llm_available: bool = True, **_: object) -> Retriever:
-    from components.run.query_rewriter import QueryRewriter
-    from poc.hybrid import HybridRetriever
-    from utils.llm_provider import call_llm
+@dataclass(frozen=True)
+class Strategy:
+    """A named retrieval strategy: ``factory()`` returns a fresh retriever; ``rewrites_queries``
+    says the benchmark loop rewrites each question with an LLM (Claude Haiku) before retrieving."""
 
-    return RewritingRetriever(HybridRetriever(alpha=0.5), QueryRewriter(call_llm if llm_available else None))
+    name: str
+    factory: StrategyFactory
+    rewrites_queries: bool = False
 
 
-STRATEGIES: dict[str, StrategyFactory] = {
-    "baseline": _baseline,
-    "modular-no-llm": _hybrid,
-    "modular": _modular,
+STRATEGIES: dict[str, Strategy] = {
+    "baseline": Strategy("baseline", _baseline),
+    "modular-no-llm": Strategy("modular-no-llm", _hybrid),
+    "modular": Strategy("modular", _hybrid, rewrites_queries=True),
 }
 
 
-def resolve_strategy(name: str) -> StrategyFactory:
+def resolve_strategy(name: str) -> Strategy:
     """A registered name, or ``package.module:factory``. Raises :class:`InputError` naming the fix."""
     if name in STRATEGIES:
         return STRATEGIES[name]
@@ -82,4 +72,4 @@ def resolve_strategy(name: str) -> StrategyFactory:
                              "index(chunks) and retrieve(query, k): implement poc.retriever.Retriever")
         return retriever
 
-    return user_factory
+    return Strategy(name, user_factory)

@@ -94,3 +94,14 @@ def tiny_tmpfs(tmp_path: Path):
         yield disk
     finally:
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+@pytest.fixture
+def caplog_loguru():
+    """The messages loguru emits during the test (WARNING and up go to stderr as usual)."""
+    from loguru import logger
+
+    messages: list[str] = []
+    sink = logger.add(lambda m: messages.append(m.record["message"]), level="DEBUG", format="{message}")
+    yield messages
+    logger.remove(sink)

@@ -1,8 +1,16 @@
-"""A scripted Anthropic Messages API server on 127.0.0.1, for driving the real SDK in tests.
+"""A scripted Anthropic API server on 127.0.0.1, for driving the real SDK in tests.
 
 Each request to ``POST /v1/messages`` takes the next :class:`Reply` from the script (a list, or a
 function of the request number and body); when a list runs out, ``default`` answers. Every request
 is recorded (headers and JSON body) for assertions on what the SDK sent.
+
+The Models API: ``GET /v1/models/{id}`` and ``GET /v1/models`` serve ``models`` (a dict of
+:class:`ModelSpec`, default :data:`MODELS`) in the SDK's shape, capabilities included; with
+``models=None`` the server is a gateway without the Models API (404 on both). In validating mode
+(``validate=True``, the default when models are served) a message request that the served
+capabilities say the model does not accept — a thinking type or effort level it lacks, a
+``max_tokens`` over its limit, a retired or unknown model — is refused with the real API's kind of
+400/404 error, before the script is consulted.
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -27,11 +35,87 @@ class Reply:
     drop: bool = False  # close the connection without answering
     stop_reason: str = "end_turn"
     content: list | None = None  # explicit content blocks
+    usage: dict = field(default_factory=lambda: {"input_tokens": 10, "output_tokens": 5})
+    trickle: Iterable[bytes] | None = None  # body pieces sent chunked, trickle_gap seconds apart
+    trickle_gap: float = 0.0
+    trickle_for: float = 30.0  # the server gives up sending after this long
 
 
 def error(status: int, kind: str, message: str = "scripted error", **headers: str) -> Reply:
     return Reply(status=status, json_body={"type": "error", "error": {"type": kind, "message": message}},
                  headers=headers)
+
+
+@dataclass
+class ModelSpec:
+    """One model as the Models API describes it."""
+
+    line: str | None
+    thinking: frozenset[str]  # supported thinking types
+    effort: tuple[str, ...] = ()  # supported effort levels
+    lifecycle: str = "active"
+    retires_at: str | None = None
+    max_tokens: int = 64_000
+    created_at: str = "2026-01-01T00:00:00Z"
+    capabilities_null: bool = False
+
+    def info(self, model_id: str) -> dict:
+        def support(flag: bool) -> dict:
+            return {"supported": flag}
+
+        caps = None if self.capabilities_null else {
+            "batch": support(True), "citations": support(True), "code_execution": support(False),
+            "context_management": {"supported": False}, "image_input": support(True), "pdf_input": support(True),
+            "server_tools": {"supported": False}, "structured_outputs": support(True),
+            "thinking": {"supported": bool(self.thinking - {"disabled"}),
+                         "types": {t: support(t in self.thinking)
+                                   for t in ("adaptive", "between_tools", "disabled", "enabled")}},
+            "effort": {"supported": bool(self.effort),
+                       **{lvl: support(lvl in self.effort) for lvl in ("low", "medium", "high", "xhigh", "max")}},
+        }
+        return {"type": "model", "id": model_id, "display_name": model_id.replace("-", " ").title(),
+                "created_at": self.created_at, "lifecycle": self.lifecycle, "line": self.line,
+                "deprecated_at": "2026-06-01T00:00:00Z" if self.lifecycle != "active" else None,
+                "retires_at": self.retires_at, "max_tokens": self.max_tokens, "max_input_tokens": 200_000,
+                "capabilities": caps}
+
+
+_EFFORT = ("low", "medium", "high", "max")
+# The test matrix of issue 11: today's models and their quirks.
+MODELS: dict[str, ModelSpec] = {
+    "claude-sonnet-5-5": ModelSpec("sonnet", frozenset({"between_tools", "adaptive"}), _EFFORT,
+                                   created_at="2026-09-01T00:00:00Z"),
+    "claude-opus-5-5": ModelSpec("opus", frozenset({"adaptive"}), _EFFORT + ("xhigh",), max_tokens=128_000,
+                                 created_at="2026-09-01T00:00:00Z"),
+    "claude-haiku-4-5": ModelSpec("haiku", frozenset({"disabled", "enabled"}), (), created_at="2025-10-01T00:00:00Z"),
+    "claude-sonnet-4-6": ModelSpec("sonnet", frozenset({"disabled", "adaptive", "enabled"}), _EFFORT,
+                                   created_at="2026-02-01T00:00:00Z"),
+    "claude-sonnet-4-5": ModelSpec("sonnet", frozenset({"disabled", "enabled"}), (), lifecycle="deprecated",
+                                   retires_at="2027-03-01T00:00:00Z", created_at="2025-09-01T00:00:00Z"),
+    "claude-sonnet-4-0": ModelSpec("sonnet", frozenset({"disabled", "enabled"}), (), lifecycle="retired",
+                                   created_at="2025-05-01T00:00:00Z"),
+    "claude-mystery-1": ModelSpec(None, frozenset(), capabilities_null=True, created_at="2026-03-01T00:00:00Z"),
+}
+
+
+def _refusal(model: str, body: dict, spec: ModelSpec | None) -> Reply | None:
+    """The error the real API gives a request that ``spec`` does not accept; None when it is fine."""
+    if spec is None:
+        return error(404, "not_found_error", f"model: {model}")
+    if spec.lifecycle == "retired":
+        return error(404, "not_found_error", f"model: {model} has been retired")
+    thinking = (body.get("thinking") or {}).get("type")
+    if thinking is not None and spec.capabilities_null is False and thinking not in spec.thinking:
+        allowed = ", ".join(sorted(spec.thinking)) or "none"
+        return error(400, "invalid_request_error",
+                     f"thinking.type: '{thinking}' is not supported by this model. Supported: {allowed}")
+    effort = (body.get("output_config") or {}).get("effort")
+    if effort is not None and effort not in spec.effort:
+        return error(400, "invalid_request_error", f"output_config.effort: '{effort}' is not supported by this model")
+    if int(body.get("max_tokens") or 0) > spec.max_tokens:
+        return error(400, "invalid_request_error",
+                     f"max_tokens: {body.get('max_tokens')} > {spec.max_tokens}, the maximum for {model}")
+    return None
 
 
 @dataclass
@@ -43,10 +127,14 @@ class Recorded:
 
 class LoopbackServer:
     def __init__(self, script: list[Reply] | Callable[[int, dict], Reply] | None = None,
-                 default: Reply | None = None) -> None:
+                 default: Reply | None = None, *, models: dict[str, ModelSpec] | None = MODELS,
+                 validate: bool | None = None) -> None:
         self.script = script if script is not None else []
         self.default = default or Reply()
-        self.requests: list[Recorded] = []
+        self.models = models
+        self.validate = models is not None if validate is None else validate
+        self.requests: list[Recorded] = []  # POST /v1/messages
+        self.model_requests: list[str] = []  # GET paths of the Models API
         self._lock = threading.Lock()
         server = self
 
@@ -55,6 +143,23 @@ class LoopbackServer:
 
             def log_message(self, *args: object) -> None:
                 pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                path = self.path.split("?", 1)[0]
+                with server._lock:
+                    server.model_requests.append(self.path)
+                if server.models is None or not path.startswith("/v1/models"):
+                    return self._send(error(404, "not_found_error", f"Not Found: {path}"))
+                if path.rstrip("/") == "/v1/models":
+                    data = sorted((spec.info(mid) for mid, spec in server.models.items()),
+                                  key=lambda m: m["created_at"], reverse=True)
+                    return self._send(Reply(json_body={"data": data, "has_more": False, "first_id": data[0]["id"],
+                                                       "last_id": data[-1]["id"]}))
+                model_id = path[len("/v1/models/"):]
+                spec = server.models.get(model_id)
+                if spec is None:
+                    return self._send(error(404, "not_found_error", f"model: {model_id}"))
+                return self._send(Reply(json_body=spec.info(model_id)))
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("content-length") or 0)
@@ -66,7 +171,16 @@ class LoopbackServer:
                 with server._lock:
                     n = len(server.requests)
                     server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                reply = server._next(n, body or {})
+                reply = None
+                if server.validate and server.models is not None:
+                    model = (body or {}).get("model", "")
+                    reply = _refusal(model, body or {}, server.models.get(model))
+                if reply is None:
+                    reply = server._next(n, body or {})
+                self._send(reply, body)
+
+            def _send(self, reply: Reply, body: dict | None = None) -> None:
+                n = len(server.requests)
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.drop:
@@ -85,18 +199,34 @@ class LoopbackServer:
                         "content": reply.content if reply.content is not None else
                         [{"type": "text", "text": reply.text or ""}],
                         "stop_reason": reply.stop_reason, "stop_sequence": None,
-                        "usage": {"input_tokens": 10, "output_tokens": 5},
+                        "usage": reply.usage,
                     }
                     payload = json.dumps(doc).encode()
                 try:
                     self.send_response(reply.status)
                     self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(payload)))
+                    if reply.trickle is None:
+                        self.send_header("content-length", str(len(payload)))
+                    self.send_header("request-id", f"req_loopback_{n}")
                     for k, v in reply.headers.items():
                         self.send_header(k.replace("_", "-"), v)
+                    if reply.trickle is not None:  # a body that takes its time, or never ends
+                        self.send_header("transfer-encoding", "chunked")
+                        self.end_headers()
+                        deadline = time.monotonic() + reply.trickle_for
+                        for piece in reply.trickle:
+                            if time.monotonic() > deadline:
+                                break
+                            self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                            self.wfile.flush()
+                            time.sleep(reply.trickle_gap)
+                        else:
+                            self.wfile.write(b"0\r\n\r\n")
+                        self.close_connection = True
+                        return
                     self.end_headers()
                     self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
+                except (BrokenPipeError, ConnectionResetError, OSError):
                     pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

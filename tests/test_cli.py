@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, clean_env, judge_env, run_cli
-from tests.loopback import LoopbackServer, Reply
+from tests.loopback import MODELS, LoopbackServer, Reply
 
 JQ = [
     ".results[0] | {llm_grade, llm_reasoning, rank, hit_at_1, hit_at_5, total_score}",
@@ -24,7 +24,7 @@ def test_offline_quick_run(tmp_path: Path):
     run = run_cli("--strategy", "modular-no-llm", "--quick", "--output", str(out))
     assert run.code == 0, run.stderr
     data = json.loads(out.read_text())
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["run"]["status"] == "completed" and data["run"]["quick"] is True
     assert data["run"]["judge"]["provider"] == "offline"
     assert "lexical proxy" in data["run"]["judge"]["note"]
@@ -79,11 +79,12 @@ def test_loopback_judge_run(tmp_path: Path, few_questions: Path):
 
 
 def test_model_override_from_env(tmp_path: Path, few_questions: Path):
-    with LoopbackServer() as srv:
+    with LoopbackServer(models={**MODELS, "claude-sonnet-test-9": MODELS["claude-sonnet-4-6"]}) as srv:
         run = run_cli("--questions", str(few_questions), "--output", str(tmp_path / "r.json"),
                       env=judge_env(srv.url, BENCHMARK_SONNET_MODEL="claude-sonnet-test-9"))
         assert run.code == 0
         assert {r.body["model"] for r in srv.requests} == {"claude-sonnet-test-9"}
+        assert {r.body["thinking"]["type"] for r in srv.requests} == {"disabled"}  # what that model takes
 
 
 # --------------------------------------------------------------------------- validation

@@ -18,11 +18,13 @@ OK = Reply(text='{"grade": 8, "reasoning": "fine"}')
 
 SCENARIOS = {
     # name: (script, default, expected grade_error kinds per question, exit code, max judge requests)
-    "timeout": ([], Reply(delay=2.0), ["timeout"] * 3, 0, 9),
-    "retry-after-3600": ([], error(429, "rate_limit_error", **{"retry-after": "3600"}), ["rate_limit"] * 3, 0, 9),
+    # transient failures get one more pass after the loop (3 more attempts each)
+    "timeout": ([], Reply(delay=2.0), ["timeout"] * 3, 0, 18),
+    "retry-after-3600": ([], error(429, "rate_limit_error", **{"retry-after": "3600"}), ["rate_limit"] * 3, 0, 18),
+    # the retry pass recovers a transient failure once the judge answers again
     "529-and-500-bursts": ([error(529, "overloaded_error")] * 3 + [error(500, "api_error")] * 2 + [OK], OK,
-                           ["overloaded", None, None], 0, 7),
-    "dropped-connections": ([Reply(drop=True)] * 3, OK, ["connection", None, None], 0, 5),
+                           [None, None, None], 0, 8),
+    "dropped-connections": ([Reply(drop=True)] * 3, OK, [None, None, None], 0, 6),
     "non-json-200": ([Reply(raw_body=b"<html>gateway</html>")], OK, ["bad_response", None, None], 0, 3),
     "unparseable-reply": ([Reply(text="I cannot grade this.")], OK, ["unparseable", None, None], 0, 3),
     "401-mid-run": ([OK, error(401, "authentication_error")], OK, [None, "auth", "judge_unusable"], 3, 2),
@@ -38,7 +40,8 @@ def test_fault(name: str, tmp_path: Path, few_questions: Path):
     with LoopbackServer(list(script), default) as srv:
         start = time.monotonic()
         run = run_cli("--questions", str(few_questions), "--output", str(out),
-                      env=judge_env(srv.url, BENCHMARK_JUDGE_TIMEOUT=TIMEOUT), timeout=120)
+                      env=judge_env(srv.url, BENCHMARK_JUDGE_TIMEOUT=TIMEOUT, BENCHMARK_RETRY_WAIT_MAX="1"),
+                      timeout=120)
         wall = time.monotonic() - start
         requests = len(srv.requests)
     assert run.code == exit_code, run.stderr
@@ -66,6 +69,11 @@ def test_fault(name: str, tmp_path: Path, few_questions: Path):
         assert fix in run.stderr
     else:
         assert data["run"]["status"] == "completed"
+    recovered = {"529-and-500-bursts": 1, "dropped-connections": 1}.get(name, 0)
+    assert data["run"]["recovered"] == recovered
+    assert sum(bool(r["recovered"]) for r in rows) == recovered
+    if recovered:
+        assert f"Retry pass: {recovered} of {recovered} recovered" in run.stderr
 
 
 def test_unparseable_reply_keeps_raw(tmp_path: Path, few_questions: Path):

@@ -38,7 +38,7 @@ def retrievers(chunks):
 
     out = {}
     for name in ("baseline", "modular-no-llm"):
-        out[name] = resolve_strategy(name)()
+        out[name] = resolve_strategy(name).factory()
         out[name].index(chunks)
     return out
 

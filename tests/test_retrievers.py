@@ -29,7 +29,7 @@ def corpus() -> list[Chunk]:
 
 @pytest.mark.parametrize("name", ["baseline", "modular-no-llm"])
 def test_registered_retrievers_find_the_right_document(name):
-    retriever = resolve_strategy(name)()
+    retriever = resolve_strategy(name).factory()
     assert isinstance(retriever, Retriever)
     retriever.index(corpus())
     for query, expected in [("how long to boil pasta", "cooking"), ("engine oil change", "cars"),
@@ -41,7 +41,7 @@ def test_registered_retrievers_find_the_right_document(name):
 
 
 def test_k_larger_than_corpus_and_unknown_words():
-    retriever = resolve_strategy("baseline")()
+    retriever = resolve_strategy("baseline").factory()
     retriever.index(corpus())
     assert len(retriever.retrieve("pasta", 50)) == 4
     assert len(retriever.retrieve("zzzqqq the of", 3)) == 3  # nothing matches: still k ranked chunks
@@ -77,10 +77,10 @@ def test_dense_vectors_do_not_depend_on_batching(monkeypatch):
     np.testing.assert_allclose(retriever._matrix, plain, rtol=0, atol=1e-6)
 
 
-def test_modular_falls_back_to_original_query_without_llm():
-    retriever = resolve_strategy("modular")(llm_available=False)
-    retriever.index(corpus())
-    assert retriever.retrieve("boil pasta", 1)[0].chunk.doc_id == "cooking"
+def test_modular_is_the_hybrid_with_query_rewriting():
+    modular, hybrid = resolve_strategy("modular"), resolve_strategy("modular-no-llm")
+    assert modular.rewrites_queries and not hybrid.rewrites_queries
+    assert type(modular.factory()) is type(hybrid.factory())
 
 
 def test_unknown_strategy_lists_registered_names():
@@ -100,11 +100,11 @@ def test_user_strategy_by_module_path(tmp_path, monkeypatch):
         def broken(): return object()
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
-    retriever = resolve_strategy("my_retriever:make")()
+    retriever = resolve_strategy("my_retriever:make").factory()
     retriever.index(corpus())
     assert [h.chunk.doc_id for h in retriever.retrieve("x", 2)] == ["cooking", "garden"]
     with pytest.raises(InputError, match="lacks"):
-        resolve_strategy("my_retriever:broken")()
+        resolve_strategy("my_retriever:broken").factory()
     with pytest.raises(InputError, match="no callable 'nope'"):
         resolve_strategy("my_retriever:nope")
     with pytest.raises(InputError, match="cannot import 'no_such_module_xyz'"):

@@ -24,16 +24,17 @@ class JudgeError(BenchmarkError):
 
     ``kind`` is a short stable token recorded in ``grade_error`` (``timeout``, ``rate_limit``,
     ``overloaded``, ``server_error``, ``connection``, ``bad_response``, ``auth``, ``not_found``,
-    ``bad_request``). ``fatal`` errors stop all further judge calls (exit 3); transient ones
+    ``bad_request``, ``context_window_exceeded``). ``fatal`` errors stop all further judge calls (exit 3); transient ones
     only cost the current question its grade.
     """
 
     exit_code = 3
 
-    def __init__(self, kind: str, message: str, *, fatal: bool) -> None:
+    def __init__(self, kind: str, message: str, *, fatal: bool, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.fatal = fatal
+        self.retry_after = retry_after  # seconds the server asked to wait (uncapped), when it said
 
 
 class ResultsWriteError(BenchmarkError):

@@ -14,16 +14,17 @@ import os
 import stat
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from utils.errors import InputError, ResultsWriteError
+from utils.metrics import PASS_THRESHOLDS
 from utils.metrics import RetrievalMetrics as M
 from utils.redaction import Redactor
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class RetrievedItem:
     doc_id: str
     chunk_id: str
     score: float | None
+    title: str | None = None
+    heading_path: list[str] | None = None
+    text: str | None = None  # the chunk's indexed text, as shown to the judge (None with --no-text)
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,39 @@ class QuestionResult:
     grading_latency_ms: float
     retrieved: list[RetrievedItem]
     extra: dict = field(default_factory=dict)  # the question's unknown fields (category, reference_ranks...)
+    # issue 13, from RetrievalMetrics.row_metrics(retrieved, needle_doc_ids, k); None = not computed
+    # (aggregate() then derives them from retrieved + needle_doc_ids)
+    doc_rank: int | None = None  # document level: position among the distinct documents of the top k
+    hit_at_k: bool | None = None  # chunk rank <= k
+    rr: float | None = None  # chunk level: 1/rank, 0 when not found
+    rr_doc: float | None = None  # document level: 1/doc_rank, 0 when not found
+    ndcg_at_k: float | None = None  # document level
+    recall_at_k: float | None = None  # document level
+    ap_at_k: float | None = None  # document level (pytrec_eval map_cut_k)
+    context_precision: float | None = None  # chunk level: share of the top k chunks from a needle doc
+    # the judge call (issue 11): what the API said about it
+    stop_reason: str | None = None
+    request_id: str | None = None
+    judge_model: str | None = None  # the model id the reply names
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cost_usd: float | None = None  # the judge calls of this row (null: no price known, or offline)
+    # the query (issue 11): the rewritten query, or the question when it was not rewritten
+    query_used: str | None = None
+    query_rewrite_error: str | None = None
+    recovered: bool = False  # graded by the retry pass after a transient failure
+    # judge repeats (issue 15): every grade when the question was graded more than once
+    llm_grades: list[int | None] | None = None
+    grade_spread: int | None = None  # max - min of the repeated grades
+    grade_sd: float | None = None  # their population standard deviation
+    # annotations (issues 14, 15): added by the run's annotators, null when not computed
+    needle_best_chunk: dict | None = None
+    diagnosis: dict | None = None
+    chunk_relevance: list[int] | None = None
+    chunk_relevance_error: str | None = None
+    chunk_relevance_raw: str | None = None
 
     def to_json(self) -> dict:
         row = asdict(self)
@@ -80,39 +117,201 @@ class Aggregates:
     grade_errors: dict[str, int]  # error kind → count
     avg_latency_ms: float | None  # retrieval
     index_time_s: float
+    # issue 13 (defaults only so that older constructors keep working: aggregate() sets every one)
+    hit_at_k_rate: float = 0.0  # percent, chunk rank <= k (the same number as ``accuracy``)
+    mrr_doc: float = 0.0  # 0-1, document level
+    ndcg_at_k: float = 0.0  # 0-1, document level
+    recall_at_k: float = 0.0  # 0-1, document level
+    map_at_k: float = 0.0  # 0-1, document level
+    context_precision: float = 0.0  # 0-1, chunk level
+    ci95: dict[str, list[float] | None] = field(default_factory=dict)  # name → [lo, hi] in its unit, or null
+    bootstrap: dict[str, Any] = field(default_factory=dict)  # {resamples, seed, method}
+    groups: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # field → value → {count, ...}
 
 
-def aggregate(results: Sequence[QuestionResult], index_time_s: float, k: int = 5) -> Aggregates:
-    passes = M.calculate_pass_rates(results, (8.0, 7.0, 6.5))
+# Every aggregate quality metric: these get a ci95 entry and appear in each group.
+QUALITY_METRICS = ("accuracy", "hit_at_1_rate", "hit_at_5_rate", "hit_at_k_rate", "mrr", "mrr_doc", "ndcg_at_k",
+                   "recall_at_k", "map_at_k", "context_precision", "avg_llm_grade", "avg_total_score",
+                   "pass_rate_8", "pass_rate_7", "pass_rate_6_5")
+GROUP_FIELDS = ("category", "difficulty", "type", "section")  # grouped by default when the rows carry them
+MISSING_GROUP = "(none)"  # the group of rows that lack the field
+_ROW_METRIC_FIELDS = ("doc_rank", "hit_at_k", "rr", "rr_doc", "ndcg_at_k", "recall_at_k", "ap_at_k",
+                      "context_precision")
+
+
+def with_row_metrics(result: QuestionResult, k: int) -> QuestionResult:
+    """``result`` with every issue-13 per-row field set: kept when present, else derived from
+    ``retrieved`` + ``needle_doc_ids`` (rows built before those fields existed)."""
+    if all(getattr(result, name) is not None for name in _ROW_METRIC_FIELDS):
+        return result
+    derived = M.row_metrics(result.retrieved, result.needle_doc_ids, k)
+    return replace(result, **{name: derived[name] for name in _ROW_METRIC_FIELDS if getattr(result, name) is None})
+
+
+def grade_repeats(result: Any) -> list[float] | None:
+    """The repeated grades of ``--judge-repeats`` (``llm_grades``; failed repeats left out), or None
+    when the row has none. Used only to widen confidence intervals by the judge's noise."""
+    raw = result.get("llm_grades") if isinstance(result, dict) else (
+        getattr(result, "llm_grades", None) or result.extra.get("llm_grades"))
+    grades = [float(g) for g in raw or () if g is not None]
+    return grades or None
+
+
+def _hit(k: int) -> Callable[[QuestionResult], float]:
+    return lambda r: 100.0 if r.rank is not None and r.rank <= k else 0.0
+
+
+def _totals(r: QuestionResult) -> list[float] | float | None:
+    repeats = grade_repeats(r)
+    if repeats is None:
+        return r.total_score
+    return [M.calculate_total_score(g, r.rank) for g in repeats] if r.total_score is not None else None
+
+
+def _passes(threshold: float) -> Callable[[QuestionResult], Any]:
+    def value(r: QuestionResult) -> Any:
+        totals = _totals(r)
+        if isinstance(totals, list):
+            return [100.0 if t >= threshold else 0.0 for t in totals]
+        return 100.0 if totals is not None and totals >= threshold else 0.0
+    return value
+
+
+def _per_question(k: int) -> dict[str, Callable[[QuestionResult], Any]]:
+    """Per question, the value whose mean over questions is each quality aggregate (None = the question
+    is not part of that mean; a list = the question's judge repeats)."""
+    return {
+        "accuracy": _hit(k), "hit_at_1_rate": _hit(1), "hit_at_5_rate": _hit(5), "hit_at_k_rate": _hit(k),
+        "mrr": lambda r: M.reciprocal_rank(r.rank), "mrr_doc": lambda r: M.reciprocal_rank(r.doc_rank),
+        "ndcg_at_k": lambda r: r.ndcg_at_k, "recall_at_k": lambda r: r.recall_at_k, "map_at_k": lambda r: r.ap_at_k,
+        "context_precision": lambda r: r.context_precision,
+        "avg_llm_grade": lambda r: (grade_repeats(r) or r.llm_grade) if r.llm_grade is not None else None,
+        "avg_total_score": _totals,
+        "pass_rate_8": _passes(8.0), "pass_rate_7": _passes(7.0), "pass_rate_6_5": _passes(6.5),
+    }
+
+
+def quality_metrics(results: Sequence[QuestionResult], k: int) -> dict[str, float | None]:
+    """Every quality aggregate of ``results`` (rows with their per-row fields set, see
+    :func:`with_row_metrics`), by the RetrievalMetrics formulas. Empty → rates 0.0, averages None."""
+    passes = M.calculate_pass_rates(results, PASS_THRESHOLDS)
+    return {
+        "accuracy": M.calculate_hit_rate(results, k),
+        "hit_at_1_rate": M.calculate_hit_rate(results, 1),
+        "hit_at_5_rate": M.calculate_hit_rate(results, 5),
+        "hit_at_k_rate": M.calculate_hit_rate(results, k),
+        "mrr": M.calculate_mrr(results),
+        "mrr_doc": M.calculate_mrr_doc(results),
+        "ndcg_at_k": M.calculate_mean(r.ndcg_at_k for r in results),
+        "recall_at_k": M.calculate_mean(r.recall_at_k for r in results),
+        "map_at_k": M.calculate_mean(r.ap_at_k for r in results),
+        "context_precision": M.calculate_mean(r.context_precision for r in results),
+        "avg_llm_grade": M.calculate_average(r.llm_grade for r in results),
+        "avg_total_score": M.calculate_average(r.total_score for r in results),
+        "pass_rate_8": passes[8.0],
+        "pass_rate_7": passes[7.0],
+        "pass_rate_6_5": passes[6.5],
+    }
+
+
+def confidence_intervals(results: Sequence[QuestionResult], k: int) -> tuple[dict[str, list[float] | None],
+                                                                              dict[str, Any]]:
+    """95% percentile-bootstrap CI of every quality aggregate over questions, in the aggregate's unit
+    (percent for rates), and the bootstrap's record ``{resamples, seed, method}``.
+
+    Averages over graded questions (``avg_llm_grade``, ``avg_total_score``) resample the graded
+    questions; the rest resample all questions. Rows with ``llm_grades`` make the grade-based
+    aggregates (average grade, total score, pass rates) two-level: one of the question's repeated
+    grades per drawn question (see components.analysis.statistics). Fewer than 2 questions → null."""
+    from components.analysis import statistics as S
+
+    columns = {name: [value(r) for r in results] for name, value in _per_question(k).items()}
+    by_mask: dict[tuple[bool, ...], list[str]] = {}
+    for name, values in columns.items():
+        by_mask.setdefault(tuple(v is not None for v in values), []).append(name)
+    ci95: dict[str, list[float] | None] = {}
+    for mask, names in by_mask.items():
+        cols = [[v for v in columns[name] if v is not None] for name in names]
+        for name, interval in zip(names, S.bootstrap_cis(cols, resamples=S.RESAMPLES, seed=S.BOOTSTRAP_SEED)):
+            ci95[name] = [round(interval[0], 6), round(interval[1], 6)] if interval else None
+    two_level = any(grade_repeats(r) is not None for r in results)
+    record = {"resamples": S.RESAMPLES, "seed": S.BOOTSTRAP_SEED,
+              "method": S.METHOD + ("-two-level" if two_level else "")}
+    return {name: ci95[name] for name in QUALITY_METRICS}, record
+
+
+def _group_value(result: QuestionResult, name: str) -> str:
+    value = result.extra[name] if name in result.extra else getattr(result, name, None)
+    if value is None:
+        return MISSING_GROUP
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def group_metrics(results: Sequence[QuestionResult], k: int, group_by: Sequence[str] | None = None
+                  ) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{field: {value: {count, <every quality aggregate>}}}``; values sorted, rows lacking the field
+    under ``"(none)"``. ``group_by`` None → each of category/difficulty/type/section that at least one
+    row carries in ``extra``."""
+    fields = [f for f in GROUP_FIELDS if any(f in r.extra for r in results)] if group_by is None else group_by
+    groups: dict[str, dict[str, dict[str, Any]]] = {}
+    for name in fields:
+        members: dict[str, list[QuestionResult]] = {}
+        for r in results:
+            members.setdefault(_group_value(r, name), []).append(r)
+        groups[name] = {value: {"count": len(rows), **quality_metrics(rows, k)}
+                        for value, rows in sorted(members.items())}
+    return groups
+
+
+def aggregate(results: Sequence[QuestionResult], index_time_s: float, k: int = 5, *,
+              group_by: Sequence[str] | None = None) -> Aggregates:
+    """The run's aggregates; see :func:`quality_metrics`, :func:`confidence_intervals` and
+    :func:`group_metrics`. Rows without the issue-13 per-row fields get them derived."""
+    results = [with_row_metrics(r, k) for r in results]
+    quality = quality_metrics(results, k)
+    ci95, record = confidence_intervals(results, k)
     graded = [r for r in results if r.llm_grade is not None]
     errors = Counter(r.grade_error.split(":", 1)[0] for r in results if r.grade_error)
     return Aggregates(
-        accuracy=M.calculate_hit_rate(results, k),
-        hit_at_1_rate=M.calculate_hit_rate(results, 1),
-        hit_at_5_rate=M.calculate_hit_rate(results, 5),
-        mrr=M.calculate_mrr(results),
-        avg_llm_grade=M.calculate_average(r.llm_grade for r in results),
-        avg_total_score=M.calculate_average(r.total_score for r in results),
-        pass_rate_8=passes[8.0],
-        pass_rate_7=passes[7.0],
-        pass_rate_6_5=passes[6.5],
+        **{name: quality[name] for name in ("accuracy", "hit_at_1_rate", "hit_at_5_rate", "mrr", "avg_llm_grade",
+                                            "avg_total_score", "pass_rate_8", "pass_rate_7", "pass_rate_6_5")},
         question_count=len(results),
         graded_count=len(graded),
         ungraded_count=len(results) - len(graded),
         grade_errors=dict(sorted(errors.items())),
         avg_latency_ms=M.calculate_average(r.latency_ms for r in results),
         index_time_s=index_time_s,
+        **{name: quality[name] for name in ("hit_at_k_rate", "mrr_doc", "ndcg_at_k", "recall_at_k",
+                                            "context_precision")},
+        map_at_k=quality["map_at_k"],
+        ci95=ci95,
+        bootstrap=record,
+        groups=group_metrics(results, k, group_by),
     )
 
 
 @dataclass(frozen=True)
 class JudgeInfo:
+    """Which judge graded, what was asked of it, and what answered (the query rewriter has the
+    same record in ``run.rewriter``)."""
+
     provider: str  # "anthropic" | "offline"
-    model: str  # the resolved model id, or the offline judge's name
+    model: str  # the requested model id, or the offline judge's name
     prompt_sha256: str
     reference_free_prompt_sha256: str
     timeout_s: float | None
     note: str
+    mode: str = "sequential"  # "sequential" | "batch"
+    requested_model: str | None = None
+    reply_models: list[str] = field(default_factory=list)  # the model ids the replies named
+    lifecycle: str | None = None
+    retires_at: str | None = None
+    thinking: dict | None = None  # as sent; null = left out
+    effort: str | None = None
+    max_tokens: int | None = None
+    settings_source: str | None = None  # "models_api" | "builtin_table" | "default"
+    anthropic_version: str | None = None
+    repeats: int = 1
 
 
 @dataclass(frozen=True)
@@ -139,11 +338,22 @@ class RunInfo:
     packages: dict[str, str]
     judge_failure: str | None = None  # the fatal judge error, when status is "judge_failed"
     log_file: str | None = None
+    id: str | None = None  # "<UTC time>_<strategy>", the name of its file under runs/
+    rewriter: JudgeInfo | None = None  # the query rewriter's model, when the strategy rewrites
+    usage: dict = field(default_factory=dict)  # {"judge": {...}, "rewriter": {...}}: calls, tokens, cost
+    cost_usd: float | None = None  # all LLM calls of the run; null when a price is unknown
+    cost_note: str | None = None
+    max_cost_usd: float | None = None
+    recovered: int = 0  # rows the retry pass graded after a transient failure
+    resumed_from: str | None = None
+    resumed_rows: int = 0  # rows taken over from --resume without a new judge call
+    journal: str | None = None  # the run's journal (deleted once the results are written)
+    selection: dict = field(default_factory=dict)  # {"limit": N, "ids": [...]} when questions were selected
 
 
-def build_report(run: RunInfo, aggregates: Aggregates, results: Iterable[QuestionResult]) -> dict:
+def build_report(run: RunInfo, aggregates: Aggregates, results: Iterable[QuestionResult | dict]) -> dict:
     return {"schema_version": SCHEMA_VERSION, "run": asdict(run), **asdict(aggregates),
-            "results": [r.to_json() for r in results]}
+            "results": [r if isinstance(r, dict) else r.to_json() for r in results]}
 
 
 # --------------------------------------------------------------------------- strict JSON
@@ -152,25 +362,25 @@ MAX_JSON_DEPTH = 100  # containers nested deeper than this are written as a shor
 _HUGE_INT_BITS = 13_000  # past ~4,300 digits int → str raises (sys.get_int_max_str_digits)
 
 
-def sanitize(value: Any, secrets: Iterable[str] | Redactor = ()) -> Any:
+def strict_json_value(value: Any, secrets: Iterable[str] | Redactor = ()) -> Any:
     """A copy of ``value`` that strict JSON can hold, with every secret gone.
 
     Every string value and key has each secret (in every spelling, see :mod:`utils.redaction`)
     replaced by ``[REDACTED]`` *before* serialisation; lone surrogates become U+FFFD (a pair of
     surrogate code points becomes the character it encodes); NaN and ±infinity, and integers too
-    large to print, become ``None``; tuples and sets become lists; numpy scalars and arrays become
-    Python numbers and lists; keys that are not strings become the strings ``json`` would make of
-    them; a container nested deeper than :data:`MAX_JSON_DEPTH`, or holding itself, becomes a short
-    note; anything else becomes ``str(value)`` (what ``json.dumps(default=str)`` gave before).
+    large to print, become ``None``; tuples and sets become lists; dataclasses become dicts; numpy
+    scalars and arrays become Python numbers and lists; keys that are not strings become the
+    strings ``json`` would make of them; a container nested deeper than :data:`MAX_JSON_DEPTH`, or
+    holding itself, becomes a short note; anything else becomes ``str(value)``.
     """
     redact = secrets if isinstance(secrets, Redactor) else Redactor(secrets)
     return _clean(value, redact, 0, set())
 
 
 def to_strict_json(payload: Any, secrets: Iterable[str] | Redactor = (), *, indent: int | None = 2) -> str:
-    """``payload`` as strict JSON text (see :func:`sanitize`): no NaN/Infinity, every secret
+    """``payload`` as strict JSON text (see :func:`strict_json_value`): no NaN/Infinity, every secret
     redacted, encodable as UTF-8. ``indent=None`` gives one line (a journal row)."""
-    return json.dumps(sanitize(payload, secrets), indent=indent, ensure_ascii=False, allow_nan=False)
+    return json.dumps(strict_json_value(payload, secrets), indent=indent, ensure_ascii=False, allow_nan=False)
 
 
 def _text(text: str, redact: Redactor) -> str:
@@ -225,6 +435,8 @@ def _clean(value: Any, redact: Redactor, depth: int, path: set[int]) -> Any:
             return [_clean(v, redact, depth + 1, path) for v in value]
         finally:
             path.discard(id(value))
+    if is_dataclass(value) and not isinstance(value, type):
+        return _clean(asdict(value), redact, depth, path)
     if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
         return _clean(value.tolist(), redact, depth, path)
     if isinstance(value, numbers.Integral):
@@ -252,7 +464,7 @@ def write_json_atomic(path: Path, payload: Any, secrets: Iterable[str] = ()) -> 
     is kept.
     """
     path = Path(path)
-    clean = sanitize(payload, secrets)  # before any file exists: an error here leaves nothing behind
+    clean = strict_json_value(payload, secrets)  # before any file exists: an error here leaves nothing behind
     tmp: str | None = None
     try:
         try:

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from utils.errors import InputError
+from utils.model_settings import EFFORT_LEVELS
 
 DEFAULT_JUDGE_TIMEOUT_S = 30.0
 MAX_JUDGE_TIMEOUT_S = 600.0  # a deadline beyond ten minutes per judge attempt is a typo, not a wish
-JUDGE_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+MAX_RETRY_WAIT_S = 600.0
 DEFAULT_SONNET_MODEL = "claude-sonnet-5-5"
 DEFAULT_HAIKU_MODEL = "claude-haiku-4-5"
 _MIN_PASSWORD_LENGTH = 4  # a shorter base-URL password is not redacted (it would blank ordinary words)
@@ -35,7 +36,8 @@ class Settings:
     judge_timeout: float  # seconds, in (0, MAX_JUDGE_TIMEOUT_S]
     sonnet_model: str
     haiku_model: str
-    judge_effort: str | None = None  # one of JUDGE_EFFORTS; None: the API's default
+    judge_effort: str | None = None  # BENCHMARK_JUDGE_EFFORT: low … max, sent only where supported
+    retry_wait_max_s: float = 60.0  # BENCHMARK_RETRY_WAIT_MAX: the retry pass waits at most this
     secrets: tuple[str, ...] = field(default=(), repr=False)  # what every output redacts (secrets_in)
 
     @classmethod
@@ -59,7 +61,8 @@ class Settings:
         return cls(api_key=api_key, base_url=base_url, judge=judge,
                    judge_timeout=_timeout(env.get("BENCHMARK_JUDGE_TIMEOUT")),
                    sonnet_model=models["BENCHMARK_SONNET_MODEL"], haiku_model=models["BENCHMARK_HAIKU_MODEL"],
-                   judge_effort=_effort(env.get("BENCHMARK_JUDGE_EFFORT")), secrets=secrets_in(env))
+                   judge_effort=_effort(env.get("BENCHMARK_JUDGE_EFFORT")),
+                   retry_wait_max_s=_retry_wait(env.get("BENCHMARK_RETRY_WAIT_MAX")), secrets=secrets_in(env))
 
 
 def secrets_in(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -135,7 +138,19 @@ def _effort(raw: str | None) -> str | None:
     effort = (raw or "").strip().lower()
     if not effort:
         return None
-    if effort not in JUDGE_EFFORTS:
-        raise InputError(f"BENCHMARK_JUDGE_EFFORT={raw!r} is not an effort: set it to one of "
-                         f"{', '.join(JUDGE_EFFORTS)}, or unset it")
+    if effort not in EFFORT_LEVELS:
+        raise InputError(f"BENCHMARK_JUDGE_EFFORT={raw!r} is not an effort level: set it to one of "
+                         f"{', '.join(EFFORT_LEVELS)}, or unset it")
     return effort
+
+
+def _retry_wait(raw: str | None) -> float:
+    raw = raw or "60"
+    try:
+        wait = float(raw)
+    except ValueError:
+        wait = math.nan
+    if not 0 <= wait <= MAX_RETRY_WAIT_S:
+        raise InputError(f"BENCHMARK_RETRY_WAIT_MAX={raw!r} is not a number of seconds from 0 to "
+                         f"{MAX_RETRY_WAIT_S:g}: set it to e.g. 60")
+    return wait

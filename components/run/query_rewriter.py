@@ -1,15 +1,20 @@
-"""QueryRewriter: an LLM rewrites a user's question into a better search query.
+"""QueryRewriter: an LLM (Claude Haiku by default) rewrites a question into a better search query.
 
-Falls back to the original query, with one logged warning per rewriter, when no LLM is
-available or a call fails.
+It never degrades silently: a strategy that rewrites needs an LLM (``benchmark.py`` stops at
+start-up without one); a transient failure falls back to the original query for that question
+only, and the row records it (``query_used``, ``query_rewrite_error``); a fatal one
+(:class:`JudgeError` with ``fatal=True``: key refused, model unknown, request rejected) propagates
+and stops the run like the judge's.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from loguru import logger
 
-from utils import llm_provider
-from utils.llm_provider import LLMCaller
+from utils.errors import JudgeError
+from utils.llm_provider import LLM, LLMReply
 
 REWRITE_PROMPT = """Rewrite the user's question into a concise search query for a documentation search engine.
 Keep every technical term, name, flag and version from the question; add the terms the documentation
@@ -17,28 +22,33 @@ would most likely use for this topic. Answer with the query only, on one line.
 
 QUESTION: {question}"""
 
+MAX_QUERY_CHARS = 1000  # a longer "query" is not a rewrite: the original is used
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    query_used: str
+    error: str | None = None  # "<kind>: <message>" when the original query was used
+    reply: LLMReply | None = None
+
 
 class QueryRewriter:
-    def __init__(self, call_llm: LLMCaller | None = llm_provider.call_llm, model: str = "claude-haiku",
-                 timeout: float = 10.0) -> None:
-        self.call_llm, self.model, self.timeout = call_llm, model, timeout
-        self._warned = False
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.model = llm.model
 
-    def _fallback(self, reason: str, query: str) -> str:
-        if not self._warned:
-            logger.warning("[query-rewriter] using the original queries: {}", reason)
-            self._warned = True
-        return query
-
-    def rewrite(self, query: str) -> str:
-        if self.call_llm is None:
-            return self._fallback("no LLM available", query)
+    def rewrite(self, query: str) -> RewriteResult:
         try:
-            text = self.call_llm(REWRITE_PROMPT.replace("{question}", query), model=self.model, timeout=self.timeout)
-        except Exception as err:  # any failure: the original query still works
-            return self._fallback(f"the rewrite call failed ({type(err).__name__}: {str(err)[:200]})", query)
-        line = next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
-        if not line:
-            return self._fallback("the LLM answered with an empty rewrite", query)
+            reply = self.llm.complete(REWRITE_PROMPT.replace("{question}", query))
+        except JudgeError as err:
+            if err.fatal:
+                raise
+            logger.warning("[query-rewriter] using the original query: {}: {}", err.kind, err)
+            return RewriteResult(query, f"{err.kind}: {err}")
+        line = next((ln.strip() for ln in reply.text.splitlines() if ln.strip()), "")
+        if not line or len(line) > MAX_QUERY_CHARS:
+            why = "empty rewrite" if not line else f"rewrite longer than {MAX_QUERY_CHARS} characters"
+            logger.warning("[query-rewriter] using the original query: {}", why)
+            return RewriteResult(query, f"unusable_rewrite: {why}", reply)
         logger.trace("[query-rewriter] {!r} -> {!r}", query, line)
-        return line
+        return RewriteResult(line, None, reply)

@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from loguru import logger
 
 from poc.chunking import Chunk
-from utils import llm_provider
 from utils.errors import JudgeError
-from utils.llm_provider import LLMCaller
+from utils.llm_provider import LLM, LLMReply
 
 GRADING_PROMPT = """You are an impartial judge evaluating retrieval quality for a documentation search system.
 
@@ -99,6 +98,8 @@ class GradeResult:
     error: str | None
     raw: str | None
     prompt_variant: str = "reference"  # or "reference_free"
+    reply: LLMReply | None = None  # what the API said about the call (usage, stop_reason, ...)
+    retry_after: float | None = None  # after a transient failure: the wait the server asked for
 
 
 def format_chunks(chunks: Sequence[Chunk]) -> str:
@@ -125,21 +126,32 @@ def build_prompt(question: str, expected_answer: str | None, chunks: Sequence[Ch
 
 _DECODER = json.JSONDecoder()
 _FALLBACKS = re.compile(
-    r"""["']?\bgrade\b["']?\s*[:=]\s*["']?(?P<a>-?\d+(?:\.\d+)?)"""
+    r"""["']?\bgrade\b["']?\s*[:=]\s*["']?(?P<a>-?\d+(?:\.\d+)?)(?!\d|\.\d|[eE][-+]?\d)"""
     r"""|(?P<b>-?\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*10\b""",
     re.I,
 )
 
 
+MAX_ABS_GRADE = 100  # beyond this a "grade" is not a 1-10 grade gone slightly wrong: unparseable
+
+
 def _to_grade(value: object) -> int | None:
+    """A 1-10 grade from a number or numeric string: rounded half up, clamped to 1-10. Booleans,
+    non-finite, oversized (|value| > MAX_ABS_GRADE) and unconvertible values give None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
+        if len(value) > 50:
+            return None
         try:
             value = float(value.strip())
         except ValueError:
             return None
-    if not isinstance(value, (int, float)) or math.isnan(value):
+    if isinstance(value, int):
+        if abs(value) > MAX_ABS_GRADE:
+            return None
+        value = float(value)
+    if not isinstance(value, float) or not math.isfinite(value) or abs(value) > MAX_ABS_GRADE:
         return None
     return int(min(10, max(1, math.floor(value + 0.5))))
 
@@ -150,7 +162,7 @@ def _json_objects(text: str) -> list[dict]:
     while i != -1:
         try:
             obj, end = _DECODER.raw_decode(text, i)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # also: a 5,000-digit number, JSON nested 1,000 deep
             i = text.find("{", i + 1)
             continue
         if isinstance(obj, dict):
@@ -170,7 +182,8 @@ def parse_grade(raw: str | None) -> tuple[int | None, str | None, str | None]:
         return _to_grade(obj["grade"]), str(reasoning) if reasoning is not None else None, None
     matches = list(_FALLBACKS.finditer(raw))
     for m in reversed(matches):
-        grade = _to_grade(m.group("a") or m.group("b"))
+        number = m.group("a") or m.group("b")
+        grade = _to_grade(number) if len(number) <= 50 else None
         if grade is not None:
             return grade, raw.strip()[:1000], None
     if raw.count("{") > raw.count("}"):
@@ -179,19 +192,21 @@ def parse_grade(raw: str | None) -> tuple[int | None, str | None, str | None]:
 
 
 class RetrievalGrader:
-    """Grades with an LLM judge. ``call_llm(prompt, model=..., timeout=...) -> str`` is injectable.
+    """Grades with an LLM judge: ``llm`` is the model to call (:class:`utils.llm_provider.LLM`,
+    its request settings chosen at start-up); tests hand in scripted ones.
 
     Transient judge errors give a :class:`GradeResult` with ``grade=None``; fatal ones
     (:class:`JudgeError` with ``fatal=True``) propagate so the caller stops calling the judge.
+    Stop reasons: ``refusal`` → no grade (``refusal: …``) even when some text came back;
+    ``model_context_window_exceeded`` → ``context_window_exceeded: …``; ``max_tokens`` without a
+    grade → ``unparseable: truncated …``. The raw reply is kept in every case.
     """
 
     provider = "anthropic"
 
-    def __init__(self, timeout: float = 30.0, call_llm: LLMCaller = llm_provider.call_llm,
-                 model: str = "claude-sonnet") -> None:
-        self.timeout = timeout
-        self.call_llm = call_llm
-        self.model = model
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.model = llm.model
 
     def grade(self, question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> GradeResult:
         variant = "reference" if expected_answer else "reference_free"
@@ -199,26 +214,33 @@ class RetrievalGrader:
         logger.trace("[retrieval-grader] expected answer: {}", expected_answer)
         logger.trace("[retrieval-grader] chunk doc ids: {}", [c.doc_id for c in chunks])
         prompt = build_prompt(question, expected_answer, chunks)
+        logger.trace("[retrieval-grader] prompt sent to {}:\n{}", self.model, prompt)
         start = time.perf_counter()
         try:
-            raw = self.call_llm(prompt, model=self.model, timeout=self.timeout)
+            reply = self.llm.complete(prompt)
         except JudgeError as err:
             elapsed = time.perf_counter() - start
             if err.fatal:
                 raise
             logger.warning("[retrieval-grader] FAILED in {:.3f}s: {}: {}", elapsed, err.kind, err)
-            return GradeResult(None, None, elapsed * 1000, f"{err.kind}: {err}", None, variant)
-        except Exception as err:  # a user-supplied caller: record, never crash the run
-            elapsed = time.perf_counter() - start
-            logger.opt(exception=err).debug("[retrieval-grader] caller raised")
-            message = f"error: judge call failed: {type(err).__name__}: {str(err)[:200]}"
-            logger.warning("[retrieval-grader] FAILED in {:.3f}s: {}", elapsed, message)
-            return GradeResult(None, None, elapsed * 1000, message, None, variant)
+            return GradeResult(None, None, elapsed * 1000, f"{err.kind}: {err}", None, variant,
+                               retry_after=err.retry_after)
         elapsed = time.perf_counter() - start
-        grade, reasoning, error = parse_grade(raw)
+        raw = reply.text
+        logger.trace("[retrieval-grader] raw reply (stop_reason={}):\n{}", reply.stop_reason, raw)
+        if reply.stop_reason == "refusal":
+            error = "refusal: the judge declined to grade (stop_reason=refusal)"
+            grade, reasoning = None, None
+        elif reply.stop_reason == "model_context_window_exceeded":
+            error = "context_window_exceeded: the prompt and reply passed the model's context window"
+            grade, reasoning = None, None
+        else:
+            grade, reasoning, error = parse_grade(raw)
+            if grade is None and reply.stop_reason == "max_tokens":
+                error = "unparseable: truncated at max_tokens (stop_reason=max_tokens) without a grade"
         if grade is None:
             logger.warning("[retrieval-grader] UNSCORED in {:.3f}s: {} (raw reply: {!r})", elapsed, error,
                            (raw or "")[:200])
         else:
             logger.debug("[retrieval-grader] SUCCESS in {:.3f}s: grade={}", elapsed, grade)
-        return GradeResult(grade, reasoning, elapsed * 1000, error, raw, variant)
+        return GradeResult(grade, reasoning, elapsed * 1000, error, raw, variant, reply)

@@ -1,0 +1,396 @@
+"""A benchmark run: what ``python benchmark.py [--strategy a,b] ...`` does, start to finish.
+
+1. Check everything that can be checked before any work: the output path, the strategies, the
+   questions (and the selection ``--limit``/``--ids``), ``--resume``'s file, and — before the
+   corpus is loaded — every model the run will call (:func:`components.run.judges.check_models`).
+2. Load and chunk the corpus once; check the needles against it.
+3. For each strategy in turn: build and index its retriever (a plug-in whose factory or
+   ``index()`` fails stops here with an :class:`InputError` naming it), run the question loop with
+   a journal (``runs/<run id>.journal.jsonl``), give transient failures one more pass, aggregate,
+   and write ``runs/<run id>.json`` and the ``--output`` file (atomically, signals deferred while
+   writing). The journal is deleted once both are written.
+4. With several strategies, compare them (``components.analysis.compare``).
+
+:class:`RunState` tells the edge, whatever happens, which journal holds the work and the command
+that continues it. Exit statuses are mapped to exit codes by ``benchmark.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+import platform
+
+from loguru import logger
+
+from components.run.benchmark_loop import BenchmarkLoop
+from components.run.journal import Journal, read_rows
+from components.run.judges import LLM_NOTE, OFFLINE_NOTE, LLMSetup, check_models, make_judge
+from components.run.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
+from poc.strategies import Strategy, resolve_strategy
+from utils import pricing
+from utils.errors import InputError
+from utils.model_settings import ModelSettings
+from utils.questions import Question, QuestionSet, check_needles, load_questions
+from utils.results import (CorpusInfo, JudgeInfo, RunInfo, aggregate, build_report, check_writable,
+                           write_json_atomic)
+from utils.settings import Settings
+
+PACKAGES = ("anthropic", "bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")
+RUNS_FOLDER = "runs"
+# The fields --resume must find unchanged: (identity key, what the user changes to fix it).
+RESUME_FIELDS = (("questions_sha256", "the questions file"), ("corpus_sha256", "the corpus"),
+                 ("strategy", "--strategy"), ("k", "--k"), ("judge_model", "the judge model"),
+                 ("prompt_sha256", "the grading prompt"))
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    strategies: list[str]
+    questions: Path
+    corpus: Path | None
+    output: Path
+    k: int = 5
+    limit: int | None = None
+    ids: list[str] | None = None
+    resume: Path | None = None
+    max_cost_usd: float | None = None
+    judge_repeats: int = 1
+    keep_text: bool = True
+    group_by: list[str] | None = None
+    log_file: Path | None = None
+    argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
+
+
+@dataclass
+class RunState:
+    """What the edge needs when a run ends badly: the journal holding the work, and the command
+    that continues it."""
+
+    journal: Path | None = None
+    continue_command: str | None = None
+    statuses: list[str] = field(default_factory=list)  # one per finished strategy
+    written: list[Path] = field(default_factory=list)
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_id(strategy: str, runs_dir: Path) -> str:
+    """``<UTC time>_<strategy>``, made unique in ``runs_dir`` (never overwrite a run)."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = f"{stamp}_{re.sub(r'[^A-Za-z0-9._-]+', '-', strategy).strip('-') or 'strategy'}"
+    run_id, n = base, 1
+    while (runs_dir / f"{run_id}.json").exists() or (runs_dir / f"{run_id}.journal.jsonl").exists():
+        n += 1
+        run_id = f"{base}-{n}"
+    return run_id
+
+
+def select_questions(qset: QuestionSet, limit: int | None, ids: Sequence[str] | None) -> list[Question]:
+    """``--ids`` (in the file's order) then ``--limit`` (the first N)."""
+    questions = qset.questions
+    if ids:
+        known = {q.id for q in questions}
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise InputError(f"--ids: {', '.join(repr(i) for i in unknown[:5])} not in {qset.path}: "
+                             "give ids of that file (its \"id\" fields)")
+        wanted = set(ids)
+        questions = [q for q in questions if q.id in wanted]
+    if limit is not None:
+        questions = questions[:limit]
+    return questions
+
+
+def _judge_info(settings: Settings, setup: LLMSetup | None, model_settings: ModelSettings | None,
+                note: str, repeats: int) -> JudgeInfo:
+    if model_settings is None:
+        from components.run.lexical_judge import LexicalJudge
+
+        return JudgeInfo("offline", LexicalJudge.model, PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, None,
+                         OFFLINE_NOTE, repeats=repeats)
+    return JudgeInfo(
+        "anthropic", model_settings.requested, PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, settings.judge_timeout,
+        note, requested_model=model_settings.requested, lifecycle=model_settings.lifecycle,
+        retires_at=model_settings.retires_at, thinking=model_settings.thinking, effort=model_settings.effort,
+        max_tokens=model_settings.max_tokens, settings_source=model_settings.source,
+        anthropic_version=setup.provider.anthropic_version if setup else None, repeats=repeats)
+
+
+def _check_resume(identity: dict, previous: dict, path: Path) -> None:
+    for key, what in RESUME_FIELDS:
+        if key in previous and previous.get(key) != identity.get(key):
+            raise InputError(f"--resume {path}: {key} differs ({previous.get(key)!r} there, {identity.get(key)!r} "
+                             f"now): run with the same {what} as the run you continue")
+
+
+def _identity_of(run: dict) -> dict:
+    """The resume identity of a results file's ``run`` (a journal's header already is one)."""
+    if "corpus_sha256" in run:
+        return run
+    judge = run.get("judge") or {}
+    return {"questions_sha256": run.get("questions_sha256"), "corpus_sha256": (run.get("corpus") or {}).get("sha256"),
+            "strategy": run.get("strategy"), "k": run.get("k"), "judge_model": judge.get("model"),
+            "prompt_sha256": judge.get("prompt_sha256")}
+
+
+def _continue_command(argv: list[str], path: Path) -> str:
+    args, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "--resume":
+            skip = True
+            continue
+        if a.startswith("--resume="):
+            continue
+        args.append(a)
+    return shlex.join(["python", "benchmark.py", *args, "--resume", str(path)])
+
+
+class BenchmarkRun:
+    def __init__(self, options: RunOptions, settings: Settings, *, should_stop: Callable[[], bool],
+                 deferred_signals: Callable[[], object], state: RunState) -> None:
+        self.o, self.settings, self.state = options, settings, state
+        self.should_stop = should_stop
+        self.deferred_signals = deferred_signals  # a context manager factory: signals wait while writing
+        self.secrets = settings.secrets  # the key, the auth token, the base URL password (utils.settings.secrets_in)
+
+    # ------------------------------------------------------------------ start-up checks
+
+    def _prepare(self):
+        o, settings = self.o, self.settings
+        check_writable(o.output)
+        strategies = [resolve_strategy(name) for name in o.strategies]
+        qset = load_questions(o.questions)
+        questions = select_questions(qset, o.limit, o.ids)
+        previous = read_rows(o.resume) if o.resume else None
+        if previous is not None and len(strategies) > 1:
+            raise InputError("--resume continues one run: give the one --strategy it was run with")
+        setup = check_models(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
+        if o.max_cost_usd is not None and setup is not None and setup.judge is not None \
+                and pricing.price_for(setup.judge.requested) is None:
+            raise InputError(f"--max-cost needs the price of {setup.judge.requested}, which utils/pricing.py does not "
+                             "have: add it there, or run without --max-cost")
+        return strategies, qset, questions, previous, setup
+
+    # ------------------------------------------------------------------ the whole command
+
+    def execute(self) -> list[dict]:
+        strategies, qset, questions, previous, setup = self._prepare()
+        if setup is not None and setup.judge is not None:
+            logger.info("Judge: Claude via the Anthropic API, model {} (timeout {:g}s)", setup.judge.requested,
+                        self.settings.judge_timeout)
+        else:
+            logger.info("Judge: {} (no ANTHROPIC_API_KEY, or BENCHMARK_JUDGE=offline)", OFFLINE_NOTE)
+        from poc.chunking import chunk_corpus
+        from poc.corpus import load_corpus
+
+        t0 = time.perf_counter()
+        corpus = load_corpus(self.o.corpus)
+        check_needles(qset, corpus.ids(), corpus.source)
+        chunks = chunk_corpus(corpus.documents)
+        load_s = time.perf_counter() - t0
+        judge = make_judge(self.settings, chunks, setup)
+        reports = []
+        for strategy in strategies:
+            if self.should_stop():
+                raise KeyboardInterrupt("stop requested")
+            retriever, index_s = self._index(strategy, chunks)
+            logger.info("Corpus {}: {} documents, {} chunks (loaded+chunked in {:.2f}s, indexed in {:.2f}s)",
+                        corpus.source, len(corpus.documents), len(chunks), load_s, index_s)
+            corpus_info = CorpusInfo(corpus.source, len(corpus.documents), len(chunks), corpus.sha256)
+            reports.append(self._run_strategy(strategy, retriever, judge, setup, qset, questions, previous,
+                                              corpus_info, index_s))
+            if reports[-1]["run"]["status"] == "interrupted":
+                break
+        return reports
+
+    def _index(self, strategy: Strategy, chunks):
+        try:
+            retriever = strategy.factory()
+        except InputError:
+            raise
+        except (Exception, SystemExit) as err:
+            logger.opt(exception=err).debug("retriever factory failed")
+            raise InputError(f"strategy {strategy.name!r}: building the retriever failed ({type(err).__name__}: "
+                             f"{str(err)[:200]}): fix the retriever's factory (traceback in the log file)") from None
+        t1 = time.perf_counter()
+        try:
+            retriever.index(chunks)
+        except KeyboardInterrupt:
+            raise
+        except (Exception, SystemExit) as err:
+            logger.opt(exception=err).debug("retriever index() failed")
+            raise InputError(f"strategy {strategy.name!r}: index() failed ({type(err).__name__}: {str(err)[:200]}): "
+                             "fix the retriever's index() (traceback in the log file)") from None
+        return retriever, time.perf_counter() - t1
+
+    def _run_strategy(self, strategy: Strategy, retriever, judge, setup: LLMSetup | None, qset: QuestionSet,
+                      questions: list[Question], previous, corpus: CorpusInfo, index_s: float) -> dict:
+        o, settings = self.o, self.settings
+        runs_dir = o.output.parent / RUNS_FOLDER
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        run_id = new_run_id(strategy.name, runs_dir)
+        judge_model = setup.judge.requested if setup is not None and setup.judge is not None else judge.model
+        identity = {"run_id": run_id, "questions_sha256": qset.sha256, "corpus_sha256": corpus.sha256,
+                    "strategy": strategy.name, "k": o.k, "judge_model": judge_model, "prompt_sha256": PROMPT_SHA256}
+        done: dict[str, dict] = {}
+        if previous is not None:
+            prev_run, prev_rows = previous
+            _check_resume(identity, _identity_of(prev_run), o.resume)
+            done = {qid: row for qid, row in prev_rows.items() if row.get("llm_grade") is not None}
+            logger.info("Resuming {}: {} graded row(s) kept as they are, {} question(s) to run", o.resume, len(done),
+                        sum(1 for q in questions if q.id not in done))
+        journal_path = runs_dir / f"{run_id}.journal.jsonl"
+        journal = Journal(journal_path, identity, self.secrets)
+        self.state.journal = journal_path
+        self.state.continue_command = _continue_command(o.argv, journal_path)
+        rewriter = None
+        if strategy.rewrites_queries and setup is not None and setup.rewriter is not None:
+            from components.run.query_rewriter import QueryRewriter
+
+            rewriter = QueryRewriter(setup.provider.model(setup.rewriter))
+        loop = BenchmarkLoop(retriever, judge, k=o.k, rewriter=rewriter, should_stop=self.should_stop,
+                             record=journal.append, repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd,
+                             keep_text=o.keep_text, retry_wait_max_s=settings.retry_wait_max_s)
+        started = _now()
+        status = "completed"
+        try:
+            loop.run(questions, done)
+            if not self.should_stop():
+                loop.retry_transient()
+        except KeyboardInterrupt:
+            status = "interrupted"
+        if self.should_stop():
+            status = "interrupted"
+        if status == "interrupted":
+            logger.warning("Interrupted after {} of {} questions: writing what is done", len(loop.results),
+                           len(questions))
+        elif loop.judge_failure is not None or loop.rewriter_failure is not None:
+            status = "judge_failed"
+        elif loop.budget_exhausted:
+            status = "budget_exhausted"
+        results = loop.results
+        agg = aggregate(results, round(index_s, 3), k=o.k)
+        judge_settings = setup.judge if setup is not None else None
+        judge_info = _judge_info(settings, setup, judge_settings, LLM_NOTE, o.judge_repeats)
+        judge_info = _with_reply_models(judge_info, loop.judge_usage.models)
+        rewriter_info = None
+        if rewriter is not None and setup is not None:
+            rewriter_info = _with_reply_models(
+                _judge_info(settings, setup, setup.rewriter, "query rewriter (Claude) via the Anthropic Messages API", 1),
+                loop.rewriter_usage.models)
+        usage = {"judge": loop.judge_usage.to_json()}
+        if rewriter is not None:
+            usage["rewriter"] = loop.rewriter_usage.to_json()
+        costs = [u["cost_usd"] for u in usage.values()]
+        priced = all(c is not None for c in costs)
+        cost_note = None if priced else "; ".join(
+            n for n in (pricing.price_note(judge_model) if settings.judge == "anthropic" else None,
+                        pricing.price_note(setup.rewriter.requested) if rewriter is not None and setup else None) if n)
+        failure = loop.judge_failure or loop.rewriter_failure
+        run_info = RunInfo(
+            started_at=started, finished_at=_now(), status=status, strategy=strategy.name, k=o.k,
+            quick=o.limit == 5 and not o.ids, questions_file=str(o.questions), questions_sha256=qset.sha256,
+            corpus=corpus, judge=judge_info, python=platform.python_version(), packages=versions(),
+            judge_failure=f"{failure.kind}: {failure}" if failure else None,
+            log_file=str(o.log_file) if o.log_file else None, id=run_id, rewriter=rewriter_info, usage=usage,
+            cost_usd=sum(costs) if priced else None, cost_note=cost_note or None, max_cost_usd=o.max_cost_usd,
+            recovered=loop.recovered, resumed_from=str(o.resume) if o.resume else None, resumed_rows=len(done),
+            journal=str(journal_path), selection={"limit": o.limit, "ids": o.ids})
+        report = build_report(run_info, agg, results)
+        log_metrics(report)
+        logger.info("Summary ({} judge: {})\n{}", judge_info.provider, judge_info.model, summary(report))
+        if loop.recovered:
+            logger.info("The retry pass recovered {} grade(s)", loop.recovered)
+        self._write(report, runs_dir / f"{run_id}.json", journal, n_rows=len(results))
+        self.state.statuses.append(status)
+        if failure is not None:
+            logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
+                         "query rewriter", failure)
+        return report
+
+    def _write(self, report: dict, run_path: Path, journal: Journal, n_rows: int) -> None:
+        if n_rows == 0:
+            journal.remove()
+            logger.warning("No question finished: nothing written (an earlier {} is kept)", self.o.output)
+            return
+        with self.deferred_signals():
+            write_json_atomic(run_path, report, secrets=self.secrets)
+            self.state.written.append(run_path)
+            write_json_atomic(self.o.output, report, secrets=self.secrets)
+            self.state.written.append(self.o.output)
+            journal.remove()
+        self.state.journal = None
+        self.state.continue_command = _continue_command(self.o.argv, run_path)
+        logger.info("Results written to {} (and {})", self.o.output, run_path)
+
+
+def _with_reply_models(info: JudgeInfo, models: list[str]) -> JudgeInfo:
+    from dataclasses import replace
+
+    return replace(info, reply_models=list(models))
+
+
+METRICS = (("hit_at_1_rate", "%"), ("hit_at_5_rate", "%"), ("mrr", ""), ("avg_llm_grade", ""),
+           ("avg_total_score", ""), ("pass_rate_8", "%"), ("pass_rate_7", "%"), ("pass_rate_6_5", "%"))
+
+
+def log_metrics(report: dict) -> None:
+    """One ``METRIC name=value unit`` line per headline aggregate."""
+    from utils.logger import get_logger
+
+    log = get_logger()
+    for name, unit in METRICS:
+        if name in report:
+            log.metric(name, report[name], unit)
+
+
+def summary(report: dict) -> str:
+    """The console summary of one run's results."""
+
+    def pct(x):
+        return f"{x:6.1f}%"
+
+    def num(x, fmt="{:.2f}"):
+        return "   -" if x is None else fmt.format(x)
+
+    graded = report.get("graded_count") or 0
+    passes = (f"{pct(report['pass_rate_8'])} / {pct(report['pass_rate_7'])} / {pct(report['pass_rate_6_5'])}"
+              if graded else "n/a (nothing graded)")
+    lines = [
+        f"{'status':<18}{report['run']['status']}",
+        f"{'questions':<18}{report['question_count']}  (graded {graded}, ungraded {report['ungraded_count']})",
+        f"{'hit@1 / hit@5':<18}{pct(report['hit_at_1_rate'])} / {pct(report['hit_at_5_rate'])}",
+        f"{'MRR':<18}{report['mrr']:.3f}",
+        f"{'avg grade / total':<18}{num(report['avg_llm_grade'])} / {num(report['avg_total_score'])}",
+        f"{'pass 8 / 7 / 6.5':<18}{passes}",
+    ]
+    if report.get("grade_errors"):
+        lines.append(f"{'ungraded because':<18}" + ", ".join(f"{k} x{v}" for k, v in report["grade_errors"].items()))
+    usage = (report["run"].get("usage") or {}).get("judge") or {}
+    if usage.get("calls"):
+        cost = report["run"].get("cost_usd")
+        lines.append(f"{'judge calls':<18}{usage['calls']}  ({usage['input_tokens']} in / {usage['output_tokens']} "
+                     f"out tokens, cost {'$%.4f' % cost if cost is not None else 'unknown'})")
+    return "\n".join(lines)
