@@ -16,8 +16,8 @@ from tests.loopback import LoopbackServer, Reply
 
 
 def start(out: Path, url: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), *with_log_dir(["--output", str(out)])], cwd=ROOT,
-                            env=judge_env(url), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    return subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), *with_log_dir(["--output", str(out)])],
+                            cwd=ROOT, env=judge_env(url), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
 
 
 def wait_for_line(proc: subprocess.Popen, marker: str, limit: float = 60) -> str:
@@ -91,7 +91,8 @@ def test_interrupt_swallowed_by_an_extension_still_stops_the_loop(tmp_path: Path
     out = tmp_path / "r.json"
     with LoopbackServer(default=Reply(text='{"grade": 7, "reasoning": "ok"}')) as srv:
         proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"),
-                                 *with_log_dir(["--strategy", "swallowing:make", "--output", str(out)])], cwd=ROOT, env=judge_env(srv.url, PYTHONPATH=str(tmp_path)),
+                                 *with_log_dir(["--strategy", "swallowing:make", "--output", str(out)])],
+                                cwd=ROOT, env=judge_env(srv.url, PYTHONPATH=str(tmp_path)),
                                 stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         wait_for_line(proc, "RETRIEVING-3")
         proc.send_signal(signal.SIGINT)
@@ -117,7 +118,8 @@ def test_interrupt_before_the_loop_writes_nothing(tmp_path: Path):
     out = tmp_path / "r.json"
     out.write_text('{"earlier": true}')
     proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"),
-                             *with_log_dir(["--strategy", "slow_index:make", "--output", str(out)])], cwd=ROOT, env=clean_env(PYTHONPATH=str(tmp_path)),
+                             *with_log_dir(["--strategy", "slow_index:make", "--output", str(out)])],
+                            cwd=ROOT, env=clean_env(PYTHONPATH=str(tmp_path)),
                             stderr=subprocess.PIPE, text=True)
     wait_for_line(proc, "Judge:")
     time.sleep(0.2)
