@@ -26,13 +26,14 @@ SECRET = 'sk-ant-q"uo\\te\n-0123456789'
 
 @pytest.fixture
 def sinks_cleanup():
-    """Whatever sinks a test adds are removed after it, and loguru gets its default sink back."""
+    """Whatever sinks a test adds are removed after it, and loguru gets its default sink back (on the
+    real stderr: the test's captured one is closed after the test)."""
     opened = []
     yield opened
     logger.remove()
     for s in opened:
         s.close()
-    logger.add(sys.stderr)
+    logger.add(sys.__stderr__)
 
 
 def _under_a_file(tmp: Path) -> Path:

@@ -245,3 +245,20 @@ def test_remove_temp_files_cleans_a_write_in_flight(tmp_path: Path, monkeypatch)
         results.write_json_atomic(tmp_path / "r.json", {"a": 1})
     assert len(seen) == 1 and seen[0].startswith(".r.json.") and seen[0].endswith(".tmp")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_at_the_final_write_exits_5(tiny_tmpfs: Path):
+    """Three questions' journal (~35 kB) fits on the 64 kB disk, their results file does not: exit 5,
+    one error line naming the file and the cause, the earlier file and the journal kept, no temp file."""
+    out = tiny_tmpfs / "r.json"
+    out.write_text(EARLIER)
+    run = run_cli("--limit", "3", "--output", str(out))
+    assert run.code == 5, run.stderr
+    errors = [ln for ln in run.stderr.splitlines() if "| ERROR" in ln]
+    assert len(errors) == 1 and "No space left on device" in errors[0] and "could not write" in errors[0], run.stderr
+    assert "Traceback" not in run.stderr
+    assert out.read_text() == EARLIER
+    files = [p.name for p in tiny_tmpfs.rglob("*") if p.is_file()]
+    assert not [f for f in files if f.endswith(".tmp")], files
+    journals = [f for f in files if f.endswith(".journal.jsonl")]
+    assert len(journals) == 1 and journals[0] in run.stderr
