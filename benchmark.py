@@ -214,6 +214,11 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path, guard: Sig
 # :class:`utils.errors.InputError` for bad input, which this edge turns into one line and exit 2.
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
+    "validate": ("components.dataset.validate",
+                 "Forward RAG check of a questions file: sufficiency (needle chunks grade >= 7), necessity "
+                 "(random chunks grade <= 3), duplicate/empty-needle/no-answer flags."),
+    "export-dataset": ("components.dataset.export_dataset",
+                       "Export (query, positive chunks, hard negatives) as JSON lines in seed 003's schema."),
 }
 
 
