@@ -7,9 +7,16 @@ import math
 
 import pytest
 
-from components.run.chunk_relevance import (RELEVANCE_PROMPT, RELEVANCE_PROMPT_SHA256, REFERENCE_FREE_RELEVANCE_PROMPT,
-                                            REFERENCE_FREE_RELEVANCE_PROMPT_SHA256, LLMRelevanceJudge,
-                                            RelevanceResult, build_relevance_prompt, parse_relevance)
+from components.run.chunk_relevance import (
+    REFERENCE_FREE_RELEVANCE_PROMPT,
+    REFERENCE_FREE_RELEVANCE_PROMPT_SHA256,
+    RELEVANCE_PROMPT,
+    RELEVANCE_PROMPT_SHA256,
+    LLMRelevanceJudge,
+    RelevanceResult,
+    build_relevance_prompt,
+    parse_relevance,
+)
 from components.run.lexical_judge import LexicalJudge
 from components.run.retrieval_grader import format_chunks
 from poc.chunking import Chunk
@@ -78,7 +85,8 @@ def test_parse_table(raw, scores, error):
 
 def test_prompt_hashes_and_variants():
     assert RELEVANCE_PROMPT_SHA256 == hashlib.sha256(RELEVANCE_PROMPT.encode()).hexdigest()
-    assert REFERENCE_FREE_RELEVANCE_PROMPT_SHA256 == hashlib.sha256(REFERENCE_FREE_RELEVANCE_PROMPT.encode()).hexdigest()
+    free_sha = hashlib.sha256(REFERENCE_FREE_RELEVANCE_PROMPT.encode()).hexdigest()
+    assert REFERENCE_FREE_RELEVANCE_PROMPT_SHA256 == free_sha
     assert RELEVANCE_PROMPT_SHA256 != REFERENCE_FREE_RELEVANCE_PROMPT_SHA256
     for text in ("3: HIGHLY RELEVANT", "2: FAIRLY RELEVANT", "1: MARGINALLY RELEVANT", "0: IRRELEVANT"):
         assert text in RELEVANCE_PROMPT

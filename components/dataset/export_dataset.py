@@ -95,8 +95,8 @@ def dataset_line(q: Question, index: ContextIndex, *, questions_path: str, posit
                      for s in index.hard_negatives(q.question, q.needle_doc_ids, hard_negatives)]
     metadata = {**q.extra, "expected_answer": q.expected_answer, "needle_doc_ids": list(q.needle_doc_ids),
                 "questions_file": Path(questions_path).name, "validation": _validation_summary(validation)}
-    return {"id": f"{Path(questions_path).stem}:{q.id}", "source": SOURCE, "query": q.question, "positive_ctxs": positive_ctxs,
-            "negative_ctxs": negative_ctxs, "metadata": metadata}
+    return {"id": f"{Path(questions_path).stem}:{q.id}", "source": SOURCE, "query": q.question,
+            "positive_ctxs": positive_ctxs, "negative_ctxs": negative_ctxs, "metadata": metadata}
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -120,8 +120,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             entry = validation.get(q.id)
             if entry is None:
                 logger.warning("{}: question {!r} is not in {} (validation null)", qset.path, q.id, args.validation)
-        line = dataset_line(q, index, questions_path=qset.path, positives=args.positives, hard_negatives=args.hard_negatives,
-                            validation=entry)
+        line = dataset_line(q, index, questions_path=qset.path, positives=args.positives,
+                            hard_negatives=args.hard_negatives, validation=entry)
         if not line["positive_ctxs"]:
             logger.warning("question {!r}: its needle document has no text: no positive context", q.id)
         lines.append(json.dumps(line, ensure_ascii=False, allow_nan=False))

@@ -228,7 +228,7 @@ def validate_questions(questions: Sequence[Question], index: ContextIndex, judge
     stops it too (status ``interrupted``; only the finished questions are recorded)."""
     run = ValidationRun()
     all_flags = question_flags(questions, index)
-    for n, (q, flags) in enumerate(zip(questions, all_flags), start=1):
+    for n, (q, flags) in enumerate(zip(questions, all_flags, strict=True), start=1):
         if run.judge_failure is not None:
             run.items.append(QuestionValidation(q, flags, None, None, f"not checked: the judge failed "
                                                 f"({run.judge_failure})"))
@@ -320,7 +320,7 @@ def table(items: Sequence[QuestionValidation], summary: dict, judge_label: str) 
         rows.append((item.question.id, item.verdict, _cell(item.sufficiency), _cell(item.necessity),
                      "; ".join(notes) or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:4], widths)) + "  " + r[4] for r in rows]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows]
     flags = ", ".join(f"{code} x{n}" for code, n in summary["flag_counts"].items()) or "none"
     lines.append(f"{summary['checked_count']} questions: {summary['pass_count']} pass, {summary['fail_count']} fail "
                  f"(judge: {judge_label}; flags: {flags}; sufficiency >= {SUFFICIENCY_MIN}, necessity <= "

@@ -36,7 +36,8 @@ from poc.chunking import Chunk
 from utils.errors import JudgeError
 from utils.llm_provider import LLM, LLMReply
 
-RELEVANCE_PROMPT = """You are an impartial judge rating the relevance of each retrieved chunk for a documentation search system.
+RELEVANCE_PROMPT = """\
+You are an impartial judge rating the relevance of each retrieved chunk for a documentation search system.
 
 USER QUESTION: {question}
 
@@ -158,7 +159,7 @@ def _ordered(items: list) -> list:
         numbers = [x["chunk"] for x in items]
         if (all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)
                 and sorted(numbers) == list(range(1, len(items) + 1))):
-            return [x for _, x in sorted(zip(numbers, items), key=lambda pair: pair[0])]
+            return [x for _, x in sorted(zip(numbers, items, strict=True), key=lambda pair: pair[0])]
     return items
 
 
