@@ -16,8 +16,17 @@ Filler is "lorem ipsum dolor sit amet", a phrase no question or answer uses.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
+
+from components.dataset import validate
+from utils.settings import Settings
+
+OFFLINE = Settings(api_key=None, base_url=None, judge="offline", judge_timeout=30.0, sonnet_model="claude-sonnet-5-5",
+                   haiku_model="claude-haiku-4-5")
+ANTHROPIC = Settings(api_key="sk-test", base_url=None, judge="anthropic", judge_timeout=30.0,
+                     sonnet_model="claude-sonnet-5-5", haiku_model="claude-haiku-4-5")
 
 FILLER = " ".join(["lorem ipsum dolor sit amet"] * 12)  # 60 words
 
@@ -74,3 +83,18 @@ def write_questions(path: Path, questions: list[dict] | None = None) -> Path:
                "questions": questions or QUESTIONS}
     path.write_text(json.dumps(payload, indent=2), encoding="utf-8")
     return path
+
+
+def strict_load(text: str):
+    """json.loads that refuses NaN/Infinity (strict JSON)."""
+    def no_constant(name):
+        raise ValueError(f"non-strict JSON constant {name}")
+
+    return json.loads(text, parse_constant=no_constant)
+
+
+def validate_args(questions: Path, corpus: Path, out: Path, *extra: str) -> argparse.Namespace:
+    """``validate``'s parsed arguments, as the CLI would build them."""
+    parser = argparse.ArgumentParser()
+    validate.add_arguments(parser)
+    return parser.parse_args([str(questions), "--corpus", str(corpus), "--json", str(out), *extra])

@@ -9,8 +9,7 @@ import pytest
 
 from components.dataset import export_dataset, validate
 from tests.conftest import K8S, needs_k8s, run_cli
-from tests.dataset_fixtures import QUESTIONS, write_corpus, write_questions
-from tests.test_validate import OFFLINE, cli_args, strict_load
+from tests.dataset_fixtures import OFFLINE, QUESTIONS, strict_load, validate_args, write_corpus, write_questions
 from utils.errors import InputError
 
 CTX_KEYS = {"doc_id", "chunk_id", "title", "heading_path", "text", "bm25_score"}
@@ -81,7 +80,7 @@ def test_positives_and_negatives_counts(tiny, tmp_path):
 def test_validation_verdicts_in_metadata(tiny, tmp_path):
     corpus, questions = tiny
     vfile = tmp_path / "v.json"
-    validate.run(cli_args(questions, corpus, vfile), OFFLINE)
+    validate.run(validate_args(questions, corpus, vfile), OFFLINE)
     out = tmp_path / "d.jsonl"
     export_dataset.run(export_args(questions, corpus, out, "--validation", str(vfile)), OFFLINE)
     meta = {line["id"]: line["metadata"]["validation"] for line in read_lines(out)}
@@ -94,7 +93,7 @@ def test_validation_verdicts_in_metadata(tiny, tmp_path):
 def test_validation_of_another_file_is_refused(tiny, tmp_path):
     corpus, questions = tiny
     vfile = tmp_path / "v.json"
-    validate.run(cli_args(questions, corpus, vfile), OFFLINE)
+    validate.run(validate_args(questions, corpus, vfile), OFFLINE)
     other = write_questions(tmp_path / "other.json", EXPORTABLE[:2])
     with pytest.raises(InputError, match="made for another questions file"):
         export_dataset.run(export_args(other, corpus, tmp_path / "d.jsonl", "--validation", str(vfile)), OFFLINE)

@@ -3,7 +3,6 @@ scripted judge, the CLI end to end on questions.json, and the Kubernetes adversa
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
@@ -16,17 +15,10 @@ from components.run.retrieval_grader import GradeResult
 from poc.chunking import chunk_corpus
 from poc.corpus import load_corpus
 from tests.conftest import K8S, ROOT, needs_k8s, run_cli
-from tests.dataset_fixtures import QUESTIONS, VERDICTS, write_corpus, write_questions
+from tests.dataset_fixtures import (ANTHROPIC, OFFLINE, QUESTIONS, VERDICTS, strict_load, validate_args,
+                                    write_corpus, write_questions)
 from utils.errors import InputError, JudgeError
 from utils.questions import load_questions
-from utils.settings import Settings
-
-
-def strict_load(text: str):
-    def no_constant(name):
-        raise ValueError(f"non-strict JSON constant {name}")
-
-    return json.loads(text, parse_constant=no_constant)
 
 
 @pytest.fixture
@@ -36,24 +28,12 @@ def tiny(tmp_path):
     return corpus, questions
 
 
-def cli_args(questions, corpus, out, *extra: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    validate.add_arguments(parser)
-    return parser.parse_args([str(questions), "--corpus", str(corpus), "--json", str(out), *extra])
-
-
-OFFLINE = Settings(api_key=None, base_url=None, judge="offline", judge_timeout=30.0, sonnet_model="claude-sonnet-5-5",
-                   haiku_model="claude-haiku-4-5")
-ANTHROPIC = Settings(api_key="sk-test", base_url=None, judge="anthropic", judge_timeout=30.0,
-                     sonnet_model="claude-sonnet-5-5", haiku_model="claude-haiku-4-5")
-
-
 # --------------------------------------------------------------------------- offline, hand-made corpus
 
 def test_pinned_verdicts_offline(tiny, tmp_path, capsys):
     corpus, questions = tiny
     out = tmp_path / "validation.json"
-    assert validate.run(cli_args(questions, corpus, out), OFFLINE) == 0
+    assert validate.run(validate_args(questions, corpus, out), OFFLINE) == 0
     report = strict_load(out.read_text())
     by_id = {q["id"]: q for q in report["questions"]}
     assert [q["id"] for q in report["questions"]] == [q["id"] for q in QUESTIONS]
@@ -101,7 +81,7 @@ def test_pinned_verdicts_offline(tiny, tmp_path, capsys):
 def test_write_clean_keeps_the_input_format(tiny, tmp_path):
     corpus, questions = tiny
     clean = tmp_path / "clean.json"
-    assert validate.run(cli_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean)), OFFLINE) == 0
+    assert validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean)), OFFLINE) == 0
     doc = strict_load(clean.read_text())
     original = json.loads(questions.read_text())
     assert doc["description"] == "hand-made" and doc["question_count"] == 2
@@ -114,7 +94,7 @@ def test_write_clean_bare_list(tmp_path):
     questions = tmp_path / "bare.json"
     questions.write_text(json.dumps(QUESTIONS[:3]))
     clean = tmp_path / "clean.json"
-    validate.run(cli_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean)), OFFLINE)
+    validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean)), OFFLINE)
     assert strict_load(clean.read_text()) == [QUESTIONS[0], QUESTIONS[2]]
 
 
@@ -125,11 +105,11 @@ def test_normalise():
 def test_bad_arguments(tiny, tmp_path):
     corpus, questions = tiny
     with pytest.raises(InputError, match="--k 0"):
-        validate.run(cli_args(questions, corpus, tmp_path / "v.json", "--k", "0"), OFFLINE)
+        validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--k", "0"), OFFLINE)
     with pytest.raises(InputError, match="--judge-repeats 0"):
-        validate.run(cli_args(questions, corpus, tmp_path / "v.json", "--judge-repeats", "0"), OFFLINE)
+        validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--judge-repeats", "0"), OFFLINE)
     with pytest.raises(InputError, match="^--json .* does not exist"):
-        validate.run(cli_args(questions, corpus, tmp_path / "no" / "v.json"), OFFLINE)
+        validate.run(validate_args(questions, corpus, tmp_path / "no" / "v.json"), OFFLINE)
     assert not (tmp_path / "v.json").exists()
 
 
@@ -211,7 +191,7 @@ def test_llm_path_through_run(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(validate, "make_judge", fake_make_judge)
     out = tmp_path / "v.json"
-    assert validate.run(cli_args(questions, corpus, out), ANTHROPIC) == 0
+    assert validate.run(validate_args(questions, corpus, out), ANTHROPIC) == 0
     report = strict_load(out.read_text())
     assert seen["settings"] is ANTHROPIC and seen["chunks"] == 7  # 6 documents, alpha has 2 chunks
     assert report["judge"]["label"] == "llm" and report["judge"]["model"] == "claude-test-1"
@@ -239,12 +219,25 @@ def test_fatal_judge_error_stops_and_exits_3(tmp_path, monkeypatch):
     judge = ScriptedJudge(JudgeError("auth", "the judge API refused the credentials (401)", fatal=True))
     monkeypatch.setattr(validate, "make_judge", lambda settings, chunks: judge)
     out, clean = tmp_path / "v.json", tmp_path / "clean.json"
-    assert validate.run(cli_args(questions, corpus, out, "--write-clean", str(clean)), ANTHROPIC) == 3
+    assert validate.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), ANTHROPIC) == 3
     report = strict_load(out.read_text())
     assert report["status"] == "judge_failed" and report["judge_failure"].startswith("auth: ")
     assert [q["verdict"] for q in report["questions"]] == ["fail", "fail"]
     assert report["questions"][1]["reasons"][0].startswith("not checked: the judge failed (auth:")
     assert not clean.exists()  # an incomplete validation writes no clean file
+
+
+def test_interrupt_writes_the_finished_questions_and_exits_130(tmp_path, monkeypatch):
+    corpus = write_corpus(tmp_path / "corpus")
+    questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ("q_pass", "q_pass2")])
+    judge = ScriptedJudge(9, 1, KeyboardInterrupt())
+    monkeypatch.setattr(validate, "make_judge", lambda settings, chunks: judge)
+    out, clean = tmp_path / "v.json", tmp_path / "clean.json"
+    assert validate.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), ANTHROPIC) == 130
+    report = strict_load(out.read_text())
+    assert report["status"] == "interrupted" and [q["id"] for q in report["questions"]] == ["q_pass"]
+    assert report["summary"]["question_count"] == 2 and report["summary"]["checked_count"] == 1
+    assert not clean.exists()
 
 
 def test_transient_judge_error_escaping_a_judge_propagates(tmp_path):
