@@ -170,6 +170,11 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, gua
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
     "compare": ("components.analysis.compare", "compare runs question by question: deltas, CIs, p-values, verdicts"),
+    "validate": ("components.dataset.validate",
+                 "Forward RAG check of a questions file: sufficiency (needle chunks grade >= 7), necessity "
+                 "(random chunks grade <= 3), duplicate/empty-needle/no-answer flags."),
+    "export-dataset": ("components.dataset.export_dataset",
+                       "Export (query, positive chunks, hard negatives) as JSON lines in seed 003's schema."),
 }
 
 

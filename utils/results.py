@@ -391,6 +391,11 @@ def write_json_atomic(path: Path, payload: dict, secrets: Iterable[str] = ()) ->
     """Write ``payload`` as JSON to ``path`` atomically; every secret string is replaced by
     ``[REDACTED]`` first. A reader sees the old file or the new one, never a partial one."""
     text = json.dumps(strict_json_value(payload, secrets), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    write_text_atomic(path, text)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically: a reader sees the old file or the new one."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -407,18 +412,19 @@ def write_json_atomic(path: Path, payload: dict, secrets: Iterable[str] = ()) ->
         raise
 
 
-def check_writable(path: Path) -> None:
-    """Raise InputError unless ``path`` can be written (its folder exists and accepts files)."""
+def check_writable(path: Path, option: str = "--output", example: str = "benchmark_results.json") -> None:
+    """Raise InputError unless ``path`` can be written (its folder exists and accepts files); the
+    message names the command-line ``option`` that gave the path (and ``example``, a file name)."""
     path = Path(path)
     if path.is_dir():
-        raise InputError(f"--output {path} is a folder: give a file path such as {path / 'benchmark_results.json'}")
+        raise InputError(f"{option} {path} is a folder: give a file path such as {path / example}")
     parent = path.parent
     if not parent.is_dir():
-        raise InputError(f"--output {path}: folder {parent} does not exist: create it or choose another path")
+        raise InputError(f"{option} {path}: folder {parent} does not exist: create it or choose another path")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
     except OSError as err:
-        raise InputError(f"--output {path}: folder {parent} is not writable ({err.strerror}): "
+        raise InputError(f"{option} {path}: folder {parent} is not writable ({err.strerror}): "
                          "choose a folder you can write to") from None
     os.close(fd)
     os.unlink(tmp)
