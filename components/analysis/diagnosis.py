@@ -12,7 +12,7 @@ there is no expected answer); ``overlap`` is that share (0-1, terms found / key 
 the earlier chunk. None when the text has no key terms or no needle chunk holds any of them.
 
 **Rules** (:meth:`Diagnoser.diagnose`). A question is diagnosed unless it is a rank-1 hit that
-passes (``total_score`` ≥ :data:`PASS_MARK`). "Question terms" are the question's key terms; "the
+passes (``total_score`` ≥ ``PASS_MARK`` = 7.0). "Question terms" are the question's key terms; "the
 needle document" is, with several needles, the one that scores best for the rule.
 
 - ``vocabulary_mismatch`` — needle not at rank 1 and fewer than :data:`VOCABULARY_MIN_SHARE` (half)
@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 
 from components.run.lexical_judge import TermStats, chunk_terms, key_terms
 from poc.chunking import Chunk
+from utils.console import PASS_MARK
 
-PASS_MARK = 7.0  # a rank-1 hit with total_score >= this is not diagnosed (the loop's ✓ mark)
 VOCABULARY_MIN_SHARE = 0.5
 SPECIFICITY_MAX_MEAN_IDF = 1 + math.log(20)
 WRONG_CHUNK_MIN_GAIN = 0.2
