@@ -214,6 +214,7 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path, guard: Sig
 # :class:`utils.errors.InputError` for bad input, which this edge turns into one line and exit 2.
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
+    "report": ("components.analysis.report", "write one self-contained HTML report of one or more results files"),
 }
 
 

@@ -84,13 +84,14 @@ _GROUP_COLUMNS = (("count", "n"), ("hit_at_1_rate", "hit@1"), ("hit_at_5_rate", 
                   ("pass_rate_7", "pass 7"))
 
 
-def _is_num(x: Any) -> bool:
+def is_number(x: Any) -> bool:
+    """An int or float, not a bool."""
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _value(name: str, x: Any) -> str:
+def format_value(name: str, x: Any) -> str:
     """A metric's value: percents with one decimal and ``%``, MRR-like with three, grades with two."""
-    if not _is_num(x):
+    if not is_number(x):
         return "-"
     if name in _PERCENT or name.endswith("_rate"):
         return f"{x:.1f}%"
@@ -99,13 +100,18 @@ def _value(name: str, x: Any) -> str:
     return f"{x:.3f}"
 
 
+def format_ci(name: str, ci: Any) -> str:
+    """``[lo, hi]`` in the metric's unit (one decimal for percents, two otherwise); ``""`` when
+    ``ci`` is not a pair of numbers."""
+    if not (isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_number(v) for v in ci)):
+        return ""
+    digits = 1 if (name in _PERCENT or name.endswith("_rate")) else 2
+    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
 def _with_ci(name: str, x: Any, ci95: Mapping) -> str:
-    shown = _value(name, x)
-    ci = ci95.get(name)
-    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(_is_num(v) for v in ci):
-        digits = 1 if (name in _PERCENT or name.endswith("_rate")) else 2
-        shown += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
-    return shown
+    ci = format_ci(name, ci95.get(name))
+    return format_value(name, x) + (f" {ci}" if ci else "")
 
 
 def _row(label: str, value: str) -> str:
@@ -125,7 +131,7 @@ def _groups(groups: Mapping) -> list[str]:
         lines.append(head)
         for name, stat in zip(names, values.values(), strict=True):
             stat = stat if isinstance(stat, Mapping) else {}
-            cells = [(str(stat[k]) if k == "count" and k in stat else _value(k, stat.get(k))) for k, _ in cols]
+            cells = [(str(stat[k]) if k == "count" and k in stat else format_value(k, stat.get(k))) for k, _ in cols]
             lines.append(f"  {name:<{width}}" + "".join(f"{c:>9}" for c in cells))
     return lines
 
@@ -140,11 +146,11 @@ def _usage(run: Mapping) -> list[str]:
             parts = [f"{u.get('calls', 0)} calls"]
             if u.get("input_tokens") is not None or u.get("output_tokens") is not None:
                 parts.append(f"{u.get('input_tokens') or 0:,} in / {u.get('output_tokens') or 0:,} out tokens")
-            if _is_num(u.get("cost_usd")):
+            if is_number(u.get("cost_usd")):
                 parts.append(f"${u['cost_usd']:.4f}")
             lines.append(_row(f"{escape_control(str(who))} usage", ", ".join(parts)))
     if "cost_usd" in run:
-        lines.append(_row("cost", f"${run['cost_usd']:.4f}" if _is_num(run["cost_usd"]) else "unknown"))
+        lines.append(_row("cost", f"${run['cost_usd']:.4f}" if is_number(run["cost_usd"]) else "unknown"))
     return lines
 
 
@@ -194,22 +200,22 @@ def summary_table(report: Mapping) -> str:
                                                         for kind, n in errors.items())))
     for name in sorted(n for n in report if "proxy" in n and n != "ci95"):
         value = report[name]
-        if _is_num(value) or value is None:
+        if is_number(value) or value is None:
             lines.append(_row(name.replace("_", " "), _with_ci(name, value, ci95)))
         elif isinstance(value, Mapping):
             lines.append(_row(name.replace("_", " "), ", ".join(
-                f"{escape_control(str(key))} {_value(str(key), v)}" for key, v in value.items() if _is_num(v))))
-    if _is_num(report.get("avg_latency_ms")) or _is_num(report.get("index_time_s")):
+                f"{escape_control(str(key))} {format_value(str(key), v)}" for key, v in value.items() if is_number(v))))
+    if is_number(report.get("avg_latency_ms")) or is_number(report.get("index_time_s")):
         parts = []
-        if _is_num(report.get("avg_latency_ms")):
+        if is_number(report.get("avg_latency_ms")):
             parts.append(f"{report['avg_latency_ms']:.1f} ms/question")
-        if _is_num(report.get("index_time_s")):
+        if is_number(report.get("index_time_s")):
             parts.append(f"index {report['index_time_s']:.2f} s")
         lines.append(_row("retrieval", ", ".join(parts)))
     lines.extend(_usage(run))
     counts = report.get("diagnosis_counts")
     if isinstance(counts, Mapping):
-        fired = [(tag, n) for tag, n in counts.items() if _is_num(n) and n]
+        fired = [(tag, n) for tag, n in counts.items() if is_number(n) and n]
         lines.append(_row("diagnosis", ", ".join(f"{escape_control(str(t))} {n}" for t, n in fired) or "none"))
     groups = report.get("groups")
     if isinstance(groups, Mapping) and groups:
