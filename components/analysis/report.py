@@ -5,8 +5,9 @@ The page holds, per run: its metadata (judge, model, hashes, cost when known), t
 histogram, grade against rank (the judge/needle disagreement quadrants of the diagnosis rules),
 per-group bars — and a per-question table whose rows expand to the retrieved chunks' text, the
 judge's reasoning and the diagnosis, filterable by diagnosis tag (and by a link:
-``report.html#tag=wrong_chunk`` filters, ``#open=q_006`` opens that question's row). With several runs it begins with their comparison
-(:func:`render_comparison` of ``components.analysis.compare.compare_runs``) and a paired-delta plot.
+``report.html#tag=wrong_chunk`` filters, ``#open=q_006`` opens that question's row). With several
+runs it begins with their comparison (:func:`render_comparison` of
+``components.analysis.compare.compare_runs``) and a paired-delta plot.
 
 Inline CSS, inline SVG (matplotlib, imported here only) and a little inline JavaScript (expand,
 filter); no network access, no external file: it opens from disk. Every text from the results is
@@ -32,7 +33,7 @@ from typing import Any
 from loguru import logger
 
 from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
-from utils.console import NOTHING_GRADED, PASS_MARK, escape_control, format_ci, format_value, is_number
+from utils.console import NOTHING_GRADED, PASS_MARK, escape_control, format_ci, format_value, is_number, shorten
 from utils.errors import InputError
 from utils.metrics import RetrievalMetrics as M
 from utils.results import check_writable
@@ -51,6 +52,12 @@ _COLORS = {"bar": "#3b6ea8", "good": "#2e8b57", "bad": "#c0392b", "warn": "#e67e
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = ("examples:\n"
+                     "  python benchmark.py report benchmark_results.json -o report.html\n"
+                     "  python benchmark.py report base.json new.json -o compare.html   # with the comparison\n"
+                     "  report.html#tag=wrong_chunk&open=q_006 in a browser: one tag's questions, one row open\n\n"
+                     "exit codes: 0 written; 2 a RUN is missing or not a results file (nothing written)")
     parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="results JSON file(s) of benchmark runs")
     parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),
                         help="HTML file to write (default: report.html)")
@@ -197,8 +204,9 @@ def _metric_rows(report: Mapping) -> str:
         body.append(f"<tr><th>{_h(key)}</th><td class=num>{_h(format_value(key, report[key]))}</td>"
                     f"<td class=ci>{_h(format_ci(key, ci95.get(key)))}</td></tr>")
     if is_number(report.get("question_count")):
-        body.append(f"<tr><th>questions</th><td colspan=2>{report['question_count']} (graded "
-                    f"{_h(report.get('graded_count', '?'))}, ungraded {_h(report.get('ungraded_count', '?'))})</td></tr>")
+        graded, ungraded = _h(report.get("graded_count", "?")), _h(report.get("ungraded_count", "?"))
+        body.append(f"<tr><th>questions</th><td colspan=2>{report['question_count']} (graded {graded}, "
+                    f"ungraded {ungraded})</td></tr>")
     errors = report.get("grade_errors")
     if isinstance(errors, Mapping) and errors:
         body.append(f"<tr><th>ungraded because</th><td colspan=2>"
@@ -235,9 +243,9 @@ def _plt():
     return plt
 
 
-def _label(text: Any) -> str:
-    """Text safe for a matplotlib label: no mathtext, no control characters."""
-    return escape_control(str(text)).replace("$", r"\$")
+def _label(text: Any, width: int = 40) -> str:
+    """Text safe for a matplotlib label: no mathtext, no control characters, at most ``width`` long."""
+    return shorten(str(text), width).replace("$", r"\$")
 
 
 def _svg(fig: Any, name: str, title: str) -> str:
@@ -355,7 +363,7 @@ def _group_plot(field_name: str, stats: Mapping[str, Mapping], name: str) -> str
         ys = [i + (j - (len(metrics) - 1) / 2) * height for i in range(len(values))]
         widths = [stats[v][key] if is_number(stats[v].get(key)) else 0 for v in values]
         ax.barh(ys, widths, height=height, color=color, label=label)
-    ax.set_yticks(range(len(values)), [_label(f"{v} (n={stats[v].get('count', '?')})") for v in values])
+    ax.set_yticks(range(len(values)), [_label(v, 24) + f" (n={stats[v].get('count', '?')})" for v in values])
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of the group's questions")
@@ -574,8 +582,8 @@ border-radius:10px;padding:0 7px;margin-left:4px;font-size:11px}.detail{padding:
 .chunk.needle{border-color:#7fb48f}.chunk.best{box-shadow:0 0 0 2px #e6b422}.chead{padding:3px 8px;
 background:#f3f4f6;font-size:12px}.ctitle{padding:2px 8px;color:var(--muted);font-size:12px}
 .chunk pre{margin:0;padding:6px 8px;max-height:220px;overflow:auto;white-space:pre-wrap;font-size:12px}
-.badge{background:#e3f1e7;color:var(--good);border-radius:8px;padding:0 6px;font-size:11px}.badge.best{background:#fbf0c9;
-color:#7a5b00}.warnings{color:var(--mid)}
+.badge{background:#e3f1e7;color:var(--good);border-radius:8px;padding:0 6px;font-size:11px}
+.badge.best{background:#fbf0c9;color:#7a5b00}.warnings{color:var(--mid)}
 """
 
 JS = """
