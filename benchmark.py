@@ -175,6 +175,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                  "(random chunks grade <= 3), duplicate/empty-needle/no-answer flags."),
     "export-dataset": ("components.dataset.export_dataset",
                        "Export (query, positive chunks, hard negatives) as JSON lines in seed 003's schema."),
+    "report": ("components.analysis.report", "write one self-contained HTML report of one or more results files"),
 }
 
 
