@@ -355,10 +355,6 @@ def judge_description(judge, settings: Settings) -> dict:
     """The judge block of the validation JSON; ``label`` is ``lexical`` for the offline judge, else ``llm``."""
     provider = getattr(judge, "provider", settings.judge)
     model = getattr(getattr(judge, "llm", None), "model", None) or getattr(judge, "model", None)
-    if provider == "anthropic":
-        from utils.llm_provider import resolve_model
-
-        model = resolve_model(model) if isinstance(model, str) else model
     return {"label": "lexical" if provider == "offline" else "llm", "provider": provider, "model": model,
             "prompt_sha256": PROMPT_SHA256, "reference_free_prompt_sha256": REFERENCE_FREE_PROMPT_SHA256}
 
