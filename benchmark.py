@@ -21,8 +21,9 @@ from pathlib import Path
 
 from loguru import logger
 
+from utils.console import escape_control
 from utils.errors import InputError, JudgeError, ResultsWriteError
-from utils.logger import add_sinks, escape_control
+from utils.logger import add_sinks
 from utils.results import DEFAULT_OUTPUT_NAME, remove_temp_files, resolve_output
 from utils.settings import Settings, secrets_in
 
@@ -100,6 +101,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--judge-repeats", type=_positive_int, default=1, metavar="N",
                    help="grade each question N times; the row keeps every grade and their spread")
     p.add_argument("--no-text", action="store_true", help="leave the retrieved chunks' text out of the results")
+    p.add_argument("--chunk-relevance", action=argparse.BooleanOptionalAction, default=None,
+                   help="rate each retrieved chunk 0-3 (proxy NDCG/precision; one more judge call per question); "
+                        "default: on with the offline judge, off with the LLM judge")
+    p.add_argument("--group-by", action="append", metavar="FIELD",
+                   help="aggregate per value of a question field (repeatable; default: every one of category, "
+                        "difficulty, type, section the questions carry)")
     _add_common_arguments(p)
     return p.parse_args(argv)
 
@@ -165,7 +172,8 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, gua
         limit=5 if args.quick and args.limit is None else args.limit,
         ids=[i.strip() for i in args.ids.split(",") if i.strip()] if args.ids else None,
         resume=args.resume, max_cost_usd=args.max_cost, judge_repeats=args.judge_repeats,
-        keep_text=not args.no_text, log_file=log_path, argv=list(args.argv))
+        keep_text=not args.no_text, chunk_relevance=args.chunk_relevance, group_by=args.group_by,
+        log_file=log_path, argv=list(args.argv))
     runner = BenchmarkRun(options, settings, should_stop=lambda: guard.received is not None,
                           deferred_signals=guard.deferred, state=state)
     reports = runner.execute()

@@ -38,16 +38,17 @@ class JudgeError(BenchmarkError):
 
 
 class ResultsWriteError(BenchmarkError):
-    """The results file could not be written (a full disk, a vanished folder...): exit 5.
+    """An output file (the results, a report, a clean question set) could not be written (a full
+    disk, a vanished folder...): exit 5.
 
-    Raised by :func:`utils.results.write_json_atomic` after the earlier file (if any) was left as it
-    was and the temp file removed; ``str(err)`` names the file and the cause, and the edge adds
-    where the run is kept (the journal) and how to continue it.
+    Raised by :func:`utils.results.write_json_atomic` / ``write_text_atomic`` after the earlier file
+    (if any) was left as it was and the temp file removed; ``str(err)`` names the file and the
+    cause, and the edge adds where the run is kept (the journal) and how to continue it.
     """
 
     exit_code = 5
 
     def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"could not write the results to {path}: {reason}")
+        super().__init__(f"could not write {path}: {reason}")
         self.path = path
         self.reason = reason

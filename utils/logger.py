@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import re
 import stat
 import sys
 import threading
@@ -22,6 +21,7 @@ from typing import Any, TextIO
 
 from loguru import logger as _logger
 
+from utils.console import escape_control
 from utils.redaction import Redactor
 
 CONSOLE_FORMAT = "{time:HH:mm:ss} | {level: <7} | {message}\n"
@@ -62,34 +62,10 @@ def get_logger() -> BenchmarkLogger:
     return BenchmarkLogger(_logger)
 
 
-# C0 and C1 control characters, DEL, the Unicode line/paragraph separators and the bidi overrides:
-# what can move the cursor, erase or reorder a terminal line.
-_CONTROL_ALL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape_one(match: re.Match) -> str:
-    char = match.group()
-    code = ord(char)
-    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
-
-def escape_control(text: str, *, keep_newlines: bool = False) -> str:
-    """``text`` with every control character written as its Python escape (``\\r``, ``\\x1b``,
-    ``\\u2028``), so that text from input files cannot forge or erase a console line.
-    ``keep_newlines``: leave ``\\n`` as is (for the project's own multi-line messages)."""
-    return (_CONTROL_BUT_NEWLINE if keep_newlines else _CONTROL_ALL).sub(_escape_one, text)
-
-
-class _InterceptHandler(logging.Handler):
-    """Stdlib logging (httpx2, the anthropic SDK) into loguru. Their INFO chatter (one line per
-    HTTP request, retry notices) goes to DEBUG: in the log file, not on the console."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        level = record.levelname if record.levelno >= logging.WARNING else "DEBUG"
-        _logger.bind(stdlib=record.name).opt(depth=6, exception=record.exc_info).log(
-            level, "[{}] {}", record.name, record.getMessage())
+def _escape_keeping_newlines(text: str) -> str:
+    """:func:`utils.console.escape_control` on each line (the project's own messages and tables span
+    lines; nothing else may start one). Printable lines, nearly all, pass at C speed."""
+    return "\n".join(line if line.isprintable() else escape_control(line) for line in text.split("\n"))
 
 
 class _ConsoleWriter:
@@ -104,7 +80,7 @@ class _ConsoleWriter:
         self._lock = threading.Lock()
 
     def __call__(self, message: str) -> None:
-        text = escape_control(self.redact(str(message)), keep_newlines=True)
+        text = _escape_keeping_newlines(self.redact(str(message)))
         with self._lock:
             if self.broken:
                 return
@@ -138,7 +114,7 @@ class _FileWriter:
         if self.handle is None:
             return
         try:
-            self.handle.write(escape_control(self.redact(str(message)), keep_newlines=True))
+            self.handle.write(_escape_keeping_newlines(self.redact(str(message))))
             self.handle.flush()
         except (OSError, ValueError) as err:
             self.close()

@@ -213,3 +213,62 @@ class RetrievalMetrics:
         Empty → 0.0 (like MRR and the rates)."""
         values = list(values)
         return sum(values) / len(values) if values else 0.0
+
+    # ======================================================================================
+    # Proxy chunk-relevance metrics (issue 15, seed 002). Inputs are one question's judge scores
+    # on the 0-3 scale (3 highly, 2 fairly, 1 marginally relevant, 0 irrelevant), in retrieved
+    # order. They are PROXY metrics: the "relevant" items are what the judge rated, not a ground
+    # truth, so the ideal ranking is the judge's own scores sorted and no true recall (nor F1)
+    # follows from them — the relevant chunks the retriever did not return are never seen.
+    # ======================================================================================
+
+    PROXY_RELEVANT_MIN = 2  # a score at least this counts as relevant for proxy precision
+    PROXY_AGGREGATES = ("proxy_avg_chunk_relevance", "proxy_highly_relevant_rate", "proxy_irrelevant_rate",
+                        "proxy_ndcg_at_k", "proxy_precision_at_k")
+
+    @staticmethod
+    def proxy_ndcg_at_k(scores: Sequence[int]) -> float:
+        """``DCG / IDCG`` with ``DCG = Σ rel_i / log2(i + 2)`` over 0-based positions and IDCG the
+        DCG of the same scores sorted descending (the judge's own ideal ranking). All zeros or no
+        scores → 0.0 (nothing relevant was retrieved: there is no ranking to be good at)."""
+        def dcg(values: Sequence[int]) -> float:
+            return sum(rel / math.log2(i + 2) for i, rel in enumerate(values))
+
+        ideal = dcg(sorted(scores, reverse=True))
+        return dcg(scores) / ideal if ideal > 0 else 0.0
+
+    @staticmethod
+    def proxy_precision_at_k(scores: Sequence[int]) -> float:
+        """Share (0-1) of the scored chunks rated ≥ 2 (fairly or highly relevant); k is the number of
+        chunks scored. No scores → 0.0."""
+        return sum(1 for s in scores if s >= RetrievalMetrics.PROXY_RELEVANT_MIN) / len(scores) if scores else 0.0
+
+    @staticmethod
+    def relevance_aggregates(rows: Sequence[Any]) -> dict[str, float | int | None]:
+        """The run's proxy chunk-relevance aggregates from rows with ``chunk_relevance`` (a list of
+        0-3 scores, or None when not scored; rows without scores are left out).
+
+        * ``proxy_avg_chunk_relevance`` — mean score (0-3) over all scored chunks pooled;
+        * ``proxy_highly_relevant_rate`` / ``proxy_irrelevant_rate`` — percent of scored chunks rated
+          3 / rated 0;
+        * ``proxy_ndcg_at_k`` / ``proxy_precision_at_k`` — the per-question values averaged over the
+          scored questions (0-1);
+        * ``chunk_relevance_count`` — how many questions had scores.
+
+        No scored question → every ``proxy_*`` value is None (and a scored question that retrieved
+        no chunks counts 0.0 for NDCG/precision and adds no chunk to the pooled values).
+        Proxy metrics: see the caveat above — no true recall follows from them."""
+        lists = [list(s) for s in (_field(r, "chunk_relevance") for r in rows) if s is not None]
+        pooled = [s for scores in lists for s in scores]
+        out: dict[str, float | int | None] = dict.fromkeys(RetrievalMetrics.PROXY_AGGREGATES)
+        out["chunk_relevance_count"] = len(lists)
+        if lists:
+            out["proxy_ndcg_at_k"] = sum(map(RetrievalMetrics.proxy_ndcg_at_k, lists)) / len(lists)
+            out["proxy_precision_at_k"] = sum(map(RetrievalMetrics.proxy_precision_at_k, lists)) / len(lists)
+        if pooled:
+            out["proxy_avg_chunk_relevance"] = sum(pooled) / len(pooled)
+            out["proxy_highly_relevant_rate"] = 100.0 * sum(1 for s in pooled if s == 3) / len(pooled)
+            out["proxy_irrelevant_rate"] = 100.0 * sum(1 for s in pooled if s == 0) / len(pooled)
+        return out
+
+    # ============================================================ end of proxy chunk-relevance metrics

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from utils.errors import InputError, ResultsWriteError
 from utils.metrics import PASS_THRESHOLDS
@@ -454,8 +454,21 @@ _TEMP_FILES: set[str] = set()  # temp files of the writes in progress (see remov
 
 
 def write_json_atomic(path: Path, payload: Any, secrets: Iterable[str] = ()) -> None:
-    """Write ``payload`` as strict JSON (:func:`to_strict_json`, every secret redacted) to ``path``
-    atomically: a reader sees the old file or the new one, never a partial one.
+    """Write ``payload`` as strict JSON (:func:`strict_json_value`: every secret redacted, no
+    NaN/Infinity) to ``path`` atomically, streamed (no second copy of the text in memory). See
+    :func:`write_text_atomic` for what atomic means here."""
+    clean = strict_json_value(payload, secrets)  # before any file exists: an error here leaves nothing behind
+
+    def dump(fh: TextIO) -> None:
+        json.dump(clean, fh, indent=2, ensure_ascii=False, allow_nan=False)
+        fh.write("\n")
+
+    _write_atomic(Path(path), dump)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically: a reader sees the old file or the new one,
+    never a partial one.
 
     The temp file (``.<name>.<random>.tmp`` in the same folder) is removed on every failure,
     including ``KeyboardInterrupt``/``SystemExit`` at any point; an earlier file at ``path`` is left
@@ -463,8 +476,10 @@ def write_json_atomic(path: Path, payload: Any, secrets: Iterable[str] = ()) -> 
     A new file gets the mode an ordinary write gives (0666 less the umask); an earlier file's mode
     is kept.
     """
-    path = Path(path)
-    clean = strict_json_value(payload, secrets)  # before any file exists: an error here leaves nothing behind
+    _write_atomic(Path(path), lambda fh: fh.write(text))
+
+
+def _write_atomic(path: Path, write: Callable[[TextIO], object]) -> None:
     tmp: str | None = None
     try:
         try:
@@ -484,8 +499,7 @@ def write_json_atomic(path: Path, payload: Any, secrets: Iterable[str] = ()) -> 
         with fh:
             if mode is not None:
                 os.fchmod(fh.fileno(), mode)
-            json.dump(clean, fh, indent=2, ensure_ascii=False, allow_nan=False)
-            fh.write("\n")
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -602,18 +616,19 @@ def _inside(path: Path, folder: Path) -> bool:
     return False
 
 
-def check_writable(path: Path) -> None:
-    """Raise InputError unless ``path`` can be written (its folder exists and accepts files)."""
+def check_writable(path: Path, option: str = "--output", example: str = DEFAULT_OUTPUT_NAME) -> None:
+    """Raise InputError unless ``path`` can be written (its folder exists and accepts files); the
+    message names the command-line ``option`` that gave the path (and ``example``, a file name)."""
     path = Path(path)
     if path.is_dir():
-        raise InputError(f"--output {path} is a folder: give a file path such as {path / DEFAULT_OUTPUT_NAME}")
+        raise InputError(f"{option} {path} is a folder: give a file path such as {path / example}")
     parent = path.parent
     if not parent.is_dir():
-        raise InputError(f"--output {path}: folder {parent} does not exist: create it or choose another path")
+        raise InputError(f"{option} {path}: folder {parent} does not exist: create it or choose another path")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
     except OSError as err:
-        raise InputError(f"--output {path}: folder {parent} is not writable ({err.strerror}): "
+        raise InputError(f"{option} {path}: folder {parent} is not writable ({err.strerror}): "
                          "choose a folder you can write to") from None
     os.close(fd)
     os.unlink(tmp)

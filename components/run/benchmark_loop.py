@@ -37,9 +37,9 @@ from utils.errors import JudgeError
 from utils.llm_provider import TRANSIENT_KINDS, LLMReply
 from utils.metrics import RetrievalMetrics as M
 from utils.questions import Question
+from utils.console import question_line
 from utils.results import QuestionResult, RetrievedItem
 
-PASS_MARK = 7.0  # the ✓ of a grade in a question's log line
 MAX_RETRY_WAIT_S = 60.0  # the retry pass waits the longest retry-after seen, at most this
 
 
@@ -48,11 +48,6 @@ class Judge(Protocol):
     model: str
 
     def grade(self, question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> GradeResult: ...
-
-
-def _short(text: str, width: int = 70) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _score(value: object) -> float | None:
@@ -152,7 +147,8 @@ class BenchmarkLoop:
                  max_cost_usd: float | None = None,
                  keep_text: bool = True,
                  batch: bool = False,
-                 retry_wait_max_s: float = MAX_RETRY_WAIT_S) -> None:
+                 retry_wait_max_s: float = MAX_RETRY_WAIT_S,
+                 on_row: Callable[[], None] = lambda: None) -> None:
         self.retriever, self.judge, self.k = retriever, judge, k
         self.rewriter = rewriter
         self.should_stop = should_stop
@@ -162,6 +158,7 @@ class BenchmarkLoop:
         self.repeats = max(1, repeats)
         self.keep_text = keep_text
         self.retry_wait_max_s = retry_wait_max_s
+        self.on_row = on_row  # after each question's line (a progress bar advances)
         self.judge_usage = Usage(batch=batch)
         self.rewriter_usage = Usage()
         self.budget = Budget(max_cost_usd, self.judge_usage) if max_cost_usd is not None else None
@@ -249,7 +246,11 @@ class BenchmarkLoop:
                         and self.judge_failure is None:
                     if self.should_stop():
                         raise KeyboardInterrupt("stop requested")
-                    p.relevance = self.relevance_judge.relevance(q.question, q.expected_answer, chunks)
+                    try:
+                        p.relevance = self.relevance_judge.relevance(q.question, q.expected_answer, chunks)
+                    except JudgeError as err:  # fatal: stop calling the judge
+                        self.judge_failure = err
+                        logger.error("judge unusable ({}): {}", err.kind, err)
                     cost = self.judge_usage.add(getattr(p.relevance, "reply", None), getattr(self.judge, "model", ""))
                     if cost is not None:
                         p.cost = (p.cost or 0.0) + cost
@@ -295,6 +296,7 @@ class BenchmarkLoop:
                                      text=s.chunk.index_text if self.keep_text else None)
                        for j, s in enumerate(p.retrieved, start=1)],
             extra=dict(q.extra),
+            **M.row_metrics(p.retrieved, q.needle_doc_ids, self.k),
             stop_reason=reply.stop_reason if reply else None, request_id=reply.request_id if reply else None,
             judge_model=reply.model if reply else None,
             input_tokens=reply.input_tokens if reply else None, output_tokens=reply.output_tokens if reply else None,
@@ -326,14 +328,10 @@ class BenchmarkLoop:
             self.results[position] = row
         self._log_line(i, n, data)
 
-    @staticmethod
-    def _log_line(i: int, n: int, row: dict) -> None:
-        rank, grade, total = row.get("rank"), row.get("llm_grade"), row.get("total_score")
-        r_mark = "✓" if rank == 1 else ("~" if rank else "✗")
-        g_mark = "-" if grade is None else ("✓" if grade >= PASS_MARK else "✗")
-        logger.info("[{}/{}] R{} {} | G{} {} | T{} ({:.0f}ms) {}", i, n, rank if rank else "-", r_mark,
-                    grade if grade is not None else "-", g_mark, f"{total:.1f}" if total is not None else "-",
-                    row.get("latency_ms") or 0.0, _short(str(row.get("question", ""))))
+    def _log_line(self, i: int, n: int, row: dict) -> None:
+        logger.info("{}", question_line(i, n, row.get("rank"), row.get("llm_grade"), row.get("total_score"),
+                                        row.get("latency_ms") or 0.0, str(row.get("question", ""))))
+        self.on_row()
 
     def run(self, questions: Sequence[Question], done: dict[str, dict] | None = None) -> list[QuestionResult | dict]:
         """Every question in order; a question in ``done`` (``--resume``: a graded row) is taken

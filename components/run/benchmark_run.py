@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +36,10 @@ from components.run.judges import LLM_NOTE, OFFLINE_NOTE, LLMSetup, check_models
 from components.run.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from poc.strategies import Strategy, resolve_strategy
 from utils import pricing
+from components.analysis.diagnosis import count_tags
+from utils.console import Progress, summary_table
 from utils.errors import InputError
+from utils.metrics import RetrievalMetrics as M
 from utils.model_settings import ModelSettings
 from utils.questions import Question, QuestionSet, check_needles, load_questions
 from utils.results import (CorpusInfo, JudgeInfo, RunInfo, aggregate, build_report, check_writable,
@@ -63,6 +67,7 @@ class RunOptions:
     max_cost_usd: float | None = None
     judge_repeats: int = 1
     keep_text: bool = True
+    chunk_relevance: bool | None = None  # None: on with the offline judge (free), off with the LLM judge
     group_by: list[str] | None = None
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
@@ -211,6 +216,10 @@ class BenchmarkRun:
         chunks = chunk_corpus(corpus.documents)
         load_s = time.perf_counter() - t0
         judge = make_judge(self.settings, chunks, setup)
+        self.relevance_judge = self._relevance_judge(judge, setup)
+        from components.analysis.diagnosis import Diagnoser
+
+        self.diagnoser = Diagnoser(chunks, stats=getattr(judge, "stats", None))
         reports = []
         for strategy in strategies:
             if self.should_stop():
@@ -223,7 +232,40 @@ class BenchmarkRun:
                                               corpus_info, index_s))
             if reports[-1]["run"]["status"] == "interrupted":
                 break
+        if len(reports) > 1 and reports[-1]["run"]["status"] != "interrupted":
+            self._compare(reports)
         return reports
+
+    def _relevance_judge(self, judge, setup: LLMSetup | None):
+        """Per-chunk relevance (seed 002): on by default with the offline judge (free)."""
+        wanted = self.o.chunk_relevance if self.o.chunk_relevance is not None else self.settings.judge == "offline"
+        if not wanted:
+            return None
+        if setup is not None and setup.judge is not None:
+            from components.run.chunk_relevance import LLMRelevanceJudge
+
+            return LLMRelevanceJudge(setup.provider.model(setup.judge))
+        return judge  # the lexical judge rates chunks itself
+
+    def _annotate(self, q: Question, chunks, row) -> dict:
+        """What the diagnosis adds to a row: where the answer lived, and why a miss missed."""
+        best = self.diagnoser.needle_best_chunk(q.expected_answer or q.question, q.needle_doc_ids)
+        diagnosis = self.diagnoser.diagnose(q.question, q.expected_answer, q.needle_doc_ids, chunks, row.rank,
+                                            row.llm_grade, row.total_score)
+        return {"needle_best_chunk": best.to_json() if best else None,
+                "diagnosis": diagnosis.to_json() if diagnosis else None}
+
+    def _compare(self, reports: list[dict]) -> None:
+        from components.analysis.compare import compare_runs, format_comparison
+
+        comparison = compare_runs(reports, [r["run"]["strategy"] for r in reports])
+        sys.stdout.write(format_comparison(comparison) + "\n")
+        sys.stdout.flush()
+        runs_dir = self.o.output.parent / RUNS_FOLDER
+        path = runs_dir / f"{reports[0]['run']['id']}_comparison.json"
+        with self.deferred_signals():
+            write_json_atomic(path, comparison.to_json(), secrets=self.secrets)
+        logger.info("Comparison written to {}", path)
 
     def _index(self, strategy: Strategy, chunks):
         try:
@@ -270,13 +312,16 @@ class BenchmarkRun:
             from components.run.query_rewriter import QueryRewriter
 
             rewriter = QueryRewriter(setup.provider.model(setup.rewriter))
+        progress = Progress(f"{strategy.name}", len(questions), sys.stderr, unit="q")
         loop = BenchmarkLoop(retriever, judge, k=o.k, rewriter=rewriter, should_stop=self.should_stop,
-                             record=journal.append, repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd,
-                             keep_text=o.keep_text, retry_wait_max_s=settings.retry_wait_max_s)
+                             record=journal.append, annotate=self._annotate, relevance_judge=self.relevance_judge,
+                             repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd, keep_text=o.keep_text,
+                             retry_wait_max_s=settings.retry_wait_max_s, on_row=progress.advance)
         started = _now()
         status = "completed"
         try:
-            loop.run(questions, done)
+            with progress:
+                loop.run(questions, done)
             if not self.should_stop():
                 loop.retry_transient()
         except KeyboardInterrupt:
@@ -291,7 +336,7 @@ class BenchmarkRun:
         elif loop.budget_exhausted:
             status = "budget_exhausted"
         results = loop.results
-        agg = aggregate(results, round(index_s, 3), k=o.k)
+        agg = aggregate(results, round(index_s, 3), k=o.k, group_by=o.group_by)
         judge_settings = setup.judge if setup is not None else None
         judge_info = _judge_info(settings, setup, judge_settings, LLM_NOTE, o.judge_repeats)
         judge_info = _with_reply_models(judge_info, loop.judge_usage.models)
@@ -319,8 +364,13 @@ class BenchmarkRun:
             recovered=loop.recovered, resumed_from=str(o.resume) if o.resume else None, resumed_rows=len(done),
             journal=str(journal_path), selection={"limit": o.limit, "ids": o.ids})
         report = build_report(run_info, agg, results)
+        report["diagnosis_counts"] = count_tags(report["results"])
+        if self.relevance_judge is not None:
+            report.update(M.relevance_aggregates(report["results"]))
         log_metrics(report)
-        logger.info("Summary ({} judge: {})\n{}", judge_info.provider, judge_info.model, summary(report))
+        logger.info("Summary ({} judge: {}) follows on stdout", judge_info.provider, judge_info.model)
+        sys.stdout.write(summary_table(report))
+        sys.stdout.flush()
         if loop.recovered:
             logger.info("The retry pass recovered {} grade(s)", loop.recovered)
         self._write(report, runs_dir / f"{run_id}.json", journal, n_rows=len(results))
@@ -364,33 +414,3 @@ def log_metrics(report: dict) -> None:
     for name, unit in METRICS:
         if name in report:
             log.metric(name, report[name], unit)
-
-
-def summary(report: dict) -> str:
-    """The console summary of one run's results."""
-
-    def pct(x):
-        return f"{x:6.1f}%"
-
-    def num(x, fmt="{:.2f}"):
-        return "   -" if x is None else fmt.format(x)
-
-    graded = report.get("graded_count") or 0
-    passes = (f"{pct(report['pass_rate_8'])} / {pct(report['pass_rate_7'])} / {pct(report['pass_rate_6_5'])}"
-              if graded else "n/a (nothing graded)")
-    lines = [
-        f"{'status':<18}{report['run']['status']}",
-        f"{'questions':<18}{report['question_count']}  (graded {graded}, ungraded {report['ungraded_count']})",
-        f"{'hit@1 / hit@5':<18}{pct(report['hit_at_1_rate'])} / {pct(report['hit_at_5_rate'])}",
-        f"{'MRR':<18}{report['mrr']:.3f}",
-        f"{'avg grade / total':<18}{num(report['avg_llm_grade'])} / {num(report['avg_total_score'])}",
-        f"{'pass 8 / 7 / 6.5':<18}{passes}",
-    ]
-    if report.get("grade_errors"):
-        lines.append(f"{'ungraded because':<18}" + ", ".join(f"{k} x{v}" for k, v in report["grade_errors"].items()))
-    usage = (report["run"].get("usage") or {}).get("judge") or {}
-    if usage.get("calls"):
-        cost = report["run"].get("cost_usd")
-        lines.append(f"{'judge calls':<18}{usage['calls']}  ({usage['input_tokens']} in / {usage['output_tokens']} "
-                     f"out tokens, cost {'$%.4f' % cost if cost is not None else 'unknown'})")
-    return "\n".join(lines)

@@ -1,0 +1,681 @@
+"""``python benchmark.py report RUN [RUN ...] -o report.html``: one self-contained HTML file.
+
+The page holds, per run: its metadata (judge, model, hashes, cost when known), the metric table
+(with 95% intervals where the run has ``ci95``), four plots — needle rank distribution, grade
+histogram, grade against rank (the judge/needle disagreement quadrants of the diagnosis rules),
+per-group bars — and a per-question table whose rows expand to the retrieved chunks' text, the
+judge's reasoning and the diagnosis, filterable by diagnosis tag (and by a link:
+``report.html#tag=wrong_chunk`` filters, ``#open=q_006`` opens that question's row). With several
+runs it begins with their comparison (:func:`render_comparison` of
+``components.analysis.compare.compare_runs``) and a paired-delta plot.
+
+Inline CSS, inline SVG (matplotlib, imported here only) and a little inline JavaScript (expand,
+filter); no network access, no external file: it opens from disk. Every text from the results is
+HTML-escaped. Schema-1 files (no chunk text, no diagnosis, no intervals) render with what they
+have: a missing field is shown as absent, never guessed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import io
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
+from utils.console import NOTHING_GRADED, PASS_MARK, escape_control, format_ci, format_value, is_number, shorten
+from utils.errors import InputError
+from utils.metrics import RetrievalMetrics as M
+from utils.results import check_writable
+
+GROUP_FIELDS = ("category", "difficulty", "type", "section")  # row fields grouped when the run has no ``groups``
+MAX_GROUP_VALUES = 12
+METRICS = (  # (key, label) of the metric table, in order; a key the run lacks is left out
+    ("hit_at_1_rate", "hit@1"), ("hit_at_5_rate", "hit@5"), ("hit_at_k_rate", "hit@k"), ("mrr", "MRR"),
+    ("mrr_doc", "MRR (document)"), ("ndcg_at_k", "nDCG@k"), ("recall_at_k", "recall@k"), ("map_at_k", "MAP@k"),
+    ("context_precision", "context precision"), ("avg_llm_grade", "avg grade"), ("avg_total_score", "avg total"),
+    ("pass_rate_8", "pass ≥ 8"), ("pass_rate_7", "pass ≥ 7"), ("pass_rate_6_5", "pass ≥ 6.5"),
+)
+_GRADED_ONLY = {"avg_llm_grade", "avg_total_score", "pass_rate_8", "pass_rate_7", "pass_rate_6_5"}
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_COLORS = {"bar": "#3b6ea8", "good": "#2e8b57", "bad": "#c0392b", "warn": "#e67e22", "grey": "#8a8f98"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = ("examples:\n"
+                     "  python benchmark.py report benchmark_results.json -o report.html\n"
+                     "  python benchmark.py report base.json new.json -o compare.html   # with the comparison\n"
+                     "  report.html#tag=wrong_chunk&open=q_006 in a browser: one tag's questions, one row open\n\n"
+                     "exit codes: 0 written; 2 a RUN is missing or not a results file (nothing written)")
+    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="results JSON file(s) of benchmark runs")
+    parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),
+                        help="HTML file to write (default: report.html)")
+
+
+def run(args: argparse.Namespace, settings: object) -> int:
+    check_writable(args.output)
+    runs = [load_run(path) for path in args.runs]
+    comparison = None
+    if len(runs) > 1:
+        from components.analysis.compare import compare_runs
+
+        comparison = compare_runs(runs).to_json()
+    labels = [run_label(r, p) for r, p in zip(runs, args.runs, strict=True)]
+    page = render_report(runs, labels, comparison)
+    _write_text_atomic(args.output, page)
+    logger.info("Report written to {} ({} run{}, {} KB)", args.output, len(runs), "s" if len(runs) > 1 else "",
+                round(len(page.encode()) / 1024))
+    return 0
+
+
+# ---- input
+
+def load_run(path: Path) -> dict:
+    """A results file as a dict; InputError naming the problem when it is not one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such results file: give the --output file of a benchmark run") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot read it ({err}): give a readable results file") from None
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: not JSON (line {err.lineno}: {err.msg}): give a benchmark results file") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise InputError(f"{path}: no \"results\" list: give a file written by benchmark.py --output")
+    return data
+
+
+def run_label(report: Mapping, path: Path | str) -> str:
+    run_info = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    return str(run_info.get("id") or Path(path).stem)
+
+
+def _rows(report: Mapping) -> list[dict]:
+    """The rows, with ``rank`` derived from ``retrieved`` and the needles where a row lacks it."""
+    rows = []
+    for row in report.get("results", []):
+        if not isinstance(row, Mapping):
+            continue
+        row = dict(row)
+        needles = row.get("needle_doc_ids") or ([row["needle_doc_id"]] if row.get("needle_doc_id") else [])
+        row["needle_doc_ids"] = list(needles)
+        retrieved = [r for r in row.get("retrieved") or [] if isinstance(r, Mapping) and "doc_id" in r]
+        row["retrieved"] = retrieved
+        if "rank" not in row:
+            row["rank"] = M.calculate_rank(retrieved, needles)
+        rows.append(row)
+    return rows
+
+
+# ---- HTML helpers
+
+def _h(value: Any) -> str:
+    """HTML-escaped text; control characters shown as escapes (newlines and tabs kept)."""
+    text = "" if value is None else str(value)
+    return html.escape(_CONTROL.sub(lambda m: escape_control(m.group()), text), quote=True)
+
+
+def _short_hash(value: Any) -> str:
+    text = str(value)
+    return f'<code title="{_h(text)}">{_h(text[:12])}</code>' if len(text) > 12 else f"<code>{_h(text)}</code>"
+
+
+def _kv_table(pairs: Iterable[tuple[str, str]], cls: str = "meta") -> str:
+    body = "".join(f"<tr><th>{_h(k)}</th><td>{v}</td></tr>" for k, v in pairs)
+    return f'<table class="{cls}">{body}</table>'
+
+
+def _money(x: Any) -> str:
+    return f"${x:.4f}" if is_number(x) else "unknown"
+
+
+# ---- metadata and metrics
+
+def _metadata(report: Mapping, label: str) -> str:
+    run_info = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    pairs: list[tuple[str, str]] = [("run", _h(label))]
+    for key in ("status", "strategy", "k", "started_at", "finished_at"):
+        if key in run_info:
+            pairs.append((key, _h(run_info[key])))
+    if run_info.get("judge_failure"):
+        pairs.append(("judge failure", _h(run_info["judge_failure"])))
+    judge = run_info.get("judge") if isinstance(run_info.get("judge"), Mapping) else {}
+    if judge:
+        pairs.append(("judge", _h(" ".join(str(judge[k]) for k in ("provider", "model", "mode") if judge.get(k)))))
+        if judge.get("prompt_sha256"):
+            pairs.append(("judge prompt sha256", _short_hash(judge["prompt_sha256"])))
+    usage = run_info.get("usage") if isinstance(run_info.get("usage"), Mapping) else {}
+    for who, u in usage.items():
+        if isinstance(u, Mapping):
+            text = f"{u.get('calls', 0)} calls, {u.get('input_tokens') or 0:,} in / {u.get('output_tokens') or 0:,} out"
+            if "cost_usd" in u:
+                text += f", {_money(u['cost_usd'])}"
+            pairs.append((f"{who} usage", _h(text)))
+    if "cost_usd" in run_info:
+        pairs.append(("cost", _h(_money(run_info["cost_usd"]))))
+    if run_info.get("questions_file"):
+        pairs.append(("questions", _h(run_info["questions_file"])))
+    if run_info.get("questions_sha256"):
+        pairs.append(("questions sha256", _short_hash(run_info["questions_sha256"])))
+    corpus = run_info.get("corpus") if isinstance(run_info.get("corpus"), Mapping) else {}
+    if corpus:
+        pairs.append(("corpus", _h(f"{corpus.get('source', '?')} ({corpus.get('documents', '?')} documents, "
+                                   f"{corpus.get('chunks', '?')} chunks)")))
+        if corpus.get("sha256"):
+            pairs.append(("corpus sha256", _short_hash(corpus["sha256"])))
+    index = run_info.get("index") if isinstance(run_info.get("index"), Mapping) else {}
+    if index:
+        pairs.append(("index", _h(", ".join(f"{k} {v}" for k, v in index.items()))))
+    boot = report.get("bootstrap") if isinstance(report.get("bootstrap"), Mapping) else {}
+    if boot:
+        pairs.append(("bootstrap", _h(", ".join(f"{k} {v}" for k, v in boot.items()))))
+    if run_info.get("python"):
+        pairs.append(("python", _h(run_info["python"])))
+    return _kv_table(pairs)
+
+
+def _metric_rows(report: Mapping) -> str:
+    ci95 = report.get("ci95") if isinstance(report.get("ci95"), Mapping) else {}
+    nothing_graded = report.get("graded_count") == 0
+    k = (report.get("run") or {}).get("k") if isinstance(report.get("run"), Mapping) else None
+    body = []
+    for key, label in METRICS:
+        if key not in report:
+            continue
+        if key == "hit_at_k_rate" and k is not None:
+            label = f"hit@{k}"
+        if nothing_graded and key in _GRADED_ONLY:
+            value, ci = NOTHING_GRADED, ""
+        else:
+            value, ci = format_value(key, report[key]), format_ci(key, ci95.get(key))
+        body.append(f"<tr><th>{_h(label)}</th><td class=num>{_h(value)}</td><td class=ci>{_h(ci)}</td></tr>")
+    for key in sorted(k for k in report if "proxy" in k and is_number(report[k])):
+        body.append(f"<tr><th>{_h(key)}</th><td class=num>{_h(format_value(key, report[key]))}</td>"
+                    f"<td class=ci>{_h(format_ci(key, ci95.get(key)))}</td></tr>")
+    if is_number(report.get("question_count")):
+        graded, ungraded = _h(report.get("graded_count", "?")), _h(report.get("ungraded_count", "?"))
+        body.append(f"<tr><th>questions</th><td colspan=2>{report['question_count']} (graded {graded}, "
+                    f"ungraded {ungraded})</td></tr>")
+    errors = report.get("grade_errors")
+    if isinstance(errors, Mapping) and errors:
+        body.append(f"<tr><th>ungraded because</th><td colspan=2>"
+                    f"{_h(', '.join(f'{k} ×{v}' for k, v in errors.items()))}</td></tr>")
+    if is_number(report.get("avg_latency_ms")):
+        body.append(f"<tr><th>retrieval latency</th><td colspan=2>{report['avg_latency_ms']:.1f} ms/question</td></tr>")
+    if is_number(report.get("index_time_s")):
+        body.append(f"<tr><th>index time</th><td colspan=2>{report['index_time_s']:.2f} s</td></tr>")
+    head = "<tr><th>metric</th><th>value</th><th>95% CI</th></tr>"
+    return f'<table class="metrics"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _cards(report: Mapping) -> str:
+    nothing_graded = report.get("graded_count") == 0
+    cards = []
+    for key, label in (("hit_at_1_rate", "hit@1"), ("mrr", "MRR"), ("avg_llm_grade", "avg grade"),
+                       ("pass_rate_7", "pass ≥ 7")):
+        if key in report:
+            shown = "n/a" if nothing_graded and key in _GRADED_ONLY else format_value(key, report[key])
+            cards.append(f'<div class="card"><div class="big">{_h(shown)}</div><div>{_h(label)}</div></div>')
+    return f'<div class="cards">{"".join(cards)}</div>'
+
+
+# ---- plots
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
+                         "axes.spines.right": False, "font.family": "sans-serif"})
+    return plt
+
+
+def _label(text: Any, width: int = 40) -> str:
+    """Text safe for a matplotlib label: no mathtext, no control characters, at most ``width`` long."""
+    return shorten(str(text), width).replace("$", r"\$")
+
+
+def _svg(fig: Any, name: str, title: str) -> str:
+    """The figure as an inline SVG inside ``<figure class="plot">``; ids salted with ``name``
+    so that several SVGs on one page do not share ids, and the output is reproducible."""
+    plt = _plt()
+    buf = io.StringIO()
+    with plt.rc_context({"svg.hashsalt": name}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    return f'<figure class="plot" data-plot="{_h(name)}">{svg}<figcaption>{_h(title)}</figcaption></figure>'
+
+
+def _legend_below(fig: Any, ncol: int) -> None:
+    """The figure's legend in a strip under the axes (kept clear of the x label)."""
+    strip = 0.3 / fig.get_figheight()  # one legend row of 7-point text, as a share of the figure's height
+    fig.tight_layout(rect=(0, strip, 1, 1))
+    fig.legend(loc="lower center", ncol=ncol, fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0))
+
+
+def _rank_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
+    plt = _plt()
+    ranks = Counter(r.get("rank") for r in rows)
+    xs = list(range(1, k + 1))
+    counts = [ranks.get(x, 0) for x in xs] + [sum(v for key, v in ranks.items() if key is None or key > k)]
+    labels = [str(x) for x in xs] + ["none"]
+    fig, ax = plt.subplots(figsize=(4.2, 2.8))
+    bars = ax.bar(labels, counts, color=[_COLORS["good"]] + [_COLORS["bar"]] * (k - 1) + [_COLORS["bad"]])
+    ax.bar_label(bars, fontsize=8)
+    ax.set_xlabel("rank of the first needle chunk")
+    ax.set_ylabel("questions")
+    ax.set_title("Needle rank")
+    return _svg(fig, name, "Needle rank distribution (none: not in the top k)")
+
+
+def _grade_plot(rows: Sequence[Mapping], name: str) -> str:
+    plt = _plt()
+    grades = Counter(r.get("llm_grade") for r in rows)
+    xs = list(range(1, 11))
+    fig, ax = plt.subplots(figsize=(4.2, 2.8))
+    bars = ax.bar([str(x) for x in xs], [grades.get(x, 0) for x in xs],
+                  color=[_COLORS["good"] if x >= PASS_MARK else _COLORS["bar"] for x in xs])
+    ax.bar_label(bars, fontsize=8)
+    ax.set_xlabel("judge grade")
+    ax.set_ylabel("questions")
+    ungraded = grades.get(None, 0)
+    ax.set_title("Grades" + (f" ({ungraded} ungraded, not shown)" if ungraded else ""))
+    return _svg(fig, name, "Grade histogram")
+
+
+def _quadrant_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
+    """Grade against rank: one bubble per (rank, grade) cell, sized and labelled by its count;
+    shaded: the two disagreement rules (needle in the top k with grade ≤ 4; not in it with ≥ 7)."""
+    plt = _plt()
+    cells = Counter((r["rank"] if r.get("rank") is not None and r["rank"] <= k else k + 1, r["llm_grade"])
+                    for r in rows if is_number(r.get("llm_grade")))
+    from matplotlib.patches import Rectangle
+
+    fig, ax = plt.subplots(figsize=(4.2, 3.1))
+    ax.add_patch(Rectangle((0.5, 0.5), k, LOW_GRADE_MAX, color=_COLORS["bad"], alpha=0.10, lw=0,
+                           label=f"needle_hit_low_grade (≤ {LOW_GRADE_MAX})"))
+    ax.add_patch(Rectangle((k + 0.5, HIGH_GRADE_MIN - 0.5), 1, 11 - HIGH_GRADE_MIN, color=_COLORS["warn"], alpha=0.18,
+                           lw=0, label=f"needle_miss_high_grade (≥ {HIGH_GRADE_MIN})"))
+    _legend_below(fig, ncol=2)
+    if cells:
+        xs, ys, ns = zip(*((x, y, n) for (x, y), n in sorted(cells.items())), strict=True)
+        ax.scatter(xs, ys, s=[40 + 60 * n for n in ns], color=_COLORS["bar"], alpha=0.75, edgecolors="white",
+                   clip_on=False)
+        for x, y, n in zip(xs, ys, ns, strict=True):
+            if n > 1:
+                ax.annotate(str(n), (x, y), ha="center", va="center", fontsize=7, color="white")
+    ax.set_xlim(0.5, k + 1.5)
+    ax.set_ylim(0.5, 10.5)
+    ax.set_xticks(range(1, k + 2), [str(x) for x in range(1, k + 1)] + ["none"])
+    ax.set_yticks(range(1, 11))
+    ax.set_xlabel("needle rank")
+    ax.set_ylabel("judge grade")
+    ax.set_title("Grade against rank")
+    return _svg(fig, name, "Grade against rank: shaded, where judge and needle disagree")
+
+
+def _group_stats(report: Mapping, rows: Sequence[Mapping]) -> dict[str, dict[str, dict]]:
+    """``groups`` of the run when it has them, else derived from the rows' fields in GROUP_FIELDS
+    (2 to MAX_GROUP_VALUES distinct values) with the metrics of :mod:`utils.metrics`."""
+    groups = report.get("groups")
+    if isinstance(groups, Mapping) and groups:
+        return {str(f): {str(v): dict(s) for v, s in values.items() if isinstance(s, Mapping)}
+                for f, values in groups.items() if isinstance(values, Mapping)}
+    out: dict[str, dict[str, dict]] = {}
+    for field_name in GROUP_FIELDS:
+        by_value: dict[str, list[Mapping]] = {}
+        for row in rows:
+            value = row.get(field_name)
+            if isinstance(value, (str, int)) and not isinstance(value, bool):
+                by_value.setdefault(str(value), []).append(row)
+        if 2 <= len(by_value) <= MAX_GROUP_VALUES:
+            out[field_name] = {v: {"count": len(rs), "hit_at_1_rate": M.calculate_hit_rate(rs, 1),
+                                   "hit_at_5_rate": M.calculate_hit_rate(rs, 5), "mrr": M.calculate_mrr(rs)}
+                               for v, rs in sorted(by_value.items())}
+    return out
+
+
+def _group_plot(field_name: str, stats: Mapping[str, Mapping], name: str) -> str:
+    """hit@1, hit@5 and pass ≥ 7 (those the groups have) per value of one field, in percent."""
+    plt = _plt()
+    values = list(stats)
+    shown = [("hit_at_1_rate", "hit@1", _COLORS["good"]), ("hit_at_5_rate", "hit@5", _COLORS["bar"]),
+             ("pass_rate_7", "pass ≥ 7", _COLORS["warn"])]
+    metrics = [m for m in shown if any(is_number(stats[v].get(m[0])) for v in values)]
+    fig, ax = plt.subplots(figsize=(4.2, 1.2 + 0.22 * len(values) * max(len(metrics), 1)))
+    height = 0.8 / max(len(metrics), 1)
+    for j, (key, label, color) in enumerate(metrics):
+        ys = [i + (j - (len(metrics) - 1) / 2) * height for i in range(len(values))]
+        widths = [stats[v][key] if is_number(stats[v].get(key)) else 0 for v in values]
+        ax.barh(ys, widths, height=height, color=color, label=label)
+    ax.set_yticks(range(len(values)), [_label(v, 24) + f" (n={stats[v].get('count', '?')})" for v in values])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of the group's questions")
+    ax.set_title(_label(f"By {field_name}"))
+    if metrics:
+        _legend_below(fig, ncol=len(metrics))
+    return _svg(fig, name, f"Per-group rates: {field_name}")
+
+
+# ---- the questions table
+
+def _chunk_html(item: Mapping, needles: set[str], best_chunk_id: str | None) -> str:
+    classes = ["chunk"]
+    if item.get("doc_id") in needles:
+        classes.append("needle")
+    if best_chunk_id and item.get("chunk_id") == best_chunk_id:
+        classes.append("best")
+    heading = item.get("heading_path")
+    heading = " > ".join(str(h) for h in heading) if isinstance(heading, list) else ""
+    score = item.get("score")
+    head = (f"<b>#{_h(item.get('rank', '?'))}</b> <code>{_h(item.get('chunk_id') or item.get('doc_id'))}</code>"
+            + (f" score {score:.3f}" if is_number(score) else "")
+            + (" <span class=badge>needle</span>" if "needle" in classes else "")
+            + (" <span class='badge best'>best needle chunk</span>" if "best" in classes else ""))
+    title = " > ".join(x for x in (str(item.get("title") or ""), heading) if x)
+    text = item.get("text")
+    if isinstance(text, str) and title and text.startswith(str(item.get("title"))):
+        title = ""  # the indexed text begins with its title and heading path already
+    body = (f"<pre>{_h(text)}</pre>" if isinstance(text, str)
+            else "<p class=muted>no chunk text in this results file (schema 1, or run with --no-text)</p>")
+    return (f'<div class="{" ".join(classes)}"><div class="chead">{head}</div>'
+            + (f"<div class=ctitle>{_h(title)}</div>" if title else "") + body + "</div>")
+
+
+def _question_html(row: Mapping, k: int) -> str:
+    diagnosis = row.get("diagnosis") if isinstance(row.get("diagnosis"), Mapping) else None
+    tags = [str(t) for t in (diagnosis or {}).get("tags") or []]
+    rank, grade, total = row.get("rank"), row.get("llm_grade"), row.get("total_score")
+    r_cls = "good" if rank == 1 else ("bad" if rank is None else "mid")
+    g_cls = "muted" if not is_number(total) else ("good" if total >= PASS_MARK else "bad")
+    needles = set(row.get("needle_doc_ids") or [])
+    best = row.get("needle_best_chunk") if isinstance(row.get("needle_best_chunk"), Mapping) else None
+    data_tags = " ".join(tags) + (" _diagnosed" if diagnosis is not None else " _clean")
+    summary = (f'<summary><span class=qid>{_h(row.get("question_id"))}</span>'
+               f'<span class="r {r_cls}">R{_h(rank if rank is not None else "-")}</span>'
+               f'<span class="g {g_cls}">G{_h(grade if grade is not None else "-")}</span>'
+               f'<span class="g {g_cls}">T{_h(f"{total:.1f}" if is_number(total) else "-")}</span>'
+               f'<span class=qtext>{_h(row.get("question"))}</span>'
+               f'<span class=tags>{"".join(f"<span class=tag>{_h(t)}</span>" for t in tags)}</span></summary>')
+    parts = [f"<p><b>Question</b> {_h(row.get('question'))}</p>"]
+    if row.get("expected_answer"):
+        parts.append(f"<p><b>Expected answer</b> {_h(row['expected_answer'])}</p>")
+    parts.append(f"<p><b>Needle</b> {_h(', '.join(sorted(needles)) or '-')}"
+                 + (f" — best chunk <code>{_h(best.get('chunk_id'))}</code> "
+                    f"({_h(' > '.join(map(str, best.get('heading_path') or [])) or 'no heading')}, overlap "
+                    f"{_h(format(best['overlap'], '.0%') if is_number(best.get('overlap')) else '?')})"
+                    if best else "") + "</p>")
+    if diagnosis is not None:
+        parts.append(f"<p class=diag><b>Diagnosis</b> {_h(diagnosis.get('sentence'))}</p>")
+    if row.get("llm_reasoning"):
+        parts.append(f"<p><b>Judge</b> {_h(row['llm_reasoning'])}</p>")
+    if row.get("grade_error"):
+        parts.append(f"<p class=bad><b>Not graded</b> {_h(row['grade_error'])}</p>")
+    extra = [(key, row[key]) for key in GROUP_FIELDS if isinstance(row.get(key), (str, int))]
+    if extra:
+        parts.append("<p class=muted>" + _h(" · ".join(f"{k2} {v}" for k2, v in extra)) + "</p>")
+    chunks = "".join(_chunk_html(item, needles, best.get("chunk_id") if best else None)
+                     for item in row.get("retrieved") or [])
+    parts.append(f"<div class=chunks>{chunks or '<p class=muted>nothing retrieved</p>'}</div>")
+    search = f"{row.get('question_id')} {row.get('question')}"
+    return (f'<details class="q" data-qid="{_h(row.get("question_id"))}" data-tags="{_h(data_tags)}" '
+            f'data-search="{_h(search)}">'
+            f'{summary}<div class="detail">{"".join(parts)}</div></details>')
+
+
+def _questions(rows: Sequence[Mapping], k: int) -> str:
+    counts = {tag: n for tag, n in count_tags(rows).items() if n or tag not in TAGS}
+    diagnosed = sum(1 for r in rows if isinstance(r.get("diagnosis"), Mapping))
+    has_diagnosis = any("diagnosis" in r for r in rows)
+    buttons = [f'<button type=button data-tag="" class="on">all ({len(rows)})</button>']
+    if has_diagnosis:
+        buttons.append(f'<button type=button data-tag="_diagnosed">diagnosed ({diagnosed})</button>')
+        buttons += [f'<button type=button data-tag="{_h(t)}">{_h(t)} ({n})</button>' for t, n in counts.items()]
+    note = "" if has_diagnosis else "<span class=muted>no diagnoses in this results file</span>"
+    bar = (f'<div class="filters">{"".join(buttons)}{note}<input type=search placeholder="filter by id or text">'
+           f'<button type=button class=expand>expand all</button><span class=shown></span></div>')
+    return bar + f'<div class="questions">{"".join(_question_html(r, k) for r in rows)}</div>'
+
+
+# ---- the comparison
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    return f"{x:.{digits}f}" if is_number(x) else "-"
+
+
+def _delta_plot(comparison: Mapping, name: str) -> str:
+    """Paired deltas with their 95% intervals: one row per (comparison, metric), each metric on
+    its own scale (a small panel per metric), zero marked."""
+    plt = _plt()
+    entries = []
+    for comp in comparison.get("comparisons") or []:
+        for metric, m in (comp.get("metrics") or {}).items():
+            if isinstance(m, Mapping) and is_number(m.get("delta")):
+                entries.append((str(metric), f"{comp.get('run')} vs {comp.get('against')}", m))
+    if not entries:
+        return ""
+    metrics = list(dict.fromkeys(e[0] for e in entries))
+    fig, axes = plt.subplots(len(metrics), 1, squeeze=False,
+                             figsize=(7.5, 0.6 + sum(0.28 * sum(1 for e in entries if e[0] == m) + 0.45
+                                                     for m in metrics)))
+    for ax, metric in zip(axes[:, 0], metrics, strict=True):
+        mine = [e for e in entries if e[0] == metric]
+        for y, (_, pair, m) in enumerate(mine):
+            ci = m.get("ci95")
+            verdict = str(m.get("verdict") or "")
+            color = (_COLORS["good"] if "better" in verdict else _COLORS["bad"] if "worse" in verdict
+                     else _COLORS["grey"])
+            if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_number(v) for v in ci):
+                ax.plot(ci, [y, y], color=color, lw=2)
+            ax.plot([m["delta"]], [y], "o", color=color)
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_yticks(range(len(mine)), [_label(p) for _, p, _ in mine])
+        ax.set_ylim(-0.6, len(mine) - 0.4)
+        ax.invert_yaxis()
+        ax.set_title(_label(f"Δ {metric}"), loc="left", fontsize=9)
+    fig.tight_layout()
+    return _svg(fig, name, "Paired deltas with 95% intervals (green: better, red: worse, grey: no difference)")
+
+
+def render_comparison(comparison: Mapping) -> str:
+    """The comparison section (HTML) from ``Comparison.to_json()``: runs, warnings, one table per
+    compared pair (means, delta, 95% CI, Holm-adjusted p, wins/ties/losses, verdict) and the
+    paired-delta plot. Absent fields show as ``-``."""
+    parts = ["<section class=comparison><h2>Comparison</h2>"]
+    runs = [r for r in comparison.get("runs") or [] if isinstance(r, Mapping)]
+    if runs:
+        parts.append("<table class=meta><thead><tr><th>run</th><th>strategy</th></tr></thead><tbody>"
+                     + "".join(f"<tr><td>{_h(r.get('id'))}</td><td>{_h(r.get('strategy') or '-')}</td></tr>"
+                               for r in runs) + "</tbody></table>")
+    facts = []
+    if "questions_compared" in comparison:
+        facts.append(f"{_h(comparison['questions_compared'])} questions compared")
+    left_out = comparison.get("left_out")
+    if left_out:
+        facts.append(f"left out: {_h(left_out if not isinstance(left_out, (list, dict)) else json.dumps(left_out))}")
+    if facts:
+        parts.append(f"<p>{'; '.join(facts)}</p>")
+    warnings = comparison.get("warnings") or []
+    if warnings:
+        parts.append("<ul class=warnings>" + "".join(f"<li>{_h(w)}</li>" for w in warnings) + "</ul>")
+    for comp in comparison.get("comparisons") or []:
+        if not isinstance(comp, Mapping):
+            continue
+        a, b = comp.get("run"), comp.get("against")
+        rows = []
+        for metric, m in (comp.get("metrics") or {}).items():
+            if not isinstance(m, Mapping):
+                continue
+            verdict = str(m.get("verdict") or "-")
+            cls = "good" if "better" in verdict else "bad" if "worse" in verdict else ""
+            ci = m.get("ci95")
+            ci_text = (f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "-")
+            wtl = "/".join(str(m.get(key, "-")) for key in ("wins", "ties", "losses"))
+            rows.append(f"<tr><th>{_h(metric)}</th><td class=num>{_fmt(m.get('mean_a'))}</td>"
+                        f"<td class=num>{_fmt(m.get('mean_b'))}</td><td class=num>{_fmt(m.get('delta'))}</td>"
+                        f"<td class=ci>{_h(ci_text)}</td><td class=num>{_fmt(m.get('p_value'), 4)}</td>"
+                        f"<td class=num>{_fmt(m.get('p_holm'), 4)}</td><td class=num>{_h(wtl)}</td>"
+                        f"<td class='{cls}'>{_h(verdict)}</td></tr>")
+        head = (f"<tr><th>metric</th><th>{_h(a)}</th><th>{_h(b)}</th><th>Δ</th><th>95% CI of Δ</th><th>p</th>"
+                f"<th>p (Holm)</th><th>wins/ties/losses</th><th>verdict</th></tr>")
+        parts.append(f"<h3>{_h(a)} against {_h(b)}</h3>"
+                     f"<table class='metrics compare'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>")
+        for key, label in (("worse", "worse"), ("better", "better")):
+            items = comp.get(key)
+            if items:
+                parts.append(f"<p class={'bad' if key == 'worse' else 'good'}><b>{label}:</b> "
+                             + _h(", ".join(str(i) if not isinstance(i, (dict, list)) else json.dumps(i)
+                                            for i in items)) + "</p>")
+    parts.append(_delta_plot(comparison, "paired-delta"))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+# ---- the page
+
+CSS = """
+:root{--fg:#1d2330;--muted:#6b7280;--line:#e3e6ec;--bg:#f6f7f9;--good:#1f7a4a;--bad:#b42318;--mid:#9a6700}
+*{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);
+background:var(--bg);margin:0}main{max-width:1180px;margin:0 auto;padding:18px 22px 60px}
+h1{font-size:22px;margin:6px 0 2px}h2{font-size:18px;margin:26px 0 10px;border-bottom:2px solid var(--line);
+padding-bottom:4px}h3{font-size:15px;margin:18px 0 8px}code{font:12px ui-monospace,Menlo,Consolas,monospace}
+.muted{color:var(--muted)}.good{color:var(--good)}.bad{color:var(--bad)}.mid{color:var(--mid)}
+section.run,section.comparison{background:#fff;border:1px solid var(--line);border-radius:10px;padding:6px 18px 16px;
+margin:16px 0}.cards{display:flex;gap:12px;margin:10px 0}.card{flex:1;border:1px solid var(--line);border-radius:8px;
+padding:8px 12px;background:#fbfcfd}.card .big{font-size:24px;font-weight:600}
+.twocol{display:grid;grid-template-columns:1fr 1fr;gap:18px;align-items:start}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line);
+vertical-align:top}table.meta th{width:38%;color:var(--muted);font-weight:500}td.num{text-align:right;
+font-variant-numeric:tabular-nums}td.ci{color:var(--muted);font-variant-numeric:tabular-nums}
+.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:14px;margin:14px 0}
+figure.plot{margin:0;border:1px solid var(--line);border-radius:8px;padding:6px;background:#fff}
+figure.plot svg{width:100%;height:auto}
+figcaption{font-size:12px;color:var(--muted);text-align:center}
+.filters{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:8px 0}
+.filters button{border:1px solid var(--line);background:#fff;border-radius:14px;padding:2px 10px;cursor:pointer;
+font-size:12px}.filters button.on{background:var(--fg);color:#fff}.filters input{margin-left:auto;padding:3px 8px;
+border:1px solid var(--line);border-radius:6px}.shown{color:var(--muted);font-size:12px}
+details.q{border-bottom:1px solid var(--line)}details.q>summary{display:grid;
+grid-template-columns:70px 44px 40px 52px 1fr auto;gap:8px;padding:5px 4px;cursor:pointer;list-style:none;
+align-items:baseline}details.q>summary::-webkit-details-marker{display:none}details.q[open]>summary{background:#eef2f8}
+details.q>summary:hover{background:#f1f4f9}.qid{font:12px ui-monospace,Menlo,monospace;color:var(--muted)}
+.r,.g{font-weight:600;font-variant-numeric:tabular-nums}.tag{display:inline-block;background:#fdecea;color:var(--bad);
+border-radius:10px;padding:0 7px;margin-left:4px;font-size:11px}.detail{padding:6px 12px 12px 18px;background:#fafbfc}
+.detail p{margin:4px 0}.diag{background:#fff7e6;border-left:3px solid #e67e22;padding:4px 8px}
+.chunks{display:grid;gap:8px;margin-top:8px}.chunk{border:1px solid var(--line);border-radius:6px;background:#fff}
+.chunk.needle{border-color:#7fb48f}.chunk.best{box-shadow:0 0 0 2px #e6b422}.chead{padding:3px 8px;
+background:#f3f4f6;font-size:12px}.ctitle{padding:2px 8px;color:var(--muted);font-size:12px}
+.chunk pre{margin:0;padding:6px 8px;max-height:220px;overflow:auto;white-space:pre-wrap;font-size:12px}
+.badge{background:#e3f1e7;color:var(--good);border-radius:8px;padding:0 6px;font-size:11px}
+.badge.best{background:#fbf0c9;color:#7a5b00}.warnings{color:var(--mid)}
+"""
+
+JS = """
+(function(){
+  function apply(sec){
+    var on=sec.querySelector('.filters button.on'), tag=on?on.getAttribute('data-tag'):'';
+    var q=(sec.querySelector('.filters input').value||'').toLowerCase(), n=0, rows=sec.querySelectorAll('details.q');
+    rows.forEach(function(d){
+      var ok=(!tag||(' '+d.getAttribute('data-tags')+' ').indexOf(' '+tag+' ')>=0)&&
+             (!q||d.getAttribute('data-search').toLowerCase().indexOf(q)>=0);
+      d.hidden=!ok; if(ok){n++;}
+    });
+    sec.querySelector('.shown').textContent=n+' of '+rows.length+' shown';
+    sec.setAttribute('data-shown', String(n));
+  }
+  function select(sec, tag){
+    var found=false;
+    sec.querySelectorAll('.filters button[data-tag]').forEach(function(b){
+      var hit=b.getAttribute('data-tag')===tag; b.classList.toggle('on',hit); found=found||hit;});
+    if(!found){var all=sec.querySelector('.filters button[data-tag=""]'); if(all){all.classList.add('on');}}
+    apply(sec);
+  }
+  function param(name){
+    var m=new RegExp('(?:^|[#&])'+name+'=([^&]*)').exec(location.hash); return m?decodeURIComponent(m[1]):'';}
+  var wanted=param('tag'), opened=param('open');
+  document.querySelectorAll('section.run').forEach(function(sec){
+    sec.querySelectorAll('.filters button[data-tag]').forEach(function(b){
+      b.addEventListener('click',function(){select(sec,b.getAttribute('data-tag'));});});
+    sec.querySelector('.filters input').addEventListener('input',function(){apply(sec);});
+    var ex=sec.querySelector('.filters button.expand');
+    ex.addEventListener('click',function(){
+      var open=ex.textContent==='expand all';
+      sec.querySelectorAll('details.q').forEach(function(d){if(!d.hidden){d.open=open;}});
+      ex.textContent=open?'collapse all':'expand all';});
+    select(sec, wanted);
+    if(opened){sec.querySelectorAll('details.q').forEach(function(d){
+      if(d.getAttribute('data-qid')===opened){d.open=true;}});}
+  });
+  document.documentElement.setAttribute('data-ready','1');
+})();
+"""
+
+ERROR_HOOK = ("window.addEventListener('error',function(e){var d=document.documentElement;"
+              "d.setAttribute('data-errors',(d.getAttribute('data-errors')||'')+(e.message||'error')+';');});")
+
+
+def _run_section(report: Mapping, label: str, index: int) -> str:
+    rows = _rows(report)
+    run_info = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    k = run_info.get("k")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:  # not recorded: the longest retrieved list
+        k = max([len(r["retrieved"]) for r in rows] + [1])
+    plots = [_rank_plot(rows, k, f"r{index}-rank"), _grade_plot(rows, f"r{index}-grade"),
+             _quadrant_plot(rows, k, f"r{index}-quadrant")]
+    groups = _group_stats(report, rows)
+    plots += [_group_plot(f, stats, f"r{index}-group-{j}") for j, (f, stats) in enumerate(groups.items()) if stats]
+    schema = report.get("schema_version", "?")
+    return (f'<section class="run" id="run-{index}"><h2>Run {_h(label)} <span class=muted>(schema {_h(schema)})'
+            f'</span></h2>{_cards(report)}<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
+            f'<div><h3>Metrics</h3>{_metric_rows(report)}</div></div>'
+            f'<div class="plots">{"".join(plots)}</div><h3>Questions</h3>{_questions(rows, k)}</section>')
+
+
+def render_report(runs: Sequence[Mapping], labels: Sequence[str], comparison: Mapping | None = None) -> str:
+    """The whole page for ``runs`` (results dicts) named by ``labels``; ``comparison`` is
+    ``compare_runs(runs).to_json()`` when there are several."""
+    title = "Retrieval benchmark report — " + ", ".join(labels)
+    generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    body = [f"<h1>Retrieval benchmark report</h1><p class=muted>{len(runs)} run{'s' if len(runs) != 1 else ''}: "
+            f"{_h(', '.join(labels))} · generated {_h(generated)}</p>"]
+    if comparison is not None:
+        body.append(render_comparison(comparison))
+    body += [_run_section(r, label, i) for i, (r, label) in enumerate(zip(runs, labels, strict=True))]
+    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
+            f"<meta name=viewport content='width=device-width,initial-scale=1'>"
+            f"<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'; "
+            f"script-src 'unsafe-inline'; img-src data:\">"
+            f"<title>{_h(title)}</title><script>{ERROR_HOOK}</script><style>{CSS}</style></head>"
+            f"<body><main>{''.join(body)}</main><script>{JS}</script></body></html>\n")
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    """Temp file in the same folder, then ``os.replace``: a reader never sees half a page."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600: give it an ordinary file's mode
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

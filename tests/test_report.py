@@ -1,0 +1,240 @@
+"""The HTML report: content and escaping (no browser), the command, and the page in headless Chromium."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from components.analysis.report import _group_stats, _rows, render_comparison, render_report
+from tests.browser import Elements, dump_dom, find_chromium, screenshot
+from tests.conftest import run_cli
+
+
+def row(qid: str, rank: int | None, grade: int | None, difficulty: str, **more) -> dict:
+    retrieved = [{"rank": 1, "doc_id": "other", "chunk_id": "other#0", "score": 0.9},
+                 {"rank": 2, "doc_id": "needle", "chunk_id": "needle#1", "score": 0.8}]
+    if rank == 1:
+        retrieved = [{**retrieved[1], "rank": 1}, {**retrieved[0], "rank": 2}]
+    elif rank is None:
+        retrieved = retrieved[:1]
+    total = None if grade is None else round(grade * {1: 1.0, 2: 0.95, None: 0.6}[rank], 4)
+    base = {"question_id": qid, "question": f"question {qid}?", "expected_answer": "v1.27", "needle_doc_id": "needle",
+            "needle_doc_ids": ["needle"], "needle_found": rank is not None, "rank": rank, "hit_at_1": rank == 1,
+            "hit_at_5": rank is not None, "llm_grade": grade, "llm_reasoning": f"reasoning {qid}",
+            "grade_error": None if grade else "no_expected_answer: none", "llm_raw_reply": None,
+            "prompt_variant": "reference", "total_score": total, "latency_ms": 1.0, "grading_latency_ms": 0.5,
+            "retrieved": retrieved, "difficulty": difficulty}
+    base.update(more)
+    return base
+
+
+SCHEMA1 = {
+    "schema_version": 1,
+    "run": {"status": "completed", "strategy": "modular-no-llm", "k": 2, "judge": {"provider": "offline",
+            "model": "lexical-idf-v1", "prompt_sha256": "f" * 64}, "corpus": {"source": "docs", "documents": 2,
+            "chunks": 3, "sha256": "a" * 64}, "questions_sha256": "b" * 64},
+    "hit_at_1_rate": 33.3, "hit_at_5_rate": 66.7, "mrr": 0.5, "avg_llm_grade": 6.0, "avg_total_score": 5.5,
+    "pass_rate_8": 33.3, "pass_rate_7": 33.3, "pass_rate_6_5": 33.3, "question_count": 3, "graded_count": 2,
+    "ungraded_count": 1, "grade_errors": {"no_expected_answer": 1},
+    "results": [row("q1", 1, 9, "easy"), row("q2", 2, 3, "hard"), row("q3", None, None, "hard")],
+}
+
+
+def schema2() -> dict:
+    report = copy.deepcopy(SCHEMA1)
+    report["schema_version"] = 2
+    report["run"].update(id="20261123T114500Z_modular-no-llm", cost_usd=None,
+                         usage={"judge": {"calls": 3, "input_tokens": 900, "output_tokens": 120, "cost_usd": None}})
+    report.update(ci95={"mrr": [0.5, 1.0], "hit_at_1_rate": None}, diagnosis_counts={"wrong_chunk": 1},
+                  groups={"difficulty": {"easy": {"count": 1, "hit_at_1_rate": 100.0, "hit_at_5_rate": 100.0},
+                                         "hard": {"count": 2, "hit_at_1_rate": 0.0, "hit_at_5_rate": 50.0}}})
+    for r in report["results"]:
+        r["diagnosis"] = None
+        r["needle_best_chunk"] = {"chunk_id": "needle#0", "heading_path": ["Intro"], "overlap": 1.0}
+        for item in r["retrieved"]:
+            item.update(title="T", heading_path=["H"], text=f"T > H\n\ntext of {item['chunk_id']}")
+    report["results"][1]["diagnosis"] = {"tags": ["wrong_chunk", "needle_hit_low_grade"],
+                                         "sentence": "Needle at rank 2, grade 3: the answer is in needle#0.",
+                                         "details": {}}
+    report["results"][2]["diagnosis"] = {"tags": ["vocabulary_mismatch"], "sentence": "Needle not in the top 2.",
+                                         "details": {}}
+    return report
+
+
+COMPARISON = {
+    "runs": [{"id": "run-a", "strategy": "baseline"}, {"id": "run-b", "strategy": "modular-no-llm"}],
+    "questions_compared": 3, "left_out": 0, "warnings": ["only 3 questions: <wide> intervals"],
+    "comparisons": [{"run": "run-b", "against": "run-a", "metrics": {
+        "mrr": {"mean_a": 0.75, "mean_b": 0.5, "delta": 0.25, "ci95": [0.05, 0.45], "p_value": 0.01, "p_holm": 0.02,
+                "wins": 2, "ties": 1, "losses": 0, "verdict": "better"},
+        "avg_llm_grade": {"mean_a": 6.0, "mean_b": 7.0, "delta": -1.0, "ci95": [-2.0, -0.1], "p_value": 0.04,
+                          "wins": 0, "ties": 1, "losses": 2, "verdict": "worse"},
+        "hit_at_5": {"mean_a": 1.0, "mean_b": 1.0, "delta": 0.0, "ci95": None, "verdict": "no difference"}},
+        "worse": ["avg_llm_grade"], "better": ["mrr"]}],
+}
+
+
+def count(page: str, tag: str, cls: str) -> int:
+    return len(Elements(page).find(tag, cls))
+
+
+# ---- content
+
+def test_schema1_page():
+    page = render_report([SCHEMA1], ["old"])
+    assert count(page, "details", "q") == 3
+    assert count(page, "figure", "plot") == 4  # rank, grade, quadrant, and difficulty derived from the rows
+    assert "no chunk text in this results file" in page and "no diagnoses in this results file" in page
+    assert "95% CI" in page and "[0." not in page  # no intervals in a schema-1 file
+    assert "reasoning q2" in page and "no_expected_answer: none" in page
+    assert "Comparison" not in page
+
+
+def test_schema2_page():
+    page = render_report([schema2()], ["new"])
+    assert count(page, "figure", "plot") == 4
+    assert "<td class=ci>[0.50, 1.00]</td>" in page  # MRR with its interval
+    assert '<button type=button data-tag="wrong_chunk">wrong_chunk (1)</button>' in page
+    assert '<button type=button data-tag="_diagnosed">diagnosed (2)</button>' in page
+    assert "Needle at rank 2, grade 3: the answer is in needle#0." in page
+    assert "text of needle#1" in page and "best chunk <code>needle#0</code> (Intro, overlap 100%)" in page
+    assert "judge usage" in page and "<th>cost</th><td>unknown</td>" in page
+    details = Elements(page).find("details", "q")
+    assert [d["data-tags"] for d in details] == [" _clean", "wrong_chunk needle_hit_low_grade _diagnosed",
+                                                 "vocabulary_mismatch _diagnosed"]
+
+
+def test_nothing_graded_shows_na():
+    report = copy.deepcopy(SCHEMA1)
+    report.update(graded_count=0, pass_rate_7=0.0, avg_llm_grade=None)
+    page = render_report([report], ["x"])
+    assert "<th>pass ≥ 7</th><td class=num>n/a (nothing graded)</td>" in page
+
+
+def test_rank_derived_when_absent():
+    report = copy.deepcopy(SCHEMA1)
+    for r in report["results"]:
+        del r["rank"]
+    assert [r["rank"] for r in _rows(report)] == [1, 2, None]
+
+
+def test_groups_derived_from_rows():
+    stats = _group_stats(SCHEMA1, _rows(SCHEMA1))
+    assert stats == {"difficulty": {"easy": {"count": 1, "hit_at_1_rate": 100.0, "hit_at_5_rate": 100.0, "mrr": 1.0},
+                                    "hard": {"count": 2, "hit_at_1_rate": 0.0, "hit_at_5_rate": 50.0, "mrr": 0.25}}}
+    assert _group_stats(schema2(), _rows(schema2()))["difficulty"]["hard"] == {
+        "count": 2, "hit_at_1_rate": 0.0, "hit_at_5_rate": 50.0}  # the run's own groups win
+
+
+def test_everything_is_escaped():
+    report = copy.deepcopy(SCHEMA1)
+    evil = '<script>alert(1)</script>"><img src=x onerror=alert(2)>\x1b[31m'
+    report["results"][0].update(question=evil, question_id=evil, llm_reasoning=evil, difficulty="$x^2$ " + evil)
+    report["results"][0]["retrieved"][0]["chunk_id"] = evil
+    report["run"]["strategy"] = evil
+    page = render_report([report], [evil])
+    assert page.count("<script") == 2  # the page's own: the error hook and the filter script
+    assert "<img" not in page and "alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img" in page
+    assert "\x1b" not in page and "\\x1b[31m" in page
+
+
+def test_self_contained():
+    page = render_report([schema2()], ["x"], COMPARISON)
+    refs = re.findall(r"""\b(?:src|href)\s*=\s*["']?([^"'\s>]*)""", page)
+    assert all(ref.startswith("#") for ref in refs), refs  # only in-page references (SVG markers)
+    assert all(ref.startswith("#") for ref in re.findall(r"url\(([^)]*)\)", page))  # SVG clip paths
+    assert "@import" not in page
+    assert "default-src 'none'" in page  # the browser may load nothing else
+
+
+def test_render_comparison():
+    section = render_comparison(COMPARISON)
+    assert "<h3>run-b against run-a</h3>" in section
+    assert ("<tr><th>mrr</th><td class=num>0.750</td><td class=num>0.500</td><td class=num>0.250</td>"
+            "<td class=ci>[0.050, 0.450]</td><td class=num>0.0100</td><td class=num>0.0200</td>"
+            "<td class=num>2/1/0</td><td class='good'>better</td></tr>") in section
+    assert "<td class=num>-</td><td class=num>-/-/-</td><td class=''>no difference</td>" in section
+    assert "<td class='bad'>worse</td>" in section
+    assert "only 3 questions: &lt;wide&gt; intervals" in section
+    assert count(section, "figure", "plot") == 1
+
+
+def test_render_comparison_with_little():
+    section = render_comparison({"runs": [{"id": "a"}], "comparisons": []})
+    assert "<h2>Comparison</h2>" in section and "<figure" not in section
+
+
+# ---- the command
+
+def test_report_command(tmp_path: Path):
+    src, out = tmp_path / "run.json", tmp_path / "report.html"
+    src.write_text(json.dumps(schema2()))
+    run = run_cli("report", str(src), "-o", str(out))
+    assert run.code == 0, run.stderr
+    assert "Report written to" in run.stderr
+    assert count(out.read_text(encoding="utf-8"), "details", "q") == 3
+
+
+@pytest.mark.parametrize("content,message", [
+    (None, "no such results file"), ("{not json", "not JSON (line 1"), ('{"run": {}}', 'no "results" list'),
+])
+def test_report_bad_input(tmp_path: Path, content, message):
+    src = tmp_path / "run.json"
+    if content is not None:
+        src.write_text(content)
+    run = run_cli("report", str(src), "-o", str(tmp_path / "r.html"))
+    assert run.code == 2 and message in run.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_report_several_runs(tmp_path: Path):
+    pytest.importorskip("components.analysis.compare", reason="compare_runs is not merged yet")
+    a, b, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "report.html"
+    a.write_text(json.dumps(SCHEMA1))
+    b.write_text(json.dumps(schema2()))
+    run = run_cli("report", str(a), str(b), "-o", str(out))
+    assert run.code == 0, run.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "<h2>Comparison</h2>" in page and count(page, "section", "run") == 2
+
+
+# ---- in a real browser
+
+needs_chromium = pytest.mark.skipif(find_chromium() is None,
+                                    reason="Chromium is not installed (apt-get install chromium): browser test skipped")
+
+
+@needs_chromium
+def test_report_in_chromium(tmp_path: Path):
+    page = tmp_path / "report.html"
+    page.write_text(render_report([schema2(), SCHEMA1], ["new", "old"], COMPARISON), encoding="utf-8")
+    dom = Elements(dump_dom(page))
+    root = dom.find("html")[0]
+    assert root.get("data-ready") == "1" and root.get("data-errors") is None
+    assert len(dom.find("details", "q")) == 6
+    assert len(dom.find("figure", "plot")) == 9  # comparison 1 + each run's 4
+    assert [s.get("data-shown") for s in dom.find("section", "run")] == ["3", "3"]
+
+    dom = Elements(dump_dom(page, "tag=wrong_chunk&open=q2"))
+    first = [d for d in dom.find("details", "q")][:3]
+    assert ["hidden" in d for d in first] == [True, False, True]
+    assert "open" in first[1]
+    assert [s.get("data-shown") for s in dom.find("section", "run")] == ["1", "3"]  # the old run has no tags
+
+    png = screenshot(page, tmp_path / "report.png", (1280, 1600))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+@needs_chromium
+def test_chromium_reports_script_errors(tmp_path: Path):
+    page = tmp_path / "broken.html"
+    html = render_report([SCHEMA1], ["x"]).replace("document.documentElement.setAttribute('data-ready','1');",
+                                                   "undefinedFunction();")
+    page.write_text(html, encoding="utf-8")
+    root = Elements(dump_dom(page)).find("html")[0]
+    assert root.get("data-ready") is None and "undefinedFunction" in (root.get("data-errors") or "")
