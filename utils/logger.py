@@ -68,6 +68,16 @@ def _escape_keeping_newlines(text: str) -> str:
     return "\n".join(line if line.isprintable() else escape_control(line) for line in text.split("\n"))
 
 
+class _InterceptHandler(logging.Handler):
+    """Stdlib logging (httpx2, the anthropic SDK) into loguru. Their INFO chatter (one line per
+    HTTP request, retry notices) goes to DEBUG: in the log file, not on the console."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = record.levelname if record.levelno >= logging.WARNING else "DEBUG"
+        _logger.bind(stdlib=record.name).opt(depth=6, exception=record.exc_info).log(
+            level, "[{}] {}", record.name, record.getMessage())
+
+
 class _ConsoleWriter:
     """The console sink: redacts, escapes control characters (newlines kept), never raises. A
     stream that fails (a closed pipe) ends console output silently; text the stream's encoding
