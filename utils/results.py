@@ -15,7 +15,7 @@ import stat
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field, is_dataclass, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -99,6 +99,16 @@ class QuestionResult:
         row.update({k: v for k, v in extra.items() if k not in row})
         return row
 
+    @classmethod
+    def from_json(cls, row: dict) -> QuestionResult:
+        """The inverse of :meth:`to_json` (a row of a results file or a journal, e.g. for
+        ``--resume``): known fields by name, the question's own fields back into ``extra``."""
+        names = {f.name for f in fields(cls)} - {"extra"}
+        known = {k: v for k, v in row.items() if k in names}
+        known["retrieved"] = [RetrievedItem(**{k: v for k, v in item.items() if k in _RETRIEVED_FIELDS})
+                              for item in row.get("retrieved") or [] if isinstance(item, dict)]
+        return cls(**known, extra={k: v for k, v in row.items() if k not in names})
+
 
 @dataclass(frozen=True)
 class Aggregates:
@@ -139,9 +149,15 @@ _ROW_METRIC_FIELDS = ("doc_rank", "hit_at_k", "rr", "rr_doc", "ndcg_at_k", "reca
                       "context_precision")
 
 
-def with_row_metrics(result: QuestionResult, k: int) -> QuestionResult:
+_RETRIEVED_FIELDS = {f.name for f in fields(RetrievedItem)}
+
+
+def with_row_metrics(result: QuestionResult | dict, k: int) -> QuestionResult:
     """``result`` with every issue-13 per-row field set: kept when present, else derived from
-    ``retrieved`` + ``needle_doc_ids`` (rows built before those fields existed)."""
+    ``retrieved`` + ``needle_doc_ids`` (rows built before those fields existed). A row given as a
+    dict (taken over by ``--resume``) is read with :meth:`QuestionResult.from_json`."""
+    if isinstance(result, dict):
+        result = QuestionResult.from_json(result)
     if all(getattr(result, name) is not None for name in _ROW_METRIC_FIELDS):
         return result
     derived = M.row_metrics(result.retrieved, result.needle_doc_ids, k)
