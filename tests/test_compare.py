@@ -206,8 +206,8 @@ def test_run_ids_resolve_under_runs(tmp_path: Path):
         resolve_run("nope", tmp_path)
     # and from the command line, in that folder
     proc = subprocess.run([sys.executable, str(ROOT / "benchmark.py"),
-                           *with_log_dir(["compare", "20261123T114500Z_base", "20261123T120000Z_new"])], cwd=tmp_path, env=clean_env(), capture_output=True, text=True,
-                          timeout=120)
+                           *with_log_dir(["compare", "20261123T114500Z_base", "20261123T120000Z_new"])],
+                          cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "new vs base" in proc.stdout
 
