@@ -49,6 +49,7 @@ environment:
   BENCHMARK_JUDGE_EFFORT   low | medium | high | xhigh | max, sent only where the model supports it
   BENCHMARK_SONNET_MODEL   the judge model (default claude-sonnet-5-5)
   BENCHMARK_HAIKU_MODEL    the query rewriter's model (default claude-haiku-4-5)
+  BENCHMARK_RETRY_WAIT_MAX seconds the retry pass may wait for a retry-after (default 60)
 
 exit codes:
   0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
@@ -78,8 +79,11 @@ def _dollars(text: str) -> float:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="LLM-graded retrieval benchmark.", epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = "\n".join(f"  {name:<15}{help_}" for name, (_, help_) in COMMANDS.items())
+    p = argparse.ArgumentParser(
+        description="LLM-graded retrieval benchmark.",
+        epilog=f"commands (python benchmark.py NAME --help):\n{commands}\n\n{EPILOG}",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strategy", default="modular-no-llm",
                    help="registered strategy (baseline, modular-no-llm, modular) or package.module:factory; "
                         "several, comma-separated, run in turn on one loaded corpus (default: %(default)s)")
@@ -190,10 +194,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
     "compare": ("components.analysis.compare", "compare runs question by question: deltas, CIs, p-values, verdicts"),
     "validate": ("components.dataset.validate",
-                 "Forward RAG check of a questions file: sufficiency (needle chunks grade >= 7), necessity "
-                 "(random chunks grade <= 3), duplicate/empty-needle/no-answer flags."),
+                 "forward RAG check of a questions file: needle chunks must grade >= 7, random ones <= 3"),
     "export-dataset": ("components.dataset.export_dataset",
-                       "Export (query, positive chunks, hard negatives) as JSON lines in seed 003's schema."),
+                       "export (query, positive chunks, hard negatives) as JSON lines (seed 003's schema)"),
     "report": ("components.analysis.report", "write one self-contained HTML report of one or more results files"),
 }
 

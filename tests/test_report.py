@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from components.analysis.report import _group_stats, _rows, render_comparison, render_report
+from components.analysis.compare import compare_runs
+from components.analysis.report import _group_stats, _rows, paired_deltas, render_comparison, render_report
 from tests.browser import Elements, dump_dom, find_chromium, screenshot
 from tests.conftest import run_cli
 
@@ -65,17 +66,34 @@ def schema2() -> dict:
     return report
 
 
-COMPARISON = {
-    "runs": [{"id": "run-a", "strategy": "baseline"}, {"id": "run-b", "strategy": "modular-no-llm"}],
-    "questions_compared": 3, "left_out": 0, "warnings": ["only 3 questions: <wide> intervals"],
-    "comparisons": [{"run": "run-b", "against": "run-a", "metrics": {
-        "mrr": {"mean_a": 0.75, "mean_b": 0.5, "delta": 0.25, "ci95": [0.05, 0.45], "p_value": 0.01, "p_holm": 0.02,
-                "wins": 2, "ties": 1, "losses": 0, "verdict": "better"},
-        "avg_llm_grade": {"mean_a": 6.0, "mean_b": 7.0, "delta": -1.0, "ci95": [-2.0, -0.1], "p_value": 0.04,
-                          "wins": 0, "ties": 1, "losses": 2, "verdict": "worse"},
-        "hit_at_5": {"mean_a": 1.0, "mean_b": 1.0, "delta": 0.0, "ci95": None, "verdict": "no difference"}},
-        "worse": ["avg_llm_grade"], "better": ["mrr"]}],
-}
+def baseline_run() -> dict:
+    """schema2() with reference ranks of one reference system (a name that needs escaping)."""
+    report = schema2()
+    for r, ref in zip(report["results"], (1, 3, None), strict=True):
+        r["reference_ranks"] = {"bm25<i>": ref}
+    return report
+
+
+def other_run() -> dict:
+    """A second run (schema 1, k 2) of the same questions plus q4, that moved: q1 rank 1 → 2 (total
+    9 → 8.55), q2 rank 2 → 1 and grade 3 → 8 (total 2.85 → 8), q3 unretrieved → rank 1, ungraded → 7."""
+    report = copy.deepcopy(SCHEMA1)
+    report["run"].update(strategy="hybrid", id="20261124T090000Z_hybrid")
+    report["results"] = [row("q1", 2, 9, "easy"), row("q2", 1, 8, "hard"), row("q3", 1, 7, "hard"),
+                         row("q4", 1, 10, "easy")]
+    return report
+
+
+LABELS = ["modular-no-llm", "hybrid"]  # compare's default labels: the strategies
+
+
+def comparison() -> dict:
+    """The real comparison of the two runs, as a report reads it (strict JSON)."""
+    return json.loads(json.dumps(compare_runs([baseline_run(), other_run()]).to_json(), allow_nan=False))
+
+
+def metric(comp: dict, key: str, index: int = 0) -> dict:
+    return next(m for m in comp["comparisons"][index]["metrics"] if m["metric"] == key)
 
 
 def count(page: str, tag: str, cls: str) -> int:
@@ -143,8 +161,24 @@ def test_everything_is_escaped():
     assert "\x1b" not in page and "\\x1b[31m" in page
 
 
+def test_comparison_is_escaped():
+    base, other = baseline_run(), other_run()
+    evil = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+    other["run"]["strategy"] = evil
+    for run in (base, other):
+        run["results"][0]["question"] = evil
+    base["results"][0]["reference_ranks"] = {evil: 1}
+    comp = json.loads(json.dumps(compare_runs([base, other]).to_json()))
+    assert comp["comparisons"][0]["worse"][0]["question"] == evil and comp["runs"][2]["label"] == f"ref:{evil}"
+    page = render_report([base, other], ["modular-no-llm", evil], comp)
+    assert page.count("<script") == 2 and "<img" not in page
+    section = render_comparison(comp, [base, other])
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img" in section
+    assert count(section, "figure", "plot") == 1  # the plot's title holds the label, escaped by matplotlib
+
+
 def test_self_contained():
-    page = render_report([schema2()], ["x"], COMPARISON)
+    page = render_report([baseline_run(), other_run()], LABELS, comparison())
     refs = re.findall(r"""\b(?:src|href)\s*=\s*["']?([^"'\s>]*)""", page)
     assert all(ref.startswith("#") for ref in refs), refs  # only in-page references (SVG markers)
     assert all(ref.startswith("#") for ref in re.findall(r"url\(([^)]*)\)", page))  # SVG clip paths
@@ -152,21 +186,68 @@ def test_self_contained():
     assert "default-src 'none'" in page  # the browser may load nothing else
 
 
+def test_paired_deltas_by_hand():
+    deltas = paired_deltas(baseline_run(), other_run(), ["q1", "q2", "q3"])
+    assert [q for q, _ in deltas["rr"]] == ["q1", "q2", "q3"]
+    assert [d for _, d in deltas["rr"]] == pytest.approx([-0.5, 0.5, 1.0])
+    assert [q for q, _ in deltas["total_score"]] == ["q1", "q2"]  # q3 is ungraded in the baseline
+    assert [d for _, d in deltas["total_score"]] == pytest.approx([-0.45, 5.15])
+    comp = comparison()
+    for key, values in deltas.items():  # the plotted differences are those compare's statistics used
+        assert metric(comp, key)["n"] == len(values)
+        assert metric(comp, key)["delta"] == pytest.approx(sum(d for _, d in values) / len(values))
+    assert paired_deltas(baseline_run(), other_run(), []) == {"rr": [], "total_score": []}
+
+
 def test_render_comparison():
-    section = render_comparison(COMPARISON)
-    assert "<h3>run-b against run-a</h3>" in section
-    assert ("<tr><th>mrr</th><td class=num>0.750</td><td class=num>0.500</td><td class=num>0.250</td>"
-            "<td class=ci>[0.050, 0.450]</td><td class=num>0.0100</td><td class=num>0.0200</td>"
-            "<td class=num>2/1/0</td><td class='good'>better</td></tr>") in section
-    assert "<td class=num>-</td><td class=num>-/-/-</td><td class=''>no difference</td>" in section
-    assert "<td class='bad'>worse</td>" in section
-    assert "only 3 questions: &lt;wide&gt; intervals" in section
-    assert count(section, "figure", "plot") == 1
+    comp = comparison()
+    section = render_comparison(comp, [baseline_run(), other_run()])
+    assert "<td><b>modular-no-llm</b></td><td>baseline</td><td>modular-no-llm</td>" in section
+    assert "<td><b>hybrid</b></td><td>run</td><td>hybrid</td><td>20261124T090000Z_hybrid</td>" in section
+    assert ("<tr class=ref><td><b>ref:bm25&lt;i&gt;</b></td><td><span class='badge ref'>reference system</span>"
+            in section)
+    assert "Compared on 3 questions" in section and "Left out (not in every run): 0 of modular-no-llm, 1 of hybrid." \
+        in section
+    assert "<li>warning: the runs have different question sets" in section
+    # MRR by hand: baseline 1, 1/2, 0 → 0.5; other 1/2, 1, 1 → 0.833; wins q2, q3, loss q1
+    mrr = metric(comp, "rr")
+    ci = f"[{mrr['ci95'][0]:+.3f}, {mrr['ci95'][1]:+.3f}]"
+    assert (f"<tr><th>MRR</th><td class=num>3</td><td class=num>0.500</td><td class=num>0.833</td>"
+            f"<td class=num>+0.333</td><td class=ci>{ci}</td><td class=num>{mrr['p']:.3f}</td><td class=num>-</td>"
+            f"<td class=num>2/0/1</td><td class='verdict muted'>no detectable difference</td></tr>") in section
+    assert "<th>total score</th><td class=num>2</td>" in section and "<td class=num>+2.35</td>" in section
+    means = "<th>MRR</th><td class=num>0.500</td><td class=num>0.833</td><td class=num>0.444</td></tr>"
+    assert means in section  # the reference system's ranks 1, 3, none: MRR 0.444
+    assert (f"MRR: 3 questions detect a change of about {mrr['mde']:.3f}; you would need about "
+            f"{mrr['questions_needed']} questions to detect a 0.05 MRR change.") in section
+    assert len(Elements(section).find("details", "changes")) == 2
+    worse, better = section.split("Better in hybrid")
+    worse = worse[worse.index("Worse in hybrid"):]
+    assert ("<td><span class=qid>q1</span> <span title=\"question q1?\">question q1?</span></td>"
+            "<td class=num>1 → 2</td><td class=num>1 → 2</td><td class=num>9 → 9</td>"
+            "<td class=num>9.00 → 8.55</td>"
+            "<td class='num bad'>-0.45</td><td class='num bad'>-0.500</td>") in worse and ">q2</span>" not in worse
+    assert ">q1</span>" not in better and better.index(">q2</span>") < better.index(">q3</span>")  # largest first
+    assert "<td class=num>2 → 1</td><td class=num>2 → 1</td><td class=num>3 → 8</td>" in better  # q2
+    assert "<td class=num>- → 1</td><td class=num>- → 1</td><td class=num>- → 7</td>" in better  # q3
+    assert "<td class='num good'>+5.15</td><td class='num good'>+0.500</td>" in better
+    # the reference system: its own block, rank-only, no question lists
+    ref = section[section.index("<div class='pair ref'>"):]
+    assert "ref:bm25&lt;i&gt; <span class='badge ref'>reference system</span> against modular-no-llm" in ref
+    assert "Not comparable (no question has it in both): grade, total score, pass@7" in ref and "Worse in" not in ref
+    plots = Elements(section).find("figure", "plot")
+    assert [p["data-plot"] for p in plots] == ["paired-delta-0"]
+    assert "MRR: 3 questions, mean Δ +0.333; total score: 2 questions, mean Δ +2.350</figcaption>" in section
+
+
+def test_render_comparison_without_runs_has_no_plot():
+    section = render_comparison(comparison())
+    assert "<h3>hybrid against modular-no-llm</h3>" in section and "<figure" not in section
 
 
 def test_render_comparison_with_little():
-    section = render_comparison({"runs": [{"id": "a"}], "comparisons": []})
-    assert "<h2>Comparison</h2>" in section and "<figure" not in section
+    section = render_comparison({"runs": [], "comparisons": []})
+    assert "<h2>Comparison</h2>" in section and "<figure" not in section and "<table" not in section
 
 
 # ---- the command
@@ -193,14 +274,23 @@ def test_report_bad_input(tmp_path: Path, content, message):
 
 
 def test_report_several_runs(tmp_path: Path):
-    pytest.importorskip("components.analysis.compare", reason="compare_runs is not merged yet")
     a, b, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "report.html"
-    a.write_text(json.dumps(SCHEMA1))
-    b.write_text(json.dumps(schema2()))
+    runs = [baseline_run(), other_run()]
+    a.write_text(json.dumps(runs[0]))
+    b.write_text(json.dumps(runs[1]))
     run = run_cli("report", str(a), str(b), "-o", str(out))
     assert run.code == 0, run.stderr
     page = out.read_text(encoding="utf-8")
     assert "<h2>Comparison</h2>" in page and count(page, "section", "run") == 2
+    assert "<h2>Run modular-no-llm " in page and "<h2>Run hybrid " in page  # compare's labels on the whole page
+    expected = render_comparison(compare_runs(runs, LABELS, sources=[str(a), str(b)]).to_json(), runs)
+    assert expected in page  # the section is the real comparison's, plot included
+    assert count(page, "table", "compare") == 3  # means, the run pair, the reference system
+    assert count(page, "details", "changes") == 2
+    assert [p["data-plot"] for p in Elements(page).find("figure", "plot")][0] == "paired-delta-0"
+    assert ("<tr><th>MRR</th><td class=num>3</td><td class=num>0.500</td><td class=num>0.833</td>"
+            "<td class=num>+0.333</td>") in page
+    assert f"<td>{a}</td>" in page  # the source of each run
 
 
 # ---- in a real browser
@@ -212,19 +302,20 @@ needs_chromium = pytest.mark.skipif(find_chromium() is None,
 @needs_chromium
 def test_report_in_chromium(tmp_path: Path):
     page = tmp_path / "report.html"
-    page.write_text(render_report([schema2(), SCHEMA1], ["new", "old"], COMPARISON), encoding="utf-8")
+    page.write_text(render_report([baseline_run(), other_run()], LABELS, comparison()), encoding="utf-8")
     dom = Elements(dump_dom(page))
     root = dom.find("html")[0]
     assert root.get("data-ready") == "1" and root.get("data-errors") is None
-    assert len(dom.find("details", "q")) == 6
-    assert len(dom.find("figure", "plot")) == 9  # comparison 1 + each run's 4
-    assert [s.get("data-shown") for s in dom.find("section", "run")] == ["3", "3"]
+    assert len(dom.find("details", "q")) == 7
+    assert len(dom.find("figure", "plot")) == 9  # the paired deltas + each run's 4
+    assert len(dom.find("table", "compare")) == 3 and len(dom.find("details", "changes")) == 2
+    assert [s.get("data-shown") for s in dom.find("section", "run")] == ["3", "4"]
 
     dom = Elements(dump_dom(page, "tag=wrong_chunk&open=q2"))
     first = [d for d in dom.find("details", "q")][:3]
     assert ["hidden" in d for d in first] == [True, False, True]
     assert "open" in first[1]
-    assert [s.get("data-shown") for s in dom.find("section", "run")] == ["1", "3"]  # the old run has no tags
+    assert [s.get("data-shown") for s in dom.find("section", "run")] == ["1", "4"]  # the other run has no tags
 
     png = screenshot(page, tmp_path / "report.png", (1280, 1600))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000

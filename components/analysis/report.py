@@ -6,8 +6,10 @@ histogram, grade against rank (the judge/needle disagreement quadrants of the di
 per-group bars — and a per-question table whose rows expand to the retrieved chunks' text, the
 judge's reasoning and the diagnosis, filterable by diagnosis tag (and by a link:
 ``report.html#tag=wrong_chunk`` filters, ``#open=q_006`` opens that question's row). With several
-runs it begins with their comparison (:func:`render_comparison` of
-``components.analysis.compare.compare_runs``) and a paired-delta plot.
+runs it begins with their comparison (:func:`render_comparison` of the JSON of
+``components.analysis.compare.compare_runs``, whose labels then name the runs on the whole page):
+the runs and reference systems, one table per compared pair with its verdicts, the questions that
+got worse and better, and a paired-delta plot of the per-question RR and total-score differences.
 
 Inline CSS, inline SVG (matplotlib, imported here only) and a little inline JavaScript (expand,
 filter); no network access, no external file: it opens from disk. Every text from the results is
@@ -32,6 +34,8 @@ from typing import Any
 
 from loguru import logger
 
+from components.analysis.compare import BETTER, WORSE, compare_runs, default_labels, question_view
+from components.analysis.compare import METRICS as COMPARE_METRICS
 from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
 from utils.console import NOTHING_GRADED, PASS_MARK, escape_control, format_ci, format_value, is_number, shorten
 from utils.errors import InputError
@@ -46,6 +50,8 @@ METRICS = (  # (key, label) of the metric table, in order; a key the run lacks i
     ("context_precision", "context precision"), ("avg_llm_grade", "avg grade"), ("avg_total_score", "avg total"),
     ("pass_rate_8", "pass ≥ 8"), ("pass_rate_7", "pass ≥ 7"), ("pass_rate_6_5", "pass ≥ 6.5"),
 )
+DELTA_METRICS = (("rr", "MRR"), ("total_score", "total score"))  # (compare key, label) of the paired-delta plot
+_DIGITS = {spec.key: spec.digits for spec in COMPARE_METRICS}  # decimals per compare metric, as its console shows
 _GRADED_ONLY = {"avg_llm_grade", "avg_total_score", "pass_rate_8", "pass_rate_7", "pass_rate_6_5"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _COLORS = {"bar": "#3b6ea8", "good": "#2e8b57", "bad": "#c0392b", "warn": "#e67e22", "grey": "#8a8f98"}
@@ -66,12 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: object) -> int:
     check_writable(args.output)
     runs = [load_run(path) for path in args.runs]
-    comparison = None
-    if len(runs) > 1:
-        from components.analysis.compare import compare_runs
-
-        comparison = compare_runs(runs).to_json()
     labels = [run_label(r, p) for r, p in zip(runs, args.runs, strict=True)]
+    comparison = None
+    if len(runs) > 1:  # compare's labels (strategies when distinct) name the runs everywhere on the page
+        labels = default_labels(runs, labels)
+        comparison = compare_runs(runs, labels, sources=[str(p) for p in args.runs]).to_json()
     page = render_report(runs, labels, comparison)
     _write_text_atomic(args.output, page)
     logger.info("Report written to {} ({} run{}, {} KB)", args.output, len(runs), "s" if len(runs) > 1 else "",
@@ -455,94 +460,234 @@ def _questions(rows: Sequence[Mapping], k: int) -> str:
 
 # ---- the comparison
 
-def _fmt(x: Any, digits: int = 3) -> str:
-    return f"{x:.{digits}f}" if is_number(x) else "-"
+def _fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
+    if not is_number(x):
+        return "-"
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
-def _delta_plot(comparison: Mapping, name: str) -> str:
-    """Paired deltas with their 95% intervals: one row per (comparison, metric), each metric on
-    its own scale (a small panel per metric), zero marked."""
-    plt = _plt()
-    entries = []
-    for comp in comparison.get("comparisons") or []:
-        for metric, m in (comp.get("metrics") or {}).items():
-            if isinstance(m, Mapping) and is_number(m.get("delta")):
-                entries.append((str(metric), f"{comp.get('run')} vs {comp.get('against')}", m))
-    if not entries:
+def _p(p: Any) -> str:
+    if not is_number(p):
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _grade(g: Any) -> str:
+    return f"{g:g}" if is_number(g) else "-"
+
+
+def _arrow(before: Any, after: Any, fmt: Any = str) -> str:
+    return f"{'-' if before is None else fmt(before)} → {'-' if after is None else fmt(after)}"
+
+
+def _verdict_class(verdict: Any) -> str:
+    return {BETTER: "good", WORSE: "bad"}.get(str(verdict), "muted")
+
+
+def paired_deltas(baseline: Mapping, other: Mapping, question_ids: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+    """Per question ``other − baseline`` of each metric in :data:`DELTA_METRICS` (RR, total score), paired
+    by question id over ``question_ids`` (the comparison's common questions), with each row's values as
+    compare reads them (:func:`components.analysis.compare.question_view`, so schema-1 rows work too). A
+    question that lacks the value in either run (e.g. ungraded) is left out of that metric; empty lists
+    when nothing pairs. Differences only, for plotting: means, intervals and p-values are compare's."""
+    views = []
+    for run in (baseline, other):
+        run_info = run.get("run") if isinstance(run.get("run"), Mapping) else {}
+        k = int(run_info.get("k") or 5)  # as compare_runs reads it
+        rows = {str(r["question_id"]): r for r in run.get("results") or []
+                if isinstance(r, Mapping) and r.get("question_id") not in (None, "")}
+        views.append({q: question_view(dict(rows[q]), k).values for q in question_ids if q in rows})
+    before, after = views
+    return {key: [(q, after[q][key] - before[q][key]) for q in question_ids
+                  if q in before and q in after and before[q][key] is not None and after[q][key] is not None]
+            for key, _ in DELTA_METRICS}
+
+
+def _delta_plot(deltas: Mapping[str, Sequence[tuple[str, float]]], stats: Mapping[str, Mapping], baseline: str,
+                other: str, name: str) -> str:
+    """One panel per metric of :data:`DELTA_METRICS`: the per-question deltas (``other − baseline``)
+    as bars sorted from worst to best, zero marked, and compare's mean delta with its 95% CI as a
+    dashed line in a band. Empty string when no metric has a paired question."""
+    if not any(deltas.get(key) for key, _ in DELTA_METRICS):
         return ""
-    metrics = list(dict.fromkeys(e[0] for e in entries))
-    fig, axes = plt.subplots(len(metrics), 1, squeeze=False,
-                             figsize=(7.5, 0.6 + sum(0.28 * sum(1 for e in entries if e[0] == m) + 0.45
-                                                     for m in metrics)))
-    for ax, metric in zip(axes[:, 0], metrics, strict=True):
-        mine = [e for e in entries if e[0] == metric]
-        for y, (_, pair, m) in enumerate(mine):
-            ci = m.get("ci95")
-            verdict = str(m.get("verdict") or "")
-            color = (_COLORS["good"] if "better" in verdict else _COLORS["bad"] if "worse" in verdict
-                     else _COLORS["grey"])
-            if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_number(v) for v in ci):
-                ax.plot(ci, [y, y], color=color, lw=2)
-            ax.plot([m["delta"]], [y], "o", color=color)
-        ax.axvline(0, color="black", lw=0.8)
-        ax.set_yticks(range(len(mine)), [_label(p) for _, p, _ in mine])
-        ax.set_ylim(-0.6, len(mine) - 0.4)
-        ax.invert_yaxis()
-        ax.set_title(_label(f"Δ {metric}"), loc="left", fontsize=9)
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(DELTA_METRICS), figsize=(7.8, 2.9), squeeze=False)
+    captions = []
+    for ax, (key, label) in zip(axes[0], DELTA_METRICS, strict=True):
+        values = sorted(d for _, d in deltas.get(key) or [])
+        ax.set_title(_label(f"Δ {label} per question"), loc="left", fontsize=9)
+        if not values:
+            ax.text(0.5, 0.5, "no question has it in both runs", ha="center", va="center", transform=ax.transAxes,
+                    color=_COLORS["grey"])
+            ax.set_axis_off()
+            continue
+        colors = [_COLORS["good"] if d > 1e-12 else _COLORS["bad"] if d < -1e-12 else _COLORS["grey"] for d in values]
+        ax.bar(range(1, len(values) + 1), values, width=0.8 if len(values) < 60 else 1.0, color=colors)
+        ax.axhline(0, color="black", lw=0.8)
+        m = stats.get(key) or {}
+        ci = m.get("ci95")
+        if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_number(v) for v in ci):
+            ax.axhspan(ci[0], ci[1], color=_COLORS["bar"], alpha=0.15, lw=0, label="95% CI of the mean Δ")
+        if is_number(m.get("delta")):
+            ax.axhline(m["delta"], color=_COLORS["bar"], lw=1.2, ls="--", label=f"mean Δ {m['delta']:+.3f}")
+            ax.legend(fontsize=7, frameon=False, loc="upper left")
+        ax.set_xlim(0.4, len(values) + 0.6)
+        ax.set_xlabel("questions, sorted by Δ")
+        ax.locator_params(axis="x", integer=True)
+        captions.append(f"{label}: {len(values)} questions, mean Δ {_fmt(m.get('delta'), 3, True)}")
+    fig.suptitle(_label(f"{other} − {baseline}", 80), fontsize=9, x=0.01, ha="left")
     fig.tight_layout()
-    return _svg(fig, name, "Paired deltas with 95% intervals (green: better, red: worse, grey: no difference)")
+    return _svg(fig, name, f"Paired deltas, {other} − {baseline} (green: better, red: worse); "
+                           + "; ".join(captions))
 
 
-def render_comparison(comparison: Mapping) -> str:
-    """The comparison section (HTML) from ``Comparison.to_json()``: runs, warnings, one table per
-    compared pair (means, delta, 95% CI, Holm-adjusted p, wins/ties/losses, verdict) and the
-    paired-delta plot. Absent fields show as ``-``."""
+def _runs_table(summaries: Sequence[Mapping]) -> str:
+    head = ("<tr><th>run</th><th>kind</th><th>strategy</th><th>run id</th><th>judge</th><th>questions</th>"
+            "<th>source</th></tr>")
+    body = []
+    for i, s in enumerate(summaries):
+        reference = s.get("kind") == "reference"
+        kind = ("<span class='badge ref'>reference system</span>" if reference
+                else "baseline" if i == 0 else "run")
+        judge = " ".join(str(s[key]) for key in ("judge_provider", "judge_model") if s.get(key))
+        if reference:
+            judge = "rank only (the questions' reference_ranks)"
+        body.append(f"<tr{' class=ref' if reference else ''}><td><b>{_h(s.get('label'))}</b></td><td>{kind}</td>"
+                    f"<td>{_h(s.get('strategy') or '-')}</td><td>{_h(s.get('run_id') or '-')}</td>"
+                    f"<td>{_h(judge or '-')}</td><td class=num>{_h(s.get('question_count', '-'))}</td>"
+                    f"<td>{_h(s.get('source') or '-')}</td></tr>")
+    return f"<table class='meta runs'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _means_table(summaries: Sequence[Mapping], metrics: Sequence[Mapping], count: Any) -> str:
+    head = "<tr><th>metric</th>" + "".join(
+        f"<th{' class=ref' if s.get('kind') == 'reference' else ''}>{_h(s.get('label'))}</th>" for s in summaries
+    ) + "</tr>"
+    body = []
+    for m in metrics:
+        key, digits = m.get("key"), _DIGITS.get(str(m.get("key")), 3)
+        cells = "".join(f"<td class=num>{_h(_fmt((s.get('means') or {}).get(key), digits))}</td>" for s in summaries)
+        body.append(f"<tr><th>{_h(m.get('label') or key)}</th>{cells}</tr>")
+    return (f"<h3>Means over the {_h(count)} compared questions</h3><p class=muted>grade and total score 1-10, "
+            f"the others 0-1</p><table class='metrics compare'><thead>{head}</thead><tbody>{''.join(body)}"
+            f"</tbody></table>")
+
+
+def _pair_table(comp: Mapping, labels: Mapping[str, str]) -> tuple[str, list[str], list[str]]:
+    """The metric table of one comparison, its "you would need about N questions" sentences and
+    the labels of the metrics no question has in both runs."""
+    rows, power, absent = [], [], []
+    for m in comp.get("metrics") or []:
+        if not isinstance(m, Mapping):
+            continue
+        key = str(m.get("metric"))
+        label, digits = labels.get(key, key), _DIGITS.get(key, 3)
+        if not m.get("n"):
+            absent.append(label)
+            continue
+        ci = m.get("ci95")
+        ci_text = (f"[{_fmt(ci[0], digits, True)}, {_fmt(ci[1], digits, True)}]"
+                   if isinstance(ci, (list, tuple)) and len(ci) == 2 else "-")
+        wtl = "/".join(_h(m.get(k, "-")) for k in ("wins", "ties", "losses"))
+        verdict = m.get("verdict") or "-"
+        rows.append(f"<tr><th>{_h(label)}</th><td class=num>{_h(m.get('n'))}</td>"
+                    f"<td class=num>{_fmt(m.get('mean_baseline'), digits)}</td>"
+                    f"<td class=num>{_fmt(m.get('mean_other'), digits)}</td>"
+                    f"<td class=num>{_fmt(m.get('delta'), digits, True)}</td><td class=ci>{_h(ci_text)}</td>"
+                    f"<td class=num>{_h(_p(m.get('p')))}</td><td class=num>{_h(_p(m.get('p_holm')))}</td>"
+                    f"<td class=num>{wtl}</td><td class='verdict {_verdict_class(verdict)}'>{_h(verdict)}</td></tr>")
+        if is_number(m.get("questions_needed")):
+            power.append(f"{label}: {m['n']} questions detect a change of about {_fmt(m.get('mde'), digits)}; "
+                         f"you would need about {m['questions_needed']} questions to detect a "
+                         f"{_grade(m.get('effect'))} {label} change.")
+        elif is_number(m.get("n")) and m["n"] >= 2:
+            power.append(f"{label}: every question moved by the same amount, so there is no spread to size a "
+                         "detectable change.")
+    head = (f"<tr><th>metric</th><th>n</th><th>{_h(comp.get('baseline'))}</th><th>{_h(comp.get('other'))}</th>"
+            "<th>Δ</th><th>95% CI of Δ</th><th>p</th><th>p (Holm)</th><th>W/T/L</th><th>verdict</th></tr>")
+    table = f"<table class='metrics compare'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+    return table, power, absent
+
+
+def _changes_table(title: str, changes: Sequence[Any], cls: str) -> str:
+    """The questions that got worse (or better), largest first, as compare lists them."""
+    changes = [c for c in changes if isinstance(c, Mapping)]
+    if not changes:
+        return f"<p class=muted>{_h(title)}: none</p>"
+    head = ("<tr><th>question</th><th>rank</th><th>doc rank</th><th>grade</th><th>total</th><th>Δ total</th>"
+            "<th>Δ RR</th><th>top documents before</th><th>top documents after</th></tr>")
+    body = []
+    for c in changes:
+        docs = [", ".join(str(d) for d in c.get(key) or []) or "-" for key in ("top_docs_before", "top_docs_after")]
+        body.append(
+            f"<tr><td><span class=qid>{_h(c.get('question_id'))}</span> "
+            f"<span title=\"{_h(c.get('question'))}\">{_h(shorten(str(c.get('question') or ''), 70))}</span></td>"
+            f"<td class=num>{_h(_arrow(c.get('rank_before'), c.get('rank_after')))}</td>"
+            f"<td class=num>{_h(_arrow(c.get('doc_rank_before'), c.get('doc_rank_after')))}</td>"
+            f"<td class=num>{_h(_arrow(c.get('grade_before'), c.get('grade_after'), _grade))}</td>"
+            f"<td class=num>{_h(_arrow(c.get('total_before'), c.get('total_after'), lambda x: _fmt(x, 2)))}</td>"
+            f"<td class='num {cls}'>{_fmt(c.get('delta_total'), 2, True)}</td>"
+            f"<td class='num {cls}'>{_fmt(c.get('delta_rr'), 3, True)}</td>"
+            f"<td><code>{_h(docs[0])}</code></td><td><code>{_h(docs[1])}</code></td></tr>")
+    return (f"<details class=changes open><summary class={cls}><b>{_h(title)}</b> ({len(changes)}, largest first)"
+            f"</summary><table class=changes><thead>{head}</thead><tbody>{''.join(body)}</tbody></table></details>")
+
+
+def render_comparison(comparison: Mapping, runs: Sequence[Mapping] = ()) -> str:
+    """The comparison section (HTML) from ``compare_runs(...).to_json()``: the runs (reference systems
+    marked), the questions compared and left out, the warnings, their means, then per comparison a
+    table (means, Δ, 95% CI, p, Holm-adjusted p, wins/ties/losses, verdict), the "you would need
+    about N questions" sentences, the questions that got worse and better, and the paired-delta plot.
+    ``runs`` are the results dicts in the order given to compare_runs: the per-question deltas of
+    the plot come from their rows (the comparison JSON holds only the changed questions); without
+    them there is no plot. Absent values show as ``-``."""
+    summaries = [s for s in comparison.get("runs") or [] if isinstance(s, Mapping)]
+    metrics = [m for m in comparison.get("metrics") or [] if isinstance(m, Mapping)]
+    labels = {str(m.get("key")): str(m.get("label") or m.get("key")) for m in metrics}
+    user_runs = [s for s in summaries if s.get("kind") != "reference"]
+    results_of = ({str(s.get("label")): r for s, r in zip(user_runs, runs, strict=True)}
+                  if len(runs) == len(user_runs) else {})
     parts = ["<section class=comparison><h2>Comparison</h2>"]
-    runs = [r for r in comparison.get("runs") or [] if isinstance(r, Mapping)]
-    if runs:
-        parts.append("<table class=meta><thead><tr><th>run</th><th>strategy</th></tr></thead><tbody>"
-                     + "".join(f"<tr><td>{_h(r.get('id'))}</td><td>{_h(r.get('strategy') or '-')}</td></tr>"
-                               for r in runs) + "</tbody></table>")
-    facts = []
-    if "questions_compared" in comparison:
-        facts.append(f"{_h(comparison['questions_compared'])} questions compared")
+    if summaries:
+        parts.append(_runs_table(summaries))
+    count = comparison.get("common_question_count")
+    facts = [f"Compared on {_h(count if count is not None else '-')} questions, paired by question id; "
+             "every run is compared with the baseline (Δ = run − baseline)."]
     left_out = comparison.get("left_out")
-    if left_out:
-        facts.append(f"left out: {_h(left_out if not isinstance(left_out, (list, dict)) else json.dumps(left_out))}")
-    if facts:
-        parts.append(f"<p>{'; '.join(facts)}</p>")
+    if isinstance(left_out, Mapping) and any(left_out.values()):
+        facts.append("Left out (not in every run): "
+                     + _h(", ".join(f"{n} of {label}" for label, n in left_out.items())) + ".")
+    parts.append(f"<p>{' '.join(facts)}</p>")
     warnings = comparison.get("warnings") or []
     if warnings:
-        parts.append("<ul class=warnings>" + "".join(f"<li>{_h(w)}</li>" for w in warnings) + "</ul>")
-    for comp in comparison.get("comparisons") or []:
-        if not isinstance(comp, Mapping):
-            continue
-        a, b = comp.get("run"), comp.get("against")
-        rows = []
-        for metric, m in (comp.get("metrics") or {}).items():
-            if not isinstance(m, Mapping):
-                continue
-            verdict = str(m.get("verdict") or "-")
-            cls = "good" if "better" in verdict else "bad" if "worse" in verdict else ""
-            ci = m.get("ci95")
-            ci_text = (f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "-")
-            wtl = "/".join(str(m.get(key, "-")) for key in ("wins", "ties", "losses"))
-            rows.append(f"<tr><th>{_h(metric)}</th><td class=num>{_fmt(m.get('mean_a'))}</td>"
-                        f"<td class=num>{_fmt(m.get('mean_b'))}</td><td class=num>{_fmt(m.get('delta'))}</td>"
-                        f"<td class=ci>{_h(ci_text)}</td><td class=num>{_fmt(m.get('p_value'), 4)}</td>"
-                        f"<td class=num>{_fmt(m.get('p_holm'), 4)}</td><td class=num>{_h(wtl)}</td>"
-                        f"<td class='{cls}'>{_h(verdict)}</td></tr>")
-        head = (f"<tr><th>metric</th><th>{_h(a)}</th><th>{_h(b)}</th><th>Δ</th><th>95% CI of Δ</th><th>p</th>"
-                f"<th>p (Holm)</th><th>wins/ties/losses</th><th>verdict</th></tr>")
-        parts.append(f"<h3>{_h(a)} against {_h(b)}</h3>"
-                     f"<table class='metrics compare'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>")
-        for key, label in (("worse", "worse"), ("better", "better")):
-            items = comp.get(key)
-            if items:
-                parts.append(f"<p class={'bad' if key == 'worse' else 'good'}><b>{label}:</b> "
-                             + _h(", ".join(str(i) if not isinstance(i, (dict, list)) else json.dumps(i)
-                                            for i in items)) + "</p>")
-    parts.append(_delta_plot(comparison, "paired-delta"))
+        parts.append("<ul class=warnings>" + "".join(f"<li>warning: {_h(w)}</li>" for w in warnings) + "</ul>")
+    if summaries and metrics:
+        parts.append(_means_table(summaries, metrics, count if count is not None else "-"))
+    question_ids = [str(q) for q in comparison.get("question_ids") or []]
+    for i, comp in enumerate(c for c in comparison.get("comparisons") or [] if isinstance(c, Mapping)):
+        baseline, other = comp.get("baseline"), comp.get("other")
+        reference = comp.get("kind") == "reference"
+        table, power, absent = _pair_table(comp, labels)
+        badge = " <span class='badge ref'>reference system</span>" if reference else ""
+        parts.append(f"<div class='pair{' ref' if reference else ''}'><h3>{_h(other)}{badge} against "
+                     f"{_h(baseline)}</h3>")
+        if reference:
+            parts.append("<p class=muted>Rank only, from the questions' reference_ranks (document level): "
+                         "its own Holm family, apart from your runs.</p>")
+        parts.append(table)
+        if absent:
+            parts.append(f"<p class=muted>Not comparable (no question has it in both): {_h(', '.join(absent))}</p>")
+        if power:
+            parts.append("<ul class=power>" + "".join(f"<li>{_h(line)}</li>" for line in power) + "</ul>")
+        if not reference:
+            parts.append(_changes_table(f"Worse in {other}", comp.get("worse") or [], "bad"))
+            parts.append(_changes_table(f"Better in {other}", comp.get("better") or [], "good"))
+            base_run, other_run = results_of.get(str(baseline)), results_of.get(str(other))
+            if base_run is not None and other_run is not None:
+                stats = {str(m.get("metric")): m for m in comp.get("metrics") or [] if isinstance(m, Mapping)}
+                parts.append(_delta_plot(paired_deltas(base_run, other_run, question_ids), stats, str(baseline),
+                                         str(other), f"paired-delta-{i}"))
+        parts.append("</div>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -584,6 +729,11 @@ background:#f3f4f6;font-size:12px}.ctitle{padding:2px 8px;color:var(--muted);fon
 .chunk pre{margin:0;padding:6px 8px;max-height:220px;overflow:auto;white-space:pre-wrap;font-size:12px}
 .badge{background:#e3f1e7;color:var(--good);border-radius:8px;padding:0 6px;font-size:11px}
 .badge.best{background:#fbf0c9;color:#7a5b00}.warnings{color:var(--mid)}
+.badge.ref{background:#e8e4f3;color:#4b3b8a}tr.ref td,th.ref{color:#4b3b8a}.pair{margin:18px 0 8px}
+.pair.ref{border-left:3px solid #b9afd9;padding-left:12px}td.verdict{font-weight:600}td.verdict.muted{font-weight:400}
+.power{color:var(--muted);font-size:12px;margin:6px 0}details.changes{margin:8px 0}
+details.changes>summary{cursor:pointer}section.comparison figure.plot{max-width:780px;margin:10px 0}
+table.changes td,table.changes th{font-size:12px}table.compare td.num{white-space:nowrap}
 """
 
 JS = """
@@ -649,13 +799,13 @@ def _run_section(report: Mapping, label: str, index: int) -> str:
 
 def render_report(runs: Sequence[Mapping], labels: Sequence[str], comparison: Mapping | None = None) -> str:
     """The whole page for ``runs`` (results dicts) named by ``labels``; ``comparison`` is
-    ``compare_runs(runs).to_json()`` when there are several."""
+    ``compare_runs(runs, labels).to_json()`` when there are several (same runs, same order)."""
     title = "Retrieval benchmark report — " + ", ".join(labels)
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     body = [f"<h1>Retrieval benchmark report</h1><p class=muted>{len(runs)} run{'s' if len(runs) != 1 else ''}: "
             f"{_h(', '.join(labels))} · generated {_h(generated)}</p>"]
     if comparison is not None:
-        body.append(render_comparison(comparison))
+        body.append(render_comparison(comparison, runs))
     body += [_run_section(r, label, i) for i, (r, label) in enumerate(zip(runs, labels, strict=True))]
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'>"
