@@ -336,7 +336,23 @@ class Progress:
             thread.join()
 
     def __enter__(self) -> Progress:
+        """While entered (and drawing on a terminal), the console log sink writes through
+        :meth:`write` (see :func:`active_progress`), so log lines never collide with the bar."""
+        global _ACTIVE
+        if self.enabled:
+            _ACTIVE = self
         return self
 
     def __exit__(self, *exc: object) -> None:
+        global _ACTIVE
+        if _ACTIVE is self:
+            _ACTIVE = None
         self.close()
+
+
+_ACTIVE: Progress | None = None
+
+
+def active_progress(stream: TextIO) -> Progress | None:
+    """The progress bar drawn on ``stream`` right now, if any: the console sink writes through it."""
+    return _ACTIVE if _ACTIVE is not None and _ACTIVE.stream is stream else None

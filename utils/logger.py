@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from loguru import logger as _logger
 
-from utils.console import escape_control
+from utils.console import active_progress, escape_control
 from utils.redaction import Redactor
 
 CONSOLE_FORMAT = "{time:HH:mm:ss} | {level: <7} | {message}\n"
@@ -95,6 +95,10 @@ class _ConsoleWriter:
             if self.broken:
                 return
             try:
+                bar = active_progress(self.stream)
+                if bar is not None:  # a progress bar is drawn on this terminal: write above it
+                    bar.write(text)
+                    return
                 try:
                     self.stream.write(text)
                 except UnicodeEncodeError:

@@ -23,9 +23,7 @@ import argparse
 import html
 import io
 import json
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -40,7 +38,7 @@ from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, c
 from utils.console import NOTHING_GRADED, PASS_MARK, escape_control, format_ci, format_value, is_number, shorten
 from utils.errors import InputError
 from utils.metrics import RetrievalMetrics as M
-from utils.results import check_writable
+from utils.results import check_writable, write_text_atomic
 
 GROUP_FIELDS = ("category", "difficulty", "type", "section")  # row fields grouped when the run has no ``groups``
 MAX_GROUP_VALUES = 12
@@ -78,7 +76,7 @@ def run(args: argparse.Namespace, settings: object) -> int:
         labels = default_labels(runs, labels)
         comparison = compare_runs(runs, labels, sources=[str(p) for p in args.runs]).to_json()
     page = render_report(runs, labels, comparison)
-    _write_text_atomic(args.output, page)
+    write_text_atomic(args.output, page)
     logger.info("Report written to {} ({} run{}, {} KB)", args.output, len(runs), "s" if len(runs) > 1 else "",
                 round(len(page.encode()) / 1024))
     return 0
@@ -813,19 +811,3 @@ def render_report(runs: Sequence[Mapping], labels: Sequence[str], comparison: Ma
             f"script-src 'unsafe-inline'; img-src data:\">"
             f"<title>{_h(title)}</title><script>{ERROR_HOOK}</script><style>{CSS}</style></head>"
             f"<body><main>{''.join(body)}</main><script>{JS}</script></body></html>\n")
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    """Temp file in the same folder, then ``os.replace``: a reader never sees half a page."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600: give it an ordinary file's mode
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
