@@ -15,7 +15,6 @@ import os
 import platform
 import signal
 import sys
-import time
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -43,6 +42,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--corpus", type=Path, default=None,
                    help="folder of Markdown files, one document each (default: built-in Python reference)")
     p.add_argument("--output", type=Path, default=ROOT / "benchmark_results.json", help="results JSON file")
+    p.add_argument("--cache-dir", type=Path, default=None,
+                   help="index cache folder (default: $XDG_CACHE_HOME/retrieval-benchmark, else "
+                        "~/.cache/retrieval-benchmark)")
+    p.add_argument("--no-cache", action="store_true", help="build the index without reading or writing the cache")
     p.add_argument("--log-level", default="INFO", type=str.upper,
                    choices=["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"], help="console log level")
     p.add_argument("--k", type=int, default=5, help=argparse.SUPPRESS)
@@ -118,13 +121,6 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path, guard: Sig
 
     factory = resolve_strategy(args.strategy)
     qset = load_questions(args.questions)
-    from poc.corpus import load_corpus
-
-    t0 = time.perf_counter()
-    corpus = load_corpus(args.corpus)
-    load_s = time.perf_counter() - t0
-    check_needles(qset, corpus.ids(), corpus.source)
-    retriever = factory(llm_available=settings.judge == "anthropic")
     questions = qset.questions[:5] if args.quick else qset.questions
     if settings.judge == "anthropic":
         from utils import llm_provider
@@ -138,17 +134,15 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path, guard: Sig
     else:
         log.info("Judge: {} (no ANTHROPIC_API_KEY, or BENCHMARK_JUDGE=offline)", OFFLINE_NOTE)
 
-    # ---- chunk and index
-    from poc.chunking import chunk_corpus
+    # ---- load, chunk and index, through the index cache (the needles are checked before indexing)
+    from components.run.index_cache import prepare_index
 
-    t0 = time.perf_counter()
-    chunks = chunk_corpus(corpus.documents)
-    load_s += time.perf_counter() - t0
-    t1 = time.perf_counter()
-    retriever.index(chunks)
-    index_s = time.perf_counter() - t1
-    log.info("Corpus {}: {} documents, {} chunks (loaded+chunked in {:.2f}s, indexed in {:.2f}s)",
-             corpus.source, len(corpus.documents), len(chunks), load_s, index_s)
+    prepared = prepare_index(args.corpus, args.strategy, lambda: factory(llm_available=settings.judge == "anthropic"),
+                             None if args.no_cache else (args.cache_dir or settings.cache_dir),
+                             check_ids=lambda ids, source: check_needles(qset, ids, source))
+    retriever, chunks, index_s = prepared.retriever, prepared.chunks, prepared.index_s
+    log.info("Corpus {}: {} documents, {} chunks (loaded+chunked in {:.2f}s, indexed in {:.2f}s; index cache {})",
+             prepared.source, prepared.documents, len(chunks), prepared.load_s, index_s, prepared.cache)
 
     from components.run.benchmark_loop import BenchmarkLoop
     from utils.results import CorpusInfo, JudgeInfo, RunInfo, aggregate, build_report, write_json_atomic
@@ -189,10 +183,10 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path, guard: Sig
     run_info = RunInfo(
         started_at=started, finished_at=_now(), status=status, strategy=args.strategy, k=args.k,
         quick=args.quick, questions_file=str(args.questions), questions_sha256=qset.sha256,
-        corpus=CorpusInfo(corpus.source, len(corpus.documents), len(chunks), corpus.sha256), judge=judge_info,
+        corpus=CorpusInfo(prepared.source, prepared.documents, len(chunks), prepared.sha256), judge=judge_info,
         python=platform.python_version(), packages=_versions(),
         judge_failure=f"{loop.judge_failure.kind}: {loop.judge_failure}" if loop.judge_failure else None,
-        log_file=str(log_path))
+        log_file=str(log_path), index=prepared.index_info)
     for name in ("hit_at_1_rate", "hit_at_5_rate"):
         log.metric(name, getattr(agg, name), "%")
     log.metric("mrr", agg.mrr)

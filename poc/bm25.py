@@ -1,8 +1,15 @@
-"""BM25 over chunk texts with bm25s (Lucene variant, English stopwords, Snowball stemming)."""
+"""BM25 over chunk texts with bm25s (Lucene variant, English stopwords, Snowball stemming).
+
+``save``/``load`` persist the index with bm25s's own files (score matrix as ``.npy``, memory-mapped
+on load) plus the tokenizer's vocabulary, so that a warm start neither tokenises nor scores the
+corpus again (see :mod:`components.run.index_cache`).
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -25,6 +32,32 @@ class BM25Retriever:
         self._bm25 = bm25s.BM25(k1=self.k1, b=self.b)
         self._bm25.index(tokens, show_progress=False)
         self._vocab_inverse = {i: w for w, i in tokens.vocab.items()}
+
+    def save(self, folder: Path) -> None:
+        """Write the index built by :meth:`index` into ``folder`` (created if needed)."""
+        folder = Path(folder)
+        self._bm25.save(folder, show_progress=False)  # no corpus copy: the cache keeps the chunks
+        self._tokenizer.save_vocab(folder)
+        (folder / "bm25.json").write_text(json.dumps({"chunks": len(self._chunks), "k1": self.k1, "b": self.b}))
+
+    def load(self, folder: Path, chunks: Sequence[Chunk]) -> None:
+        """Restore the index :meth:`save` wrote for these ``chunks`` (same list, same order).
+        Raises ``ValueError`` (or ``OSError``) when ``folder`` does not hold such an index."""
+        folder = Path(folder)
+        chunks = list(chunks)
+        saved = json.loads((folder / "bm25.json").read_text())
+        if saved != {"chunks": len(chunks), "k1": self.k1, "b": self.b}:
+            raise ValueError(f"BM25 index for {saved.get('chunks')} chunks (k1={saved.get('k1')}, b={saved.get('b')}),"
+                             f" expected {len(chunks)} (k1={self.k1}, b={self.b})")
+        tokenizer = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
+        tokenizer.load_vocab(folder)
+        bm25 = bm25s.BM25.load(folder, mmap=True, show_progress=False)
+        if bm25.scores["num_docs"] != len(chunks) or len(bm25.scores["indptr"]) != len(bm25.vocab_dict) + 1:
+            raise ValueError(f"BM25 score matrix of {bm25.scores['num_docs']} documents and "
+                             f"{len(bm25.scores['indptr']) - 1} terms does not match {len(chunks)} chunks and "
+                             f"{len(bm25.vocab_dict)} terms")
+        self._chunks, self._tokenizer, self._bm25 = chunks, tokenizer, bm25
+        self._vocab_inverse = {i: w for w, i in bm25.vocab_dict.items()}
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every indexed chunk (zeros when no query term is in the corpus)."""

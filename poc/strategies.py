@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from poc.chunking import Chunk
 from poc.retriever import Retriever, ScoredChunk
@@ -18,13 +19,20 @@ StrategyFactory = Callable[..., Retriever]
 
 
 class RewritingRetriever:
-    """Rewrites each query with a :class:`components.run.query_rewriter.QueryRewriter` first."""
+    """Rewrites each query with a :class:`components.run.query_rewriter.QueryRewriter` first.
+    ``save``/``load`` delegate to the inner retriever (the index does not depend on the rewriter)."""
 
     def __init__(self, inner: Retriever, rewriter) -> None:
         self.inner, self.rewriter = inner, rewriter
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         self.inner.index(chunks)
+
+    def save(self, folder: Path) -> None:
+        self.inner.save(folder)
+
+    def load(self, folder: Path, chunks: Sequence[Chunk]) -> None:
+        self.inner.load(folder, chunks)
 
     def retrieve(self, query: str, k: int) -> list[ScoredChunk]:
         return self.inner.retrieve(self.rewriter.rewrite(query), k)

@@ -133,6 +133,7 @@ class RunInfo:
     packages: dict[str, str]
     judge_failure: str | None = None  # the fatal judge error, when status is "judge_failed"
     log_file: str | None = None
+    index: dict | None = None  # {"cache": "hit" | "miss" | "off", "key": str | None}, see components/run/index_cache.py
 
 
 def build_report(run: RunInfo, aggregates: Aggregates, results: Iterable[QuestionResult]) -> dict:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from utils.errors import InputError
 
@@ -17,6 +19,7 @@ class Settings:
     judge_timeout: float
     sonnet_model: str
     haiku_model: str
+    cache_dir: Path | None = None  # the index cache's default folder (--cache-dir overrides it)
 
     @classmethod
     def from_env(cls, env: dict[str, str]) -> Settings:
@@ -38,4 +41,14 @@ class Settings:
         return cls(api_key=api_key, base_url=env.get("ANTHROPIC_BASE_URL") or None, judge=judge,
                    judge_timeout=timeout,
                    sonnet_model=env.get("BENCHMARK_SONNET_MODEL") or "claude-sonnet-5-5",
-                   haiku_model=env.get("BENCHMARK_HAIKU_MODEL") or "claude-haiku-4-5")
+                   haiku_model=env.get("BENCHMARK_HAIKU_MODEL") or "claude-haiku-4-5",
+                   cache_dir=default_cache_dir(env))
+
+
+def default_cache_dir(env: dict[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/retrieval-benchmark`` (an absolute path), else ``~/.cache/retrieval-benchmark``:
+    outside the repository."""
+    xdg = env.get("XDG_CACHE_HOME") or ""
+    if os.path.isabs(xdg):
+        return Path(xdg) / "retrieval-benchmark"
+    return Path(env.get("HOME") or Path.home()) / ".cache" / "retrieval-benchmark"
