@@ -317,30 +317,28 @@ def _umask() -> int:
 
 # --------------------------------------------------------------------------- the run's call
 
-def _build(corpus_arg: Path | None, make_retriever: Callable[[], Retriever], t0: float,
-           check_ids: Callable[[frozenset[str], str], None] | None = None
-           ) -> tuple[_Fingerprint, list[Chunk], Retriever, float, float]:
-    """Load, chunk and index: ``(fingerprint, chunks, retriever, load_s, index_s)``. The parsed
-    documents are dropped before indexing (at 100k pages they are most of a gigabyte)."""
+def _build(corpus_arg: Path | None, retriever: Retriever, check_ids: Callable[[frozenset[str], str], None] | None
+           ) -> tuple[_Fingerprint, list[Chunk], float, float]:
+    """Load, chunk and index into ``retriever``: ``(fingerprint, chunks, load_s, index_s)``. The
+    parsed documents are dropped before indexing (at 100k pages they are most of a gigabyte)."""
     from poc.chunking import chunk_corpus
     from poc.corpus import load_corpus
 
+    t0 = time.perf_counter()
     corpus = load_corpus(corpus_arg)
     fp = _Fingerprint(corpus.source, frozenset(corpus.ids()), corpus.sha256)
     if check_ids is not None:
         check_ids(fp.doc_ids, fp.source)
     chunks = chunk_corpus(corpus.documents)
     del corpus
-    load_s = time.perf_counter() - t0
-    retriever = make_retriever()
     t1 = time.perf_counter()
     retriever.index(chunks)
-    return fp, chunks, retriever, load_s, time.perf_counter() - t1
+    return fp, chunks, t1 - t0, time.perf_counter() - t1
 
 
-def _uncached(corpus_arg: Path | None, make_retriever: Callable[[], Retriever],
-              check_ids: Callable[[frozenset[str], str], None] | None, t0: float) -> PreparedIndex:
-    fp, chunks, retriever, load_s, index_s = _build(corpus_arg, make_retriever, t0, check_ids)
+def _uncached(corpus_arg: Path | None, retriever: Retriever,
+              check_ids: Callable[[frozenset[str], str], None] | None = None) -> PreparedIndex:
+    fp, chunks, load_s, index_s = _build(corpus_arg, retriever, check_ids)
     return PreparedIndex(fp.source, fp.sha256, fp.doc_ids, chunks, retriever, "off", None,
                          load_s=load_s, index_s=index_s, save_s=0.0)
 
@@ -352,27 +350,29 @@ def prepare_index(corpus_arg: Path | None, strategy_name: str, make_retriever: C
     (``None`` = ``--no-cache``: nothing read or written).
 
     ``make_retriever()`` returns a fresh, unindexed retriever (called again when a broken entry
-    must be rebuilt). ``check_ids(doc_ids, source)`` runs before any chunking or indexing (the run
-    checks the needles with it) and may raise. Raises :class:`utils.errors.InputError` for a bad
-    corpus folder; a cache problem is a warning, never an error.
+    must be rebuilt; not timed, like the strategy's imports). ``check_ids(doc_ids, source)`` runs
+    before any chunking or indexing (the run checks the needles with it) and may raise. Raises
+    :class:`utils.errors.InputError` for a bad corpus folder; a cache problem is a warning, never
+    an error. ``load_s`` times fingerprint + reading the chunks on a hit, else load + chunk;
+    ``index_s`` times loading the stored index on a hit, else indexing.
     """
-    t0 = time.perf_counter()
+    retriever = make_retriever()
     if cache_dir is None:
-        return _uncached(corpus_arg, make_retriever, check_ids, t0)
+        return _uncached(corpus_arg, retriever, check_ids)
+    t0 = time.perf_counter()
     fp = fingerprint(corpus_arg)
     if check_ids is not None:
         check_ids(fp.doc_ids, fp.source)
-    retriever = make_retriever()
     if not cacheable(retriever):
         logger.debug("index cache: {} has no save/load: not cached", type(retriever).__name__)
-        return _uncached(corpus_arg, lambda: retriever, None, t0)
+        return _uncached(corpus_arg, retriever)
     entries = Path(cache_dir) / ENTRIES
     try:
         entries.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         logger.warning("index cache: cannot use {} ({}); running without it (pass --cache-dir DIR or --no-cache)",
                        cache_dir, _one_line(err))
-        return _uncached(corpus_arg, lambda: retriever, None, t0)
+        return _uncached(corpus_arg, retriever)
     parts = key_parts(fp.sha256, strategy_name, retriever)
     key = cache_key(parts)
     entry = entries / key
@@ -384,16 +384,18 @@ def prepare_index(corpus_arg: Path | None, strategy_name: str, make_retriever: C
             _discard(entries, entry)
             retriever = make_retriever()  # the failed load may have left it half set
         else:
-            t2 = time.perf_counter()
             logger.debug("index cache hit: {}", entry)
             return PreparedIndex(fp.source, fp.sha256, fp.doc_ids, chunks, retriever, "hit", key,
-                                 load_s=t1 - t0, index_s=t2 - t1, save_s=0.0)
-    built_fp, chunks, built, load_s, index_s = _build(corpus_arg, lambda: retriever, t0)
+                                 load_s=t1 - t0, index_s=time.perf_counter() - t1, save_s=0.0)
+    before = time.perf_counter() - t0  # fingerprint, key, any failed load
+    built_fp, chunks, load_s, index_s = _build(corpus_arg, retriever, None)
+    load_s += before
     if built_fp.sha256 != fp.sha256:  # the files changed while we read them: store under what was indexed
-        parts = key_parts(built_fp.sha256, strategy_name, built)
+        parts = key_parts(built_fp.sha256, strategy_name, retriever)
         key = cache_key(parts)
     t3 = time.perf_counter()
-    stored = _save_entry(entries, key, parts, chunks, built)
-    logger.debug("index cache miss: {} {}", entries / key, "stored" if stored else "not stored")
-    return PreparedIndex(built_fp.source, built_fp.sha256, built_fp.doc_ids, chunks, built, "miss", key,
-                         load_s=load_s, index_s=index_s, save_s=time.perf_counter() - t3)
+    stored = _save_entry(entries, key, parts, chunks, retriever)
+    save_s = time.perf_counter() - t3
+    logger.debug("index cache miss: {} {} in {:.2f}s", entries / key, "stored" if stored else "not stored", save_s)
+    return PreparedIndex(built_fp.source, built_fp.sha256, built_fp.doc_ids, chunks, retriever, "miss", key,
+                         load_s=load_s, index_s=index_s, save_s=save_s)
