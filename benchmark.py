@@ -259,4 +259,8 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
 
 
 if __name__ == "__main__":
+    # One BLAS thread unless OPENBLAS_NUM_THREADS says otherwise (read when numpy is first imported,
+    # which is later): a query's dense scores are one matrix-vector product, which OpenBLAS's thread
+    # pool makes 3-10x slower whenever the other core is busy (bench/scale.py; same numbers either way).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sys.exit(main())

@@ -46,7 +46,9 @@ print(json.dumps({"cache": p.cache, "load_s": p.load_s, "index_s": p.index_s, "s
 
 
 def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))}
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")  # what benchmark.py sets for itself
+    return env
 
 
 def _timed(cmd: list[str]) -> tuple[float, float, str]:

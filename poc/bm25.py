@@ -27,8 +27,9 @@ class BM25Retriever:
     def index(self, chunks: Sequence[Chunk]) -> None:
         self._chunks = list(chunks)
         self._tokenizer = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
-        tokens = self._tokenizer.tokenize([c.index_text for c in self._chunks], return_as="tuple",
-                                          show_progress=False)
+        # A generator, not a list: at 100k pages the texts alone are most of a gigabyte.
+        tokens = self._tokenizer.tokenize((c.index_text for c in self._chunks), return_as="tuple",
+                                          length=len(self._chunks), show_progress=False)
         self._bm25 = bm25s.BM25(k1=self.k1, b=self.b)
         self._bm25.index(tokens, show_progress=False)
         self._vocab_inverse = {i: w for w, i in tokens.vocab.items()}
