@@ -19,6 +19,18 @@ from poc.chunking import Chunk
 from poc.retriever import ScoredChunk, top_k
 
 
+def lean_csc(data: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """bm25s's CSC build (``bm25s.scoring._np_csc_python``), same arrays, with less than half its
+    temporary memory: rows (chunk numbers) arrive ascending, so a stable argsort of the int32 term
+    ids gives the (term, chunk) order that bm25s gets by argsorting packed int64 (term << 32 | chunk)
+    keys. At 100k synthetic pages (63M postings) that is about 1.5 GB less at the peak."""
+    indptr = np.zeros(shape[1] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=shape[1]), out=indptr[1:])
+    sorter = np.argsort(cols, kind="stable")
+    return data[sorter], rows[sorter], indptr
+
+
 class BM25Retriever:
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
@@ -31,6 +43,7 @@ class BM25Retriever:
         tokens = self._tokenizer.tokenize((c.index_text for c in self._chunks), return_as="tuple",
                                           length=len(self._chunks), show_progress=False)
         self._bm25 = bm25s.BM25(k1=self.k1, b=self.b)
+        self._bm25._np_csc = lean_csc  # bm25s's own hook (it puts a numba build there the same way)
         self._bm25.index(tokens, show_progress=False)
         self._vocab_inverse = {i: w for w, i in tokens.vocab.items()}
 
