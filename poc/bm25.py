@@ -8,6 +8,7 @@ corpus again (see :mod:`components.run.index_cache`).
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,18 +20,6 @@ from poc.chunking import Chunk
 from poc.retriever import ScoredChunk, top_k
 
 
-def lean_csc(data: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """bm25s's CSC build (``bm25s.scoring._np_csc_python``), same arrays, with less than half its
-    temporary memory: rows (chunk numbers) arrive ascending, so a stable argsort of the int32 term
-    ids gives the (term, chunk) order that bm25s gets by argsorting packed int64 (term << 32 | chunk)
-    keys. At 100k synthetic pages (63M postings) that is about 1.5 GB less at the peak."""
-    indptr = np.zeros(shape[1] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(cols, minlength=shape[1]), out=indptr[1:])
-    sorter = np.argsort(cols, kind="stable")
-    return data[sorter], rows[sorter], indptr
-
-
 class BM25Retriever:
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
@@ -39,11 +28,16 @@ class BM25Retriever:
     def index(self, chunks: Sequence[Chunk]) -> None:
         self._chunks = list(chunks)
         self._tokenizer = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
-        # A generator, not a list: at 100k pages the texts alone are most of a gigabyte.
-        tokens = self._tokenizer.tokenize((c.index_text for c in self._chunks), return_as="tuple",
-                                          length=len(self._chunks), show_progress=False)
-        self._bm25 = bm25s.BM25(k1=self.k1, b=self.b)
-        self._bm25._np_csc = lean_csc  # bm25s's own hook (it puts a numba build there the same way)
+        # Texts made one at a time, token ids kept as 4-byte arrays rather than lists of 8-byte
+        # pointers: at 100k pages a list of all texts is most of a gigabyte, lists of ids another.
+        stream = self._tokenizer.tokenize((c.index_text for c in self._chunks), return_as="stream",
+                                          show_progress=False)
+        tokens = bm25s.tokenization.Tokenized(ids=[array("i", ids) for ids in stream],
+                                              vocab=self._tokenizer.get_vocab_dict())
+        # scipy's COO-to-CSC transpose: the same matrix as bm25s's default numpy build (which sorts
+        # packed int64 keys, then copies the scores once more), with only its output arrays as
+        # temporary memory: at 100k synthetic pages (63M postings) ~1.5 GB less at the peak.
+        self._bm25 = bm25s.BM25(k1=self.k1, b=self.b, csc_backend="scipy")
         self._bm25.index(tokens, show_progress=False)
         self._vocab_inverse = {i: w for w, i in tokens.vocab.items()}
 

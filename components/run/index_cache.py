@@ -37,6 +37,7 @@ without the cache (status ``off``).
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
@@ -331,9 +332,21 @@ def _build(corpus_arg: Path | None, retriever: Retriever, check_ids: Callable[[f
         check_ids(fp.doc_ids, fp.source)
     chunks = chunk_corpus(corpus.documents)
     del corpus
+    _release_freed_memory()
     t1 = time.perf_counter()
     retriever.index(chunks)
     return fp, chunks, t1 - t0, time.perf_counter() - t1
+
+
+def _release_freed_memory() -> None:
+    """Give the parsed documents' freed memory back to the OS. glibc keeps it in the heap, where
+    what comes next (pymalloc arenas, numpy arrays: separate mappings) hardly reuses it: at 30k
+    synthetic pages this lowers the BM25 build's peak RSS by 0.1 GB (bench/scale.py). glibc only;
+    elsewhere a no-op."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _uncached(corpus_arg: Path | None, retriever: Retriever,
