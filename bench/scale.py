@@ -281,6 +281,8 @@ def plot(rows: list[dict], path: Path) -> None:
             ax.axhline(target, color="grey", linestyle=":", linewidth=1, label=f"target {target}")
         ax.set_title(title, fontsize=10)
         ax.set_xscale("log")
+        if title.startswith(("cold", "warm")):
+            ax.set_yscale("log")
         ax.set_xlabel("pages")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
