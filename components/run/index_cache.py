@@ -88,7 +88,9 @@ class PreparedIndex:
 
 
 @dataclass(frozen=True)
-class _Fingerprint:
+class CorpusFingerprint:
+    """What the key needs from a corpus, read without parsing it."""
+
     source: str
     doc_ids: frozenset[str]
     sha256: str
@@ -100,7 +102,7 @@ class _Unusable(Exception):
 
 # --------------------------------------------------------------------------- fingerprint and key
 
-def fingerprint(corpus_arg: Path | None) -> _Fingerprint:
+def fingerprint(corpus_arg: Path | None) -> CorpusFingerprint:
     """Doc ids and content digest of a corpus, from the raw bytes only (no parsing). The digest
     is the one ``poc.corpus.load_corpus`` gives (``tests/test_index_cache.py`` checks it)."""
     from poc.corpus import BUILTIN_SOURCE, corpus_files
@@ -111,11 +113,11 @@ def fingerprint(corpus_arg: Path | None) -> _Fingerprint:
 
         for key in sorted(topics):
             digest.update(key.encode() + b"\0" + topics[key].encode() + b"\0")
-        return _Fingerprint(BUILTIN_SOURCE, frozenset(topics), digest.hexdigest())
+        return CorpusFingerprint(BUILTIN_SOURCE, frozenset(topics), digest.hexdigest())
     files = corpus_files(corpus_arg)
     for doc_id, path in files:
         digest.update(doc_id.encode() + b"\0" + path.read_bytes() + b"\0")
-    return _Fingerprint(str(Path(corpus_arg)), frozenset(doc_id for doc_id, _ in files), digest.hexdigest())
+    return CorpusFingerprint(str(Path(corpus_arg)), frozenset(doc_id for doc_id, _ in files), digest.hexdigest())
 
 
 def _is_retriever(value: object) -> bool:
@@ -319,7 +321,7 @@ def _umask() -> int:
 # --------------------------------------------------------------------------- the run's call
 
 def _build(corpus_arg: Path | None, retriever: Retriever, check_ids: Callable[[frozenset[str], str], None] | None
-           ) -> tuple[_Fingerprint, list[Chunk], float, float]:
+           ) -> tuple[CorpusFingerprint, list[Chunk], float, float]:
     """Load, chunk and index into ``retriever``: ``(fingerprint, chunks, load_s, index_s)``. The
     parsed documents are dropped before indexing (at 100k pages they are most of a gigabyte)."""
     from poc.chunking import chunk_corpus
@@ -327,7 +329,7 @@ def _build(corpus_arg: Path | None, retriever: Retriever, check_ids: Callable[[f
 
     t0 = time.perf_counter()
     corpus = load_corpus(corpus_arg)
-    fp = _Fingerprint(corpus.source, frozenset(corpus.ids()), corpus.sha256)
+    fp = CorpusFingerprint(corpus.source, frozenset(corpus.ids()), corpus.sha256)
     if check_ids is not None:
         check_ids(fp.doc_ids, fp.source)
     chunks = chunk_corpus(corpus.documents)
