@@ -111,6 +111,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--group-by", action="append", metavar="FIELD",
                    help="aggregate per value of a question field (repeatable; default: every one of category, "
                         "difficulty, type, section the questions carry)")
+    p.add_argument("--cache-dir", type=Path, default=None,
+                   help="index cache folder (default: $XDG_CACHE_HOME/retrieval-benchmark, else "
+                        "~/.cache/retrieval-benchmark)")
+    p.add_argument("--no-cache", action="store_true", help="build the index without reading or writing the cache")
     _add_common_arguments(p)
     return p.parse_args(argv)
 
@@ -177,6 +181,7 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, gua
         ids=[i.strip() for i in args.ids.split(",") if i.strip()] if args.ids else None,
         resume=args.resume, max_cost_usd=args.max_cost, judge_repeats=args.judge_repeats,
         keep_text=not args.no_text, chunk_relevance=args.chunk_relevance, group_by=args.group_by,
+        cache_dir=None if args.no_cache else (args.cache_dir or settings.cache_dir),
         log_file=log_path, argv=list(args.argv))
     runner = BenchmarkRun(options, settings, should_stop=lambda: guard.received is not None,
                           deferred_signals=guard.deferred, state=state)
@@ -271,4 +276,8 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
 
 
 if __name__ == "__main__":
+    # One BLAS thread unless OPENBLAS_NUM_THREADS says otherwise (read when numpy is first imported,
+    # which is later): a query's dense scores are one matrix-vector product, which OpenBLAS's thread
+    # pool makes 3-10x slower whenever the other core is busy (bench/scale.py; same numbers either way).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sys.exit(main())

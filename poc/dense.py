@@ -2,6 +2,9 @@
 
 ``WordLlama.load()`` with defaults looks in a user cache folder and then tries the network;
 this loads the weights from the installed package, offline, and writes nothing.
+
+``save``/``load`` persist the chunk vectors as one float32 ``.npy`` matrix, memory-mapped on load
+(see :mod:`components.run.index_cache`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ def load_wordllama():
     return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
 
 
+DIM = 256  # WordLlama's embedding width used here
+VECTORS = "vectors.npy"
 BATCH_CHARS = 32_000  # a batch's size x its longest text, in characters
 BATCH_MAX = 256
 
@@ -53,19 +58,38 @@ def batches(sorted_lengths: Sequence[int], budget: int = BATCH_CHARS,
 class DenseRetriever:
     def __init__(self) -> None:
         self._chunks: list[Chunk] = []
-        self._matrix = np.zeros((0, 256), dtype=np.float32)
+        self._matrix = np.zeros((0, DIM), dtype=np.float32)
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         self._model = load_wordllama()
         self._chunks = list(chunks)
-        texts = [c.index_text for c in self._chunks]
-        # Similar lengths batch together with less padding: same vectors, ~1.5x faster.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        matrix = np.zeros((len(texts), 256), dtype=np.float32)
-        for start, stop in batches([len(texts[i]) for i in order], BATCH_CHARS):
+        # Similar lengths batch together with less padding: same vectors, ~1.5x faster. Each batch's
+        # texts are made when it is embedded: at 100k pages all of them at once are most of a gigabyte.
+        lengths = [len(c.index_text) for c in self._chunks]
+        order = sorted(range(len(lengths)), key=lengths.__getitem__)
+        matrix = np.zeros((len(lengths), DIM), dtype=np.float32)
+        for start, stop in batches([lengths[i] for i in order], BATCH_CHARS):
             rows = order[start:stop]
-            matrix[rows] = self._model.embed([texts[i] for i in rows], norm=True, batch_size=stop - start)
+            matrix[rows] = self._model.embed([self._chunks[i].index_text for i in rows], norm=True,
+                                             batch_size=stop - start)
         self._matrix = matrix
+
+    def save(self, folder: Path) -> None:
+        """Write the chunk vectors built by :meth:`index` into ``folder`` (created if needed)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / VECTORS, np.ascontiguousarray(self._matrix, dtype=np.float32), allow_pickle=False)
+
+    def load(self, folder: Path, chunks: Sequence[Chunk]) -> None:
+        """Map the vectors :meth:`save` wrote for these ``chunks`` (read-only, paged in on use).
+        Raises ``ValueError`` (or ``OSError``) when ``folder`` does not hold such a matrix."""
+        chunks = list(chunks)
+        matrix = np.load(Path(folder) / VECTORS, mmap_mode="r", allow_pickle=False)
+        if matrix.dtype != np.float32 or matrix.shape != (len(chunks), DIM) or not matrix.flags.c_contiguous:
+            raise ValueError(f"{VECTORS} holds a {matrix.dtype} matrix of shape {matrix.shape}, "
+                             f"expected float32 ({len(chunks)}, {DIM})")
+        self._model = load_wordllama()
+        self._chunks, self._matrix = chunks, np.asarray(matrix)
 
     def scores(self, query: str) -> np.ndarray:
         """Cosine similarity of every indexed chunk to ``query``."""

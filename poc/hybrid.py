@@ -2,11 +2,13 @@
 
 Candidates are the union of each retriever's top ``pool`` chunks. Each retriever's scores are
 min-max normalised over that union, then mixed as ``alpha * bm25 + (1 - alpha) * dense``.
+``save``/``load`` persist both indexes (``bm25/`` and ``dense/`` subfolders).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -31,6 +33,18 @@ class HybridRetriever:
         self._chunks = list(chunks)
         self.bm25.index(self._chunks)
         self.dense.index(self._chunks)
+
+    def save(self, folder: Path) -> None:
+        """Write both indexes built by :meth:`index` into ``folder``."""
+        self.bm25.save(Path(folder) / "bm25")
+        self.dense.save(Path(folder) / "dense")
+
+    def load(self, folder: Path, chunks: Sequence[Chunk]) -> None:
+        """Restore both indexes :meth:`save` wrote for these ``chunks``."""
+        chunks = list(chunks)
+        self.bm25.load(Path(folder) / "bm25", chunks)
+        self.dense.load(Path(folder) / "dense", chunks)
+        self._chunks = chunks
 
     def retrieve(self, query: str, k: int) -> list[ScoredChunk]:
         if not self._chunks:

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +16,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT.parent / "shared" / "datasets" / "kubernetes"
 SENTINEL_KEY = "sk-ant-test-SENTINEL-0123456789abcdef"
+
+# Every benchmark.py the tests start gets XDG_CACHE_HOME here (via clean_env), so that a test that
+# does not pass --cache-dir or --no-cache still never writes into the user's real index cache.
+TEST_CACHE_HOME = Path(tempfile.mkdtemp(prefix="retrieval-benchmark-tests-"))
+atexit.register(shutil.rmtree, TEST_CACHE_HOME, True)
 
 needs_k8s = pytest.mark.skipif(not (K8S / "docs").is_dir(), reason=f"{K8S} is absent")
 
@@ -33,7 +41,10 @@ class CliRun:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
+    """The environment without any judge settings, and with the index cache under a temporary
+    folder (XDG_CACHE_HOME = TEST_CACHE_HOME) unless ``extra`` says otherwise."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))}
+    env["XDG_CACHE_HOME"] = str(TEST_CACHE_HOME)
     env.update(extra)
     return env
 

@@ -365,6 +365,7 @@ class RunInfo:
     resumed_rows: int = 0  # rows taken over from --resume without a new judge call
     journal: str | None = None  # the run's journal (deleted once the results are written)
     selection: dict = field(default_factory=dict)  # {"limit": N, "ids": [...]} when questions were selected
+    index: dict | None = None  # {"cache": "hit" | "miss" | "off", "key": str | None}, see components/run/index_cache.py
 
 
 def build_report(run: RunInfo, aggregates: Aggregates, results: Iterable[QuestionResult | dict]) -> dict:

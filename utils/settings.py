@@ -10,9 +10,11 @@ message ever shows the key (a base URL is shown with its user and password maske
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from utils.errors import InputError
@@ -39,6 +41,7 @@ class Settings:
     judge_effort: str | None = None  # BENCHMARK_JUDGE_EFFORT: low … max, sent only where supported
     retry_wait_max_s: float = 60.0  # BENCHMARK_RETRY_WAIT_MAX: the retry pass waits at most this
     secrets: tuple[str, ...] = field(default=(), repr=False)  # what every output redacts (secrets_in)
+    cache_dir: Path | None = None  # the index cache's default folder (--cache-dir overrides it)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -62,7 +65,17 @@ class Settings:
                    judge_timeout=_timeout(env.get("BENCHMARK_JUDGE_TIMEOUT")),
                    sonnet_model=models["BENCHMARK_SONNET_MODEL"], haiku_model=models["BENCHMARK_HAIKU_MODEL"],
                    judge_effort=_effort(env.get("BENCHMARK_JUDGE_EFFORT")),
-                   retry_wait_max_s=_retry_wait(env.get("BENCHMARK_RETRY_WAIT_MAX")), secrets=secrets_in(env))
+                   retry_wait_max_s=_retry_wait(env.get("BENCHMARK_RETRY_WAIT_MAX")), secrets=secrets_in(env),
+                   cache_dir=default_cache_dir(env))
+
+
+def default_cache_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/retrieval-benchmark`` (an absolute path), else ``~/.cache/retrieval-benchmark``:
+    outside the repository."""
+    xdg = env.get("XDG_CACHE_HOME") or ""
+    if os.path.isabs(xdg):
+        return Path(xdg) / "retrieval-benchmark"
+    return Path(env.get("HOME") or Path.home()) / ".cache" / "retrieval-benchmark"
 
 
 def secrets_in(env: Mapping[str, str]) -> tuple[str, ...]:

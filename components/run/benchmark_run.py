@@ -69,6 +69,7 @@ class RunOptions:
     keep_text: bool = True
     chunk_relevance: bool | None = None  # None: on with the offline judge (free), off with the LLM judge
     group_by: list[str] | None = None
+    cache_dir: Path | None = None  # the index cache; None = --no-cache
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -207,29 +208,25 @@ class BenchmarkRun:
                         self.settings.judge_timeout)
         else:
             logger.info("Judge: {} (no ANTHROPIC_API_KEY, or BENCHMARK_JUDGE=offline)", OFFLINE_NOTE)
-        from poc.chunking import chunk_corpus
-        from poc.corpus import load_corpus
-
-        t0 = time.perf_counter()
-        corpus = load_corpus(self.o.corpus)
-        check_needles(qset, corpus.ids(), corpus.source)
-        chunks = chunk_corpus(corpus.documents)
-        load_s = time.perf_counter() - t0
-        judge = make_judge(self.settings, chunks, setup)
-        self.relevance_judge = self._relevance_judge(judge, setup)
-        from components.analysis.diagnosis import Diagnoser
-
-        self.diagnoser = Diagnoser(chunks, stats=getattr(judge, "stats", None))
-        reports = []
+        reports: list[dict] = []
+        judge = None
         for strategy in strategies:
             if self.should_stop():
                 raise KeyboardInterrupt("stop requested")
-            retriever, index_s = self._index(strategy, chunks)
-            logger.info("Corpus {}: {} documents, {} chunks (loaded+chunked in {:.2f}s, indexed in {:.2f}s)",
-                        corpus.source, len(corpus.documents), len(chunks), load_s, index_s)
-            corpus_info = CorpusInfo(corpus.source, len(corpus.documents), len(chunks), corpus.sha256)
-            reports.append(self._run_strategy(strategy, retriever, judge, setup, qset, questions, previous,
-                                              corpus_info, index_s))
+            prepared = self._index(strategy, qset)
+            chunks = prepared.chunks
+            logger.info("Corpus {}: {} documents, {} chunks (loaded+chunked in {:.2f}s, indexed in {:.2f}s; index cache "
+                        "{})", prepared.source, prepared.documents, len(chunks), prepared.load_s, prepared.index_s,
+                        prepared.cache)
+            if judge is None:  # one judge and one diagnoser for every strategy: the chunks are the same
+                judge = make_judge(self.settings, chunks, setup)
+                self.relevance_judge = self._relevance_judge(judge, setup)
+                from components.analysis.diagnosis import Diagnoser
+
+                self.diagnoser = Diagnoser(chunks, stats=getattr(judge, "stats", None))
+            corpus_info = CorpusInfo(prepared.source, prepared.documents, len(chunks), prepared.sha256)
+            reports.append(self._run_strategy(strategy, prepared.retriever, judge, setup, qset, questions, previous,
+                                              corpus_info, prepared.index_s, prepared.index_info))
             if reports[-1]["run"]["status"] == "interrupted":
                 break
         if len(reports) > 1 and reports[-1]["run"]["status"] != "interrupted":
@@ -267,28 +264,38 @@ class BenchmarkRun:
             write_json_atomic(path, comparison.to_json(), secrets=self.secrets)
         logger.info("Comparison written to {}", path)
 
-    def _index(self, strategy: Strategy, chunks):
+    def _index(self, strategy: Strategy, qset: QuestionSet):
+        """Load, chunk and index through the index cache (``components/run/index_cache.py``); the
+        needles are checked before anything is chunked. A retriever whose factory or ``index()``
+        fails stops the run with an :class:`InputError` naming it."""
+        from components.run.index_cache import prepare_index
+
+        def build():
+            try:
+                return strategy.factory()
+            except InputError:
+                raise
+            except (Exception, SystemExit) as err:
+                logger.opt(exception=err).debug("retriever factory failed")
+                raise _RetrieverFailed("building the retriever", err) from None
+
         try:
-            retriever = strategy.factory()
-        except InputError:
+            with Progress("indexing", None, sys.stderr, delay=2.0) as bar, bar.heartbeat():
+                return prepare_index(self.o.corpus, strategy.name, build, self.o.cache_dir,
+                                     check_ids=lambda ids, source: check_needles(qset, ids, source))
+        except _RetrieverFailed as err:
+            raise InputError(f"strategy {strategy.name!r}: {err.what} failed ({type(err.cause).__name__}: "
+                             f"{str(err.cause)[:200]}): fix the retriever (traceback in the log file)") from None
+        except (InputError, KeyboardInterrupt):
             raise
         except (Exception, SystemExit) as err:
-            logger.opt(exception=err).debug("retriever factory failed")
-            raise InputError(f"strategy {strategy.name!r}: building the retriever failed ({type(err).__name__}: "
-                             f"{str(err)[:200]}): fix the retriever's factory (traceback in the log file)") from None
-        t1 = time.perf_counter()
-        try:
-            retriever.index(chunks)
-        except KeyboardInterrupt:
-            raise
-        except (Exception, SystemExit) as err:
-            logger.opt(exception=err).debug("retriever index() failed")
+            logger.opt(exception=err).debug("indexing failed")
             raise InputError(f"strategy {strategy.name!r}: index() failed ({type(err).__name__}: {str(err)[:200]}): "
                              "fix the retriever's index() (traceback in the log file)") from None
-        return retriever, time.perf_counter() - t1
 
     def _run_strategy(self, strategy: Strategy, retriever, judge, setup: LLMSetup | None, qset: QuestionSet,
-                      questions: list[Question], previous, corpus: CorpusInfo, index_s: float) -> dict:
+                      questions: list[Question], previous, corpus: CorpusInfo, index_s: float,
+                      index_info: dict | None = None) -> dict:
         o, settings = self.o, self.settings
         runs_dir = o.output.parent / RUNS_FOLDER
         runs_dir.mkdir(parents=True, exist_ok=True)
@@ -362,7 +369,7 @@ class BenchmarkRun:
             log_file=str(o.log_file) if o.log_file else None, id=run_id, rewriter=rewriter_info, usage=usage,
             cost_usd=sum(costs) if priced else None, cost_note=cost_note or None, max_cost_usd=o.max_cost_usd,
             recovered=loop.recovered, resumed_from=str(o.resume) if o.resume else None, resumed_rows=len(done),
-            journal=str(journal_path), selection={"limit": o.limit, "ids": o.ids})
+            journal=str(journal_path), selection={"limit": o.limit, "ids": o.ids}, index=index_info)
         report = build_report(run_info, agg, results)
         report["diagnosis_counts"] = count_tags(report["results"])
         if self.relevance_judge is not None:
@@ -394,6 +401,12 @@ class BenchmarkRun:
         self.state.journal = None
         self.state.continue_command = _continue_command(self.o.argv, run_path)
         logger.info("Results written to {} (and {})", self.o.output, run_path)
+
+
+class _RetrieverFailed(Exception):
+    def __init__(self, what: str, cause: BaseException) -> None:
+        super().__init__(what)
+        self.what, self.cause = what, cause
 
 
 def _with_reply_models(info: JudgeInfo, models: list[str]) -> JudgeInfo:
