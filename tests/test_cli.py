@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, clean_env, judge_env, run_cli
+from tests.conftest import clean_env, judge_env, run_cli
 from tests.loopback import MODELS, LoopbackServer, Reply
 
 JQ = [

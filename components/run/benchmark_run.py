@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
