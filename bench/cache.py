@@ -39,7 +39,7 @@ from components.run.index_cache import prepare_index
 from poc.strategies import resolve_strategy
 imports = time.perf_counter() - t
 corpus = None if sys.argv[1] == "builtin" else sys.argv[1]
-p = prepare_index(corpus, sys.argv[2], resolve_strategy(sys.argv[2]), sys.argv[3])
+p = prepare_index(corpus, sys.argv[2], resolve_strategy(sys.argv[2]).factory, sys.argv[3])
 print(json.dumps({"cache": p.cache, "load_s": p.load_s, "index_s": p.index_s, "save_s": p.save_s,
                   "imports_s": imports, "chunks": len(p.chunks)}))
 """

@@ -181,8 +181,8 @@ def child(mode: str, corpus: str, strategy: str, cache: str, queries_file: str |
     from components.run.index_cache import prepare_index
     from poc.strategies import resolve_strategy
 
-    factory = resolve_strategy(strategy)
-    prepared = prepare_index(Path(corpus), strategy, lambda: factory(llm_available=False), Path(cache))
+    factory = resolve_strategy(strategy).factory
+    prepared = prepare_index(Path(corpus), strategy, factory, Path(cache))
     expected = "miss" if mode == "cold" else "hit"
     if prepared.cache != expected:
         raise RuntimeError(f"{mode} run: index cache {prepared.cache}, expected {expected}")

@@ -38,8 +38,8 @@ def corpus_dir(tmp_path: Path) -> Path:
 
 
 def prepare(corpus: Path | None, cache: Path | None, strategy: str = "baseline", **kw) -> PreparedIndex:
-    factory = resolve_strategy(strategy)
-    return prepare_index(corpus, strategy, lambda: factory(llm_available=False), cache, **kw)
+    factory = resolve_strategy(strategy).factory
+    return prepare_index(corpus, strategy, factory, cache, **kw)
 
 
 def answers(prepared: PreparedIndex) -> list:
@@ -200,7 +200,7 @@ def test_key_covers_content_chunker_retriever_and_versions(corpus_dir: Path, tmp
     assert prepare(corpus_dir, cache).key not in (base, changed.key)  # a doc id is content too
     (corpus_dir / "autos.md").rename(corpus_dir / "cars.md")
 
-    retriever = resolve_strategy("modular-no-llm")()
+    retriever = resolve_strategy("modular-no-llm").factory()
     parts = key_parts("0" * 64, "modular-no-llm", retriever)
     assert parts["retriever"]["alpha"] == 0.5 and parts["retriever"]["bm25"]["k1"] == 1.5
     assert {"poc.corpus", "poc.chunking", "poc.hybrid", "poc.bm25", "poc.dense"} <= set(parts["code"])
@@ -322,7 +322,7 @@ def test_two_processes_at_once(corpus_dir: Path, tmp_path: Path):
                     time.sleep(0.01)
             return real_rename(src, dst)
         os.rename = rename
-        p = prepare_index({str(corpus_dir)!r}, "modular-no-llm", resolve_strategy("modular-no-llm"), {str(cache)!r})
+        p = prepare_index({str(corpus_dir)!r}, "modular-no-llm", resolve_strategy("modular-no-llm").factory, {str(cache)!r})
         hits = [[(h.chunk.chunk_id, round(h.score, 5)) for h in p.retriever.retrieve(q, 3)] for q in {QUERIES!r}]
         print(json.dumps({{"cache": p.cache, "key": p.key, "hits": hits}}))
     """)
