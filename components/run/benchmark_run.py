@@ -23,7 +23,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 import platform
 
@@ -44,6 +43,7 @@ from utils.questions import Question, QuestionSet, check_needles, load_questions
 from utils.results import (CorpusInfo, JudgeInfo, RunInfo, aggregate, build_report, check_writable,
                            write_json_atomic)
 from utils.settings import Settings
+from utils.versions import package_versions
 
 PACKAGES = ("anthropic", "bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")
 RUNS_FOLDER = "runs"
@@ -85,13 +85,7 @@ class RunState:
 
 
 def versions() -> dict[str, str]:
-    out = {}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
+    return package_versions(PACKAGES)
 
 
 def _now() -> str:

@@ -48,13 +48,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from importlib import metadata
 from pathlib import Path
 
 from loguru import logger
 
 from poc.chunking import Chunk
 from poc.retriever import Retriever
+from utils.versions import package_versions
 
 CACHE_FORMAT = 1
 ENTRIES = f"index-v{CACHE_FORMAT}"
@@ -159,13 +159,7 @@ def _source_digests(module_names: set[str]) -> dict[str, str]:
 
 
 def _versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in LIBRARIES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
+    return {"python": platform.python_version(), **package_versions(LIBRARIES)}
 
 
 def key_parts(corpus_sha256: str, strategy_name: str, retriever: object) -> dict:
