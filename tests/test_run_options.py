@@ -5,6 +5,7 @@ judge repeats and per-chunk relevance over the loopback judge."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -37,12 +38,15 @@ def test_k_limit_and_ids(tmp_path: Path):
 
 def test_every_run_is_kept_under_runs(tmp_path: Path):
     out = tmp_path / "r.json"
+    written = []
     for _ in range(2):
-        assert run_cli("--limit", "1", "--strategy", "baseline", "--output", str(out)).code == 0
+        run = run_cli("--limit", "1", "--strategy", "baseline", "--output", str(out))
+        assert run.code == 0
+        written.append(Path(re.search(r"\(and (\S+\.json)\)", run.stderr).group(1)))
     files = sorted((tmp_path / "runs").glob("*.json"))
-    assert len(files) == 2 and not list((tmp_path / "runs").glob("*.journal.jsonl"))  # journals removed
-    ids = [json.loads(f.read_text())["run"]["id"] for f in files]
-    assert ids == [f.stem for f in files] and len(set(ids)) == 2
+    assert sorted(written) == files and not list((tmp_path / "runs").glob("*.journal.jsonl"))  # journals removed
+    ids = [json.loads(f.read_text())["run"]["id"] for f in written]
+    assert ids == [f.stem for f in written] and len(set(ids)) == 2
     assert json.loads(out.read_text())["run"]["id"] == ids[-1]  # the output file is the latest
 
 
