@@ -196,6 +196,8 @@ def _metric_rows(report: Mapping) -> str:
     for key, label in METRICS:
         if key not in report:
             continue
+        if key == "hit_at_k_rate" and k == 5:
+            continue  # the same figure as hit@5
         if key == "hit_at_k_rate" and k is not None:
             label = f"hit@{k}"
         if nothing_graded and key in _GRADED_ONLY:
