@@ -15,7 +15,7 @@ from components.run.retrieval_grader import GradeResult
 from poc.chunking import chunk_corpus
 from poc.corpus import load_corpus
 from tests.conftest import K8S, ROOT, needs_k8s, run_cli
-from tests.dataset_fixtures import (ANTHROPIC, OFFLINE, QUESTIONS, VERDICTS, strict_load, validate_args,
+from tests.dataset_fixtures import (ANTHROPIC, OFFLINE, QUESTIONS, QUORUM_Q, VERDICTS, strict_load, validate_args,
                                     write_corpus, write_questions)
 from utils.errors import InputError, JudgeError
 from utils.questions import load_questions
@@ -292,3 +292,32 @@ def test_kubernetes_adversarial_offline(tmp_path):
     doc = (K8S / "docs" / "tasks_administer-cluster_topology-manager.md").read_text()
     assert "1.32" not in doc and "1.35" not in doc
 
+
+
+# --------------------------------------------------------------------------- the real SDK, loopback server
+
+def test_llm_path_against_the_loopback_server(tmp_path):
+    """validate through run_cli with the Anthropic judge: sufficiency prompts hold the needle's
+    chunks, necessity prompts other documents'; grades are scripted by what the prompt shows."""
+    from tests.conftest import judge_env, run_cli
+    from tests.loopback import LoopbackServer, Reply
+
+    corpus = write_corpus(tmp_path / "corpus")
+    questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ("q_pass", "q_pass2")])
+
+    def script(n: int, body: dict) -> Reply:
+        prompt = body["messages"][0]["content"]
+        needle = "alpha" if f"USER QUESTION: {QUORUM_Q}" in prompt else "beta"
+        holds_needle = f"doc_id={needle} " in prompt
+        return Reply(text=json.dumps({"grade": 9 if holds_needle else 2, "reasoning": "scripted"}))
+
+    out = tmp_path / "v.json"
+    with LoopbackServer(script) as srv:
+        run = run_cli("validate", str(questions), "--corpus", str(corpus), "--json", str(out), env=judge_env(srv.url))
+        assert len(srv.requests) == 4  # two checks per question
+        assert {r.body["thinking"]["type"] for r in srv.requests} == {"between_tools"}  # claude-sonnet-5-5
+    assert run.code == 0, run.stderr
+    report = strict_load(out.read_text())
+    assert report["judge"]["label"] == "llm" and report["judge"]["model"] == "claude-sonnet-5-5"
+    for q in report["questions"]:
+        assert (q["verdict"], q["sufficiency"]["grades"], q["necessity"]["grades"]) == ("pass", [9], [2])
