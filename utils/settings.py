@@ -20,6 +20,7 @@ class Settings:
     haiku_model: str
     judge_effort: str | None = None  # BENCHMARK_JUDGE_EFFORT: low … max, sent only where supported
     retry_wait_max_s: float = 60.0  # BENCHMARK_RETRY_WAIT_MAX: the retry pass waits at most this
+    batch_poll_max_s: float = 60.0  # BENCHMARK_BATCH_POLL_MAX: --judge-batch polls at least this often
 
     @classmethod
     def from_env(cls, env: dict[str, str]) -> Settings:
@@ -50,8 +51,16 @@ class Settings:
         if not 0 <= retry_wait <= 600:
             raise InputError(f"BENCHMARK_RETRY_WAIT_MAX={raw_wait!r} is not a number of seconds from 0 to 600: "
                              "set it to e.g. 60")
+        raw_poll = env.get("BENCHMARK_BATCH_POLL_MAX") or "60"
+        try:
+            poll_max = float(raw_poll)
+        except ValueError:
+            poll_max = -1.0
+        if not 0.01 <= poll_max <= 3600:
+            raise InputError(f"BENCHMARK_BATCH_POLL_MAX={raw_poll!r} is not a number of seconds from 0.01 to 3600: "
+                             "set it to e.g. 60")
         return cls(api_key=api_key, base_url=env.get("ANTHROPIC_BASE_URL") or None, judge=judge,
-                   judge_effort=effort, retry_wait_max_s=retry_wait,
+                   judge_effort=effort, retry_wait_max_s=retry_wait, batch_poll_max_s=poll_max,
                    judge_timeout=timeout,
                    sonnet_model=env.get("BENCHMARK_SONNET_MODEL") or "claude-sonnet-5-5",
                    haiku_model=env.get("BENCHMARK_HAIKU_MODEL") or "claude-haiku-4-5")
