@@ -50,6 +50,7 @@ environment:
   BENCHMARK_SONNET_MODEL   the judge model (default claude-sonnet-5-5)
   BENCHMARK_HAIKU_MODEL    the query rewriter's model (default claude-haiku-4-5)
   BENCHMARK_RETRY_WAIT_MAX seconds the retry pass may wait for a retry-after (default 60)
+  BENCHMARK_BATCH_POLL_MAX longest wait between two polls of a --judge-batch batch (default 60)
 
 exit codes:
   0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
@@ -104,6 +105,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="stop grading before the judge's cost would pass USD (exit 4; --resume finishes later)")
     p.add_argument("--judge-repeats", type=_positive_int, default=1, metavar="N",
                    help="grade each question N times; the row keeps every grade and their spread")
+    p.add_argument("--judge-batch", action="store_true",
+                   help="after retrieval, send every grading request as one Message Batch (half price, results "
+                        "usually within the hour); --resume collects an interrupted run's batch")
     p.add_argument("--no-text", action="store_true", help="leave the retrieved chunks' text out of the results")
     p.add_argument("--chunk-relevance", action=argparse.BooleanOptionalAction, default=None,
                    help="rate each retrieved chunk 0-3 (proxy NDCG/precision; one more judge call per question); "
@@ -182,7 +186,7 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, gua
         resume=args.resume, max_cost_usd=args.max_cost, judge_repeats=args.judge_repeats,
         keep_text=not args.no_text, chunk_relevance=args.chunk_relevance, group_by=args.group_by,
         cache_dir=None if args.no_cache else (args.cache_dir or settings.cache_dir),
-        log_file=log_path, argv=list(args.argv))
+        judge_batch=args.judge_batch, log_file=log_path, argv=list(args.argv))
     runner = BenchmarkRun(options, settings, should_stop=lambda: guard.received is not None,
                           deferred_signals=guard.deferred, state=state)
     reports = runner.execute()

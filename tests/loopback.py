@@ -11,11 +11,24 @@ The Models API: ``GET /v1/models/{id}`` and ``GET /v1/models`` serve ``models`` 
 capabilities say the model does not accept — a thinking type or effort level it lacks, a
 ``max_tokens`` over its limit, a retired or unknown model — is refused with the real API's kind of
 400/404 error, before the script is consulted.
+
+The Message Batches API (:class:`BatchAPI`, additive): ``POST /v1/messages/batches`` creates a
+batch (the envelope checked as the real API does: 1-100,000 requests, unique ``custom_id`` of
+1-64 characters ``[A-Za-z0-9_-]``); ``GET /v1/messages/batches/{id}`` answers ``in_progress`` for
+the first ``batch_polls`` retrieves of that batch, then ``ended`` with ``request_counts`` and
+``results_url``; ``GET /v1/messages/batches/{id}/results`` streams JSON lines (``custom_id``,
+``result``), in reverse request order (the real API promises no order). Each request's entry is
+decided at create time: in validating mode a request the model does not accept is an ``errored``
+entry carrying the refusal (``invalid_request_error``…); else ``batch_script`` (per custom id: a
+:class:`Reply` — 200 → ``succeeded`` with that message, another status → ``errored`` with its error
+body — or ``"expired"`` / ``"canceled"``; a list answers successive submissions of that custom id),
+else the message script as for ``POST /v1/messages``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -117,6 +130,51 @@ def _refusal(model: str, body: dict, spec: ModelSpec | None) -> Reply | None:
                      f"max_tokens: {body.get('max_tokens')} > {spec.max_tokens}, the maximum for {model}")
     return None
 
+def message_doc(reply: Reply, model: str, n: int) -> dict:
+    """The Messages API body ``reply`` stands for (``json_body`` wins)."""
+    if reply.json_body is not None:
+        return reply.json_body
+    return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
+            "content": reply.content if reply.content is not None else [{"type": "text", "text": reply.text or ""}],
+            "stop_reason": reply.stop_reason, "stop_sequence": None, "usage": reply.usage}
+
+
+EXPIRED, CANCELED = "expired", "canceled"
+BatchAnswer = Reply | str  # a Reply (succeeded / errored by its status), or EXPIRED / CANCELED
+CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+MAX_BATCH_REQUESTS = 100_000
+
+
+@dataclass
+class LoopbackBatch:
+    """One created batch: its requests' results (decided at create time) and how often it was polled."""
+
+    id: str
+    results: list[dict]  # {"custom_id", "result"} in request order
+    created_at: str = "2026-11-01T00:00:00Z"
+    polls: int = 0
+    ended: bool = False  # a retrieve answered "ended": the results can be read
+
+    def counts(self, ended: bool) -> dict:
+        counts = {"processing": 0 if ended else len(self.results), "succeeded": 0, "errored": 0, "canceled": 0,
+                  "expired": 0}
+        if ended:
+            for r in self.results:
+                counts[r["result"]["type"]] += 1
+        return counts
+
+
+def _entry(answer: BatchAnswer, model: str, n: int) -> dict:
+    """A batch result (``result`` of one JSONL line) from a scripted answer."""
+    if answer in (EXPIRED, CANCELED):
+        return {"type": answer}
+    if not isinstance(answer, Reply):
+        raise TypeError(f"a batch answer is a Reply, {EXPIRED!r} or {CANCELED!r}, not {answer!r}")
+    if answer.status != 200:
+        body = answer.json_body or {"type": "error", "error": {"type": "api_error", "message": "scripted error"}}
+        return {"type": "errored", "error": {"type": "error", "error": body.get("error"), "request_id": None}}
+    return {"type": "succeeded", "message": message_doc(answer, model, n)}
+
 
 @dataclass
 class Recorded:
@@ -128,13 +186,23 @@ class Recorded:
 class LoopbackServer:
     def __init__(self, script: list[Reply] | Callable[[int, dict], Reply] | None = None,
                  default: Reply | None = None, *, models: dict[str, ModelSpec] | None = MODELS,
-                 validate: bool | None = None) -> None:
+                 validate: bool | None = None,
+                 batch_script: dict[str, BatchAnswer | list[BatchAnswer]] | Callable[[str, dict, int], BatchAnswer]
+                 | None = None, batch_polls: int = 1, batch_api: bool = True) -> None:
         self.script = script if script is not None else []
         self.default = default or Reply()
         self.models = models
         self.validate = models is not None if validate is None else validate
         self.requests: list[Recorded] = []  # POST /v1/messages
         self.model_requests: list[str] = []  # GET paths of the Models API
+        self.batch_script = batch_script if batch_script is not None else {}
+        self.batch_polls = batch_polls  # retrieves of a batch answered in_progress (read at each poll)
+        self.batch_api = batch_api  # False: a gateway without the Message Batches API (404)
+        self.batches: dict[str, LoopbackBatch] = {}
+        self.batch_creates: list[dict] = []  # the JSON body of each POST /v1/messages/batches
+        self.batch_gets: list[str] = []  # GET paths of the batch API
+        self._seen: dict[str, int] = {}  # custom id → submissions so far
+        self._batch_requests = 0
         self._lock = threading.Lock()
         server = self
 
@@ -146,6 +214,10 @@ class LoopbackServer:
 
             def do_GET(self) -> None:  # noqa: N802
                 path = self.path.split("?", 1)[0]
+                if path.startswith("/v1/messages/batches"):
+                    if not server.batch_api:
+                        return self._send(error(404, "not_found_error", f"Not Found: {path}"))
+                    return self._batch_get(path)
                 with server._lock:
                     server.model_requests.append(self.path)
                 if server.models is None or not path.startswith("/v1/models"):
@@ -168,6 +240,10 @@ class LoopbackServer:
                     body = json.loads(raw)
                 except ValueError:
                     body = None
+                if self.path.split("?", 1)[0].rstrip("/") == "/v1/messages/batches":
+                    if not server.batch_api:
+                        return self._send(error(404, "not_found_error", "Not Found: /v1/messages/batches"))
+                    return self._send(server._create_batch(body))
                 with server._lock:
                     n = len(server.requests)
                     server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
@@ -178,6 +254,23 @@ class LoopbackServer:
                 if reply is None:
                     reply = server._next(n, body or {})
                 self._send(reply, body)
+
+            def _batch_get(self, path: str) -> None:
+                with server._lock:
+                    server.batch_gets.append(self.path)
+                m = re.fullmatch(r"/v1/messages/batches/([^/]+)(/results)?/?", path)
+                batch = server.batches.get(m.group(1)) if m else None
+                if batch is None:
+                    return self._send(error(404, "not_found_error", f"batch not found: {path}"))
+                if m.group(2):
+                    if not batch.ended:
+                        return self._send(error(400, "invalid_request_error", f"batch {batch.id} is still processing"))
+                    lines = "".join(json.dumps(r) + "\n" for r in reversed(batch.results))
+                    return self._send(Reply(raw_body=lines.encode(), headers={"content-type": "application/binary"}))
+                with server._lock:
+                    ended = batch.ended = batch.ended or batch.polls >= server.batch_polls
+                    batch.polls += 1
+                return self._send(Reply(json_body=server._batch_json(batch, ended)))
 
             def _send(self, reply: Reply, body: dict | None = None) -> None:
                 n = len(server.requests)
@@ -193,18 +286,11 @@ class LoopbackServer:
                 if reply.raw_body is not None:
                     payload = reply.raw_body
                 else:
-                    doc = reply.json_body if reply.json_body is not None else {
-                        "id": f"msg_{n}", "type": "message", "role": "assistant",
-                        "model": (body or {}).get("model", "unknown"),
-                        "content": reply.content if reply.content is not None else
-                        [{"type": "text", "text": reply.text or ""}],
-                        "stop_reason": reply.stop_reason, "stop_sequence": None,
-                        "usage": reply.usage,
-                    }
-                    payload = json.dumps(doc).encode()
+                    payload = json.dumps(message_doc(reply, (body or {}).get("model", "unknown"), n)).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
+                    if "content-type" not in reply.headers:
+                        self.send_header("content-type", "application/json")
                     if reply.trickle is None:
                         self.send_header("content-length", str(len(payload)))
                     self.send_header("request-id", f"req_loopback_{n}")
@@ -232,6 +318,57 @@ class LoopbackServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # ------------------------------------------------------------------ the Message Batches API
+
+    def _create_batch(self, body: dict | None) -> Reply:
+        requests = (body or {}).get("requests")
+        if not isinstance(requests, list) or not 1 <= len(requests) <= MAX_BATCH_REQUESTS:
+            return error(400, "invalid_request_error", f"requests: give 1 to {MAX_BATCH_REQUESTS:,} requests")
+        ids = [r.get("custom_id") if isinstance(r, dict) else None for r in requests]
+        bad = [i for i in ids if not isinstance(i, str) or not CUSTOM_ID.fullmatch(i)]
+        if bad:
+            return error(400, "invalid_request_error",
+                         f"requests.custom_id: {bad[0]!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
+        if len(set(ids)) != len(ids):
+            return error(400, "invalid_request_error", "requests: custom_id values must be unique within a batch")
+        with self._lock:
+            self.batch_creates.append(body)
+            results = []
+            for r in requests:
+                params = r.get("params") or {}
+                model = params.get("model", "")
+                n = self._batch_requests
+                self._batch_requests += 1
+                seen = self._seen.get(r["custom_id"], 0)
+                self._seen[r["custom_id"]] = seen + 1
+                answer: BatchAnswer | None = None
+                if self.validate and self.models is not None:
+                    answer = _refusal(model, params, self.models.get(model))
+                if answer is None:
+                    answer = self._batch_answer(r["custom_id"], params, seen, n)
+                results.append({"custom_id": r["custom_id"], "result": _entry(answer, model, n)})
+            batch = LoopbackBatch(id=f"msgbatch_loopback_{len(self.batches) + 1}", results=results)
+            self.batches[batch.id] = batch
+        return Reply(json_body=self._batch_json(batch, ended=False))
+
+    def _batch_answer(self, custom_id: str, params: dict, seen: int, n: int) -> BatchAnswer:
+        script = self.batch_script
+        if callable(script):
+            return script(custom_id, params, seen)
+        answer = script.get(custom_id)
+        if isinstance(answer, list):
+            answer = answer[seen] if seen < len(answer) else None
+        if answer is not None:
+            return answer
+        return self.script(n, params) if callable(self.script) else self.default
+
+    def _batch_json(self, batch: LoopbackBatch, ended: bool) -> dict:
+        return {"id": batch.id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
+                "request_counts": batch.counts(ended), "created_at": batch.created_at,
+                "expires_at": "2026-11-02T00:00:00Z", "ended_at": "2026-11-01T00:30:00Z" if ended else None,
+                "cancel_initiated_at": None, "archived_at": None,
+                "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results" if ended else None}
 
     def _next(self, n: int, body: dict) -> Reply:
         if callable(self.script):

@@ -31,7 +31,7 @@ import math
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from loguru import logger
@@ -40,6 +40,8 @@ from utils.errors import InputError, JudgeError
 from utils.model_settings import Capabilities, ModelSettings, UnsupportedEffort, choose_settings
 
 MAX_BODY_BYTES = 1_000_000  # a reply body larger than this is a bad response
+# Deadline per attempt of a Message Batches transfer (a batch upload or its results can be ~256 MB).
+BATCH_TRANSFER_TIMEOUT_S = 600.0
 _ORIGINAL_RETRY_AFTER = "x-benchmark-original-retry-after"
 TRANSIENT_KINDS = frozenset({"timeout", "rate_limit", "overloaded", "server_error", "connection"})
 
@@ -216,6 +218,15 @@ class AnthropicProvider:
                     max_retries=self.config.max_retries, timeout=self.config.timeout,
                     middleware=[_middleware(self.config)])
             return self._client
+
+    def batch_client(self, max_body_bytes: int | None = None):
+        """The SDK client for the Message Batches API: the same key, endpoint, retries and
+        ``retry-after`` cap, but a deadline per attempt of at least :data:`BATCH_TRANSFER_TIMEOUT_S`
+        (a batch upload, or its results, can be hundreds of MB) and a body cap of ``max_body_bytes``
+        (default: the one reply cap)."""
+        config = replace(self.config, timeout=max(self.config.timeout, BATCH_TRANSFER_TIMEOUT_S),
+                         max_body_bytes=max_body_bytes or self.config.max_body_bytes)
+        return self.client().copy(timeout=config.timeout, middleware=[_middleware(config)])
 
     @property
     def anthropic_version(self) -> str | None:

@@ -366,6 +366,9 @@ class RunInfo:
     journal: str | None = None  # the run's journal (deleted once the results are written)
     selection: dict = field(default_factory=dict)  # {"limit": N, "ids": [...]} when questions were selected
     index: dict | None = None  # {"cache": "hit" | "miss" | "off", "key": str | None}, see components/run/index_cache.py
+    # --judge-batch: each Message Batch (id, status, processing_status, request_counts, retry, resumed,
+    # custom_ids {custom id: question id}); null in a sequential run
+    judge_batch: list[dict] | None = None
 
 
 def build_report(run: RunInfo, aggregates: Aggregates, results: Iterable[QuestionResult | dict]) -> dict:

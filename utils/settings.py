@@ -23,6 +23,7 @@ from utils.model_settings import EFFORT_LEVELS
 DEFAULT_JUDGE_TIMEOUT_S = 30.0
 MAX_JUDGE_TIMEOUT_S = 600.0  # a deadline beyond ten minutes per judge attempt is a typo, not a wish
 MAX_RETRY_WAIT_S = 600.0
+MAX_BATCH_POLL_S = 3600.0  # BENCHMARK_BATCH_POLL_MAX above this is refused
 DEFAULT_SONNET_MODEL = "claude-sonnet-5-5"
 DEFAULT_HAIKU_MODEL = "claude-haiku-4-5"
 _MIN_PASSWORD_LENGTH = 4  # a shorter base-URL password is not redacted (it would blank ordinary words)
@@ -42,6 +43,7 @@ class Settings:
     retry_wait_max_s: float = 60.0  # BENCHMARK_RETRY_WAIT_MAX: the retry pass waits at most this
     secrets: tuple[str, ...] = field(default=(), repr=False)  # what every output redacts (secrets_in)
     cache_dir: Path | None = None  # the index cache's default folder (--cache-dir overrides it)
+    batch_poll_max_s: float = 60.0  # BENCHMARK_BATCH_POLL_MAX: --judge-batch polls at least this often
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -66,6 +68,7 @@ class Settings:
                    sonnet_model=models["BENCHMARK_SONNET_MODEL"], haiku_model=models["BENCHMARK_HAIKU_MODEL"],
                    judge_effort=_effort(env.get("BENCHMARK_JUDGE_EFFORT")),
                    retry_wait_max_s=_retry_wait(env.get("BENCHMARK_RETRY_WAIT_MAX")), secrets=secrets_in(env),
+                   batch_poll_max_s=_poll_max(env.get("BENCHMARK_BATCH_POLL_MAX")),
                    cache_dir=default_cache_dir(env))
 
 
@@ -167,3 +170,15 @@ def _retry_wait(raw: str | None) -> float:
         raise InputError(f"BENCHMARK_RETRY_WAIT_MAX={raw!r} is not a number of seconds from 0 to "
                          f"{MAX_RETRY_WAIT_S:g}: set it to e.g. 60")
     return wait
+
+
+def _poll_max(raw: str | None) -> float:
+    raw = raw or "60"
+    try:
+        poll_max = float(raw)
+    except ValueError:
+        poll_max = math.nan
+    if not 0.01 <= poll_max <= MAX_BATCH_POLL_S:
+        raise InputError(f"BENCHMARK_BATCH_POLL_MAX={raw!r} is not a number of seconds from 0.01 to "
+                         f"{MAX_BATCH_POLL_S:g}: set it to e.g. 60")
+    return poll_max

@@ -21,7 +21,7 @@ import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 import platform
@@ -30,6 +30,7 @@ from loguru import logger
 
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.journal import Journal, read_rows
+from components.run.judge_batch import BatchJudge, PollSchedule, check_batch_options, run_batch, warn_uncollected
 from components.run.judges import LLM_NOTE, OFFLINE_NOTE, LLMSetup, check_models, make_judge
 from components.run.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from poc.strategies import Strategy, resolve_strategy
@@ -69,6 +70,7 @@ class RunOptions:
     chunk_relevance: bool | None = None  # None: on with the offline judge (free), off with the LLM judge
     group_by: list[str] | None = None
     cache_dir: Path | None = None  # the index cache; None = --no-cache
+    judge_batch: bool = False  # grade through the Message Batches API (components/run/judge_batch.py)
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -179,6 +181,8 @@ class BenchmarkRun:
     def _prepare(self):
         o, settings = self.o, self.settings
         check_writable(o.output)
+        check_batch_options(judge=settings.judge, judge_batch=o.judge_batch, max_cost_usd=o.max_cost_usd,
+                            chunk_relevance=o.chunk_relevance)
         strategies = [resolve_strategy(name) for name in o.strategies]
         qset = load_questions(o.questions)
         questions = select_questions(qset, o.limit, o.ids)
@@ -300,6 +304,7 @@ class BenchmarkRun:
         if previous is not None:
             prev_run, prev_rows = previous
             _check_resume(identity, _identity_of(prev_run), o.resume)
+            warn_uncollected(prev_run, o.judge_batch)
             done = {qid: row for qid, row in prev_rows.items() if row.get("llm_grade") is not None}
             logger.info("Resuming {}: {} graded row(s) kept as they are, {} question(s) to run", o.resume, len(done),
                         sum(1 for q in questions if q.id not in done))
@@ -316,13 +321,19 @@ class BenchmarkRun:
         loop = BenchmarkLoop(retriever, judge, k=o.k, rewriter=rewriter, should_stop=self.should_stop,
                              record=journal.append, annotate=self._annotate, relevance_judge=self.relevance_judge,
                              repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd, keep_text=o.keep_text,
-                             retry_wait_max_s=settings.retry_wait_max_s, on_row=progress.advance)
+                             retry_wait_max_s=settings.retry_wait_max_s, on_row=progress.advance,
+                             batch=o.judge_batch)
+        batch_judge = self._batch_judge(setup, journal) if o.judge_batch else None
         started = _now()
         status = "completed"
         try:
             with progress:
-                loop.run(questions, done)
-            if not self.should_stop():
+                if batch_judge is not None:
+                    run_batch(loop, questions, done, batch_judge, (previous[0].get("judge_batch") or [])
+                              if previous is not None else [], grouped=journal.grouped)
+                else:
+                    loop.run(questions, done)
+            if not self.should_stop() and batch_judge is None:
                 loop.retry_transient()
         except KeyboardInterrupt:
             status = "interrupted"
@@ -340,6 +351,8 @@ class BenchmarkRun:
         judge_settings = setup.judge if setup is not None else None
         judge_info = _judge_info(settings, setup, judge_settings, LLM_NOTE, o.judge_repeats)
         judge_info = _with_reply_models(judge_info, loop.judge_usage.models)
+        if batch_judge is not None:
+            judge_info = replace(judge_info, mode="batch")
         rewriter_info = None
         if rewriter is not None and setup is not None:
             rewriter_info = _with_reply_models(
@@ -362,7 +375,8 @@ class BenchmarkRun:
             log_file=str(o.log_file) if o.log_file else None, id=run_id, rewriter=rewriter_info, usage=usage,
             cost_usd=sum(costs) if priced else None, cost_note=cost_note or None, max_cost_usd=o.max_cost_usd,
             recovered=loop.recovered, resumed_from=str(o.resume) if o.resume else None, resumed_rows=len(done),
-            journal=str(journal_path), selection={"limit": o.limit, "ids": o.ids}, index=index_info)
+            journal=str(journal_path), selection={"limit": o.limit, "ids": o.ids}, index=index_info,
+            judge_batch=[r.to_json() for r in batch_judge.records] if batch_judge is not None else None)
         report = build_report(run_info, agg, results)
         report["diagnosis_counts"] = count_tags(report["results"])
         if self.relevance_judge is not None:
@@ -379,6 +393,11 @@ class BenchmarkRun:
             logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                          "query rewriter", failure)
         return report
+
+    def _batch_judge(self, setup: LLMSetup | None, journal: Journal):
+        """The Message Batches client of ``--judge-batch`` (its batch lines go to the journal)."""
+        return BatchJudge(setup.provider, setup.judge, should_stop=self.should_stop, record=journal.append,
+                          schedule=PollSchedule(max_s=self.settings.batch_poll_max_s))
 
     def _write(self, report: dict, run_path: Path, journal: Journal, n_rows: int) -> None:
         if n_rows == 0:

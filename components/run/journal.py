@@ -3,7 +3,11 @@
 A JSON-lines file beside the run's output (``runs/<run id>.journal.jsonl``). Line 1 is the header
 ``{"journal": 1, "run": {...identity...}}``; each further line is one row, exactly as it goes into
 the results. A question may appear more than once (the retry pass re-grades a row): the last line
-for a question id wins. Whatever way a run ends — an exception, a signal, a full disk, a killed
+for a question id wins. With ``--judge-batch``, a line ``{"batch": {"id": ..., "custom_ids": {...},
+"status": ...}}`` records each Message Batch as soon as it is created (and again when its status
+changes; the last line for a batch id wins): :func:`read_rows` returns them in the run's
+``judge_batch`` list, as a results file holds them, so ``--resume`` collects a batch instead of
+submitting it again. Whatever way a run ends — an exception, a signal, a full disk, a killed
 process — every row the console reported as done is in the journal; ``--resume`` reads it (or a
 finished results file) with :func:`read_rows`.
 
@@ -14,15 +18,18 @@ line (the process killed mid-write) is skipped on reading.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from utils.errors import InputError
 from utils.results import strict_json_value
 
 JOURNAL_VERSION = 1
+GROUP_SYNC_S = 1.0  # inside Journal.grouped(), fsync at least this often
 
 
 class Journal:
@@ -31,17 +38,36 @@ class Journal:
         self.secrets = [s for s in secrets if s]
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.path.open("a", encoding="ascii")
+        self._grouped = False
+        self._last_sync = time.monotonic()
         self._write({"journal": JOURNAL_VERSION, "run": identity})
 
-    def _write(self, obj: dict) -> None:
+    def _write(self, obj: dict, sync: bool = True) -> None:
         line = json.dumps(strict_json_value(obj, self.secrets), ensure_ascii=True, allow_nan=False)
         self._fh.write(line + "\n")
         self._fh.flush()
-        os.fsync(self._fh.fileno())
+        if sync or time.monotonic() - self._last_sync >= GROUP_SYNC_S:
+            os.fsync(self._fh.fileno())
+            self._last_sync = time.monotonic()
 
     def append(self, row: dict) -> None:
-        """Append one row and make it durable (flush + fsync) before returning."""
-        self._write(row)
+        """Append one row and make it durable (flush + fsync) before returning; inside
+        :meth:`grouped`, flushed (it survives the process being killed) and fsynced with the group."""
+        self._write(row, sync=not self._grouped or "batch" in row)
+
+    @contextlib.contextmanager
+    def grouped(self) -> Iterator[None]:
+        """Rows appended inside are flushed at once but fsynced together (at the end, and at least
+        every :data:`GROUP_SYNC_S`): for rows that are safe elsewhere until then — the results of a
+        Message Batch, which ``--resume`` collects again. Batch lines are always fsynced at once."""
+        self._grouped = True
+        try:
+            yield
+        finally:
+            self._grouped = False
+            if not self._fh.closed:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         if not self._fh.closed:
@@ -56,7 +82,9 @@ class Journal:
 def read_rows(path: Path) -> tuple[dict, dict[str, dict]]:
     """``(run identity, {question id: row})`` from a journal or a results file.
 
-    A results file gives its ``run`` and ``results``; a journal its header and rows (last wins).
+    A results file gives its ``run`` and ``results``; a journal its header and rows (last wins),
+    and its batch lines as the run's ``judge_batch`` (a list, as in a results file; absent when
+    the journal has none).
     Raises :class:`InputError` naming the fix when ``path`` is neither."""
     path = Path(path)
     if not path.is_file():
@@ -82,6 +110,7 @@ def read_rows(path: Path) -> tuple[dict, dict[str, dict]]:
         raise InputError(f"--resume {path}: neither a results file nor a journal: pass benchmark_results.json, "
                          "a file from runs/, or a runs/*.journal.jsonl")
     rows: dict[str, dict] = {}
+    batches: dict[str, dict] = {}  # batch id → its last line (insertion order: first submission)
     for line in lines[1:]:
         try:
             row = json.loads(line)
@@ -89,4 +118,9 @@ def read_rows(path: Path) -> tuple[dict, dict[str, dict]]:
             continue
         if isinstance(row, dict) and "question_id" in row:
             rows[str(row["question_id"])] = row
-    return header.get("run") or {}, rows
+        elif isinstance(row, dict) and isinstance(row.get("batch"), dict) and isinstance(row["batch"].get("id"), str):
+            batches[row["batch"]["id"]] = {**batches.get(row["batch"]["id"], {}), **row["batch"]}
+    run = dict(header.get("run") or {})
+    if batches:
+        run["judge_batch"] = list(batches.values())
+    return run, rows

@@ -209,7 +209,7 @@ class RetrievalGrader:
         self.model = llm.model
 
     def grade(self, question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> GradeResult:
-        variant = "reference" if expected_answer else "reference_free"
+        variant = prompt_variant(expected_answer)
         logger.debug("[retrieval-grader] Grading question: {}", question)
         logger.trace("[retrieval-grader] expected answer: {}", expected_answer)
         logger.trace("[retrieval-grader] chunk doc ids: {}", [c.doc_id for c in chunks])
@@ -225,22 +225,34 @@ class RetrievalGrader:
             logger.warning("[retrieval-grader] FAILED in {:.3f}s: {}: {}", elapsed, err.kind, err)
             return GradeResult(None, None, elapsed * 1000, f"{err.kind}: {err}", None, variant,
                                retry_after=err.retry_after)
-        elapsed = time.perf_counter() - start
-        raw = reply.text
-        logger.trace("[retrieval-grader] raw reply (stop_reason={}):\n{}", reply.stop_reason, raw)
-        if reply.stop_reason == "refusal":
-            error = "refusal: the judge declined to grade (stop_reason=refusal)"
-            grade, reasoning = None, None
-        elif reply.stop_reason == "model_context_window_exceeded":
-            error = "context_window_exceeded: the prompt and reply passed the model's context window"
-            grade, reasoning = None, None
-        else:
-            grade, reasoning, error = parse_grade(raw)
-            if grade is None and reply.stop_reason == "max_tokens":
-                error = "unparseable: truncated at max_tokens (stop_reason=max_tokens) without a grade"
-        if grade is None:
-            logger.warning("[retrieval-grader] UNSCORED in {:.3f}s: {} (raw reply: {!r})", elapsed, error,
-                           (raw or "")[:200])
-        else:
-            logger.debug("[retrieval-grader] SUCCESS in {:.3f}s: grade={}", elapsed, grade)
-        return GradeResult(grade, reasoning, elapsed * 1000, error, raw, variant, reply)
+        return grade_reply(reply, variant, (time.perf_counter() - start) * 1000)
+
+
+def prompt_variant(expected_answer: str | None) -> str:
+    """``reference`` when the question has an expected answer, else ``reference_free``."""
+    return "reference" if expected_answer else "reference_free"
+
+
+def grade_reply(reply: LLMReply, variant: str, latency_ms: float) -> GradeResult:
+    """The :class:`GradeResult` of one answered grading call, however it was sent (one call, or one
+    entry of a Message Batch): the stop reason first (``refusal``, ``model_context_window_exceeded``,
+    ``max_tokens`` without a grade), else :func:`parse_grade`. The raw reply is kept in every case."""
+    raw = reply.text
+    elapsed = latency_ms / 1000
+    logger.trace("[retrieval-grader] raw reply (stop_reason={}):\n{}", reply.stop_reason, raw)
+    if reply.stop_reason == "refusal":
+        error = "refusal: the judge declined to grade (stop_reason=refusal)"
+        grade, reasoning = None, None
+    elif reply.stop_reason == "model_context_window_exceeded":
+        error = "context_window_exceeded: the prompt and reply passed the model's context window"
+        grade, reasoning = None, None
+    else:
+        grade, reasoning, error = parse_grade(raw)
+        if grade is None and reply.stop_reason == "max_tokens":
+            error = "unparseable: truncated at max_tokens (stop_reason=max_tokens) without a grade"
+    if grade is None:
+        logger.warning("[retrieval-grader] UNSCORED in {:.3f}s: {} (raw reply: {!r})", elapsed, error,
+                       (raw or "")[:200])
+    else:
+        logger.debug("[retrieval-grader] SUCCESS in {:.3f}s: grade={}", elapsed, grade)
+    return GradeResult(grade, reasoning, latency_ms, error, raw, variant, reply)
