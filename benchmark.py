@@ -217,6 +217,13 @@ def _command_parser(name: str, module) -> argparse.ArgumentParser:
     return p
 
 
+def _log_unraisable(unraisable) -> None:
+    """An exception Python cannot raise (in a ``__del__``, e.g. of an SDK client whose
+    construction a signal interrupted) goes to the log file, not as a traceback on the console."""
+    logger.opt(exception=(unraisable.exc_type, unraisable.exc_value, unraisable.exc_traceback)).debug(
+        "{} ({})", unraisable.err_msg or "Exception ignored", type(unraisable.object).__name__)
+
+
 def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = None
@@ -256,7 +263,10 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
         logger.error("error: {}", escape_control(str(err)))
         code = EXIT_WRITE
     except KeyboardInterrupt:
-        logger.error("interrupted" + ("" if state.journal else " before any question was graded: nothing written"))
+        if state.journal or state.written:  # the lines below name the journal, or the results written
+            logger.error("interrupted")
+        else:
+            logger.error("interrupted before any question was graded: nothing written")
         code = EXIT_INTERRUPTED
     except OSError as err:
         logger.opt(exception=err).debug("results could not be written")
@@ -284,4 +294,5 @@ if __name__ == "__main__":
     # which is later): a query's dense scores are one matrix-vector product, which OpenBLAS's thread
     # pool makes 3-10x slower whenever the other core is busy (bench/scale.py; same numbers either way).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    sys.unraisablehook = _log_unraisable
     sys.exit(main())

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,3 +117,19 @@ def caplog_loguru():
     sink = logger.add(lambda m: messages.append(m.record["message"]), level="DEBUG", format="{message}")
     yield messages
     logger.remove(sink)
+
+
+def wait_for_line(proc: subprocess.Popen, marker: str, limit: float = 60) -> str:
+    """``proc``'s stderr read up to the first line holding ``marker`` (returned, with what came
+    before). The end of the output or ``limit`` seconds without it kill ``proc`` and fail the test."""
+    seen = []
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if marker in line:
+            return "".join(seen)
+    proc.kill()
+    raise AssertionError(f"never saw {marker!r}:\n" + "".join(seen))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, clean_env, judge_env, with_log_dir
+from tests.conftest import ROOT, clean_env, judge_env, wait_for_line, with_log_dir
 from tests.loopback import LoopbackServer, Reply
 
 
@@ -19,16 +19,6 @@ def start(out: Path, url: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), *with_log_dir(["--output", str(out)])],
                             cwd=ROOT, env=judge_env(url), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
 
-
-def wait_for_line(proc: subprocess.Popen, marker: str, limit: float = 60) -> str:
-    seen = []
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        seen.append(line)
-        if marker in line:
-            return "".join(seen)
-    raise AssertionError("never saw " + marker + ":\n" + "".join(seen))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -20,7 +20,7 @@ from components.run.journal import Journal, read_rows
 from components.run.judge_batch import (BatchJudge, BatchRecord, BatchRequest, PollSchedule, _lines, custom_id,
                                         repeat_of, run_batch, split_requests)
 from tests.batch_fixtures import make_corpus, make_questions
-from tests.conftest import ROOT, clean_env, judge_env, run_cli
+from tests.conftest import ROOT, clean_env, judge_env, run_cli, wait_for_line
 from tests.loopback import CANCELED, EXPIRED, LoopbackServer, Reply, error
 from utils.errors import JudgeError
 from utils.llm_provider import AnthropicProvider, ProviderConfig
@@ -318,21 +318,11 @@ def _start(tmp_path: Path, url: str, *args: str) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, text=True)
 
 
-def _wait_for(proc: subprocess.Popen, marker: str, limit: float = 60) -> str:
-    seen = []
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        seen.append(line)
-        if marker in line:
-            return "".join(seen)
-    raise AssertionError("never saw " + marker + ":\n" + "".join(seen))
-
 
 def test_sigint_while_polling_then_resume_collects_without_a_new_create(tmp_path: Path, few_questions: Path):
     with LoopbackServer(default=OK, batch_polls=10**6) as srv:
         proc = _start(tmp_path, srv.url, "--questions", str(few_questions))
-        _wait_for(proc, "next check in")
+        wait_for_line(proc, "next check in")
         proc.send_signal(signal.SIGINT)
         rest = proc.stderr.read()
         assert proc.wait(timeout=30) == 130, rest
@@ -360,7 +350,7 @@ def test_killed_while_polling_then_resume_from_the_journal(tmp_path: Path, few_q
     """SIGKILL (nothing written but the journal): the journal's batch line is enough to collect it."""
     with LoopbackServer(default=OK, batch_polls=10**6) as srv:
         proc = _start(tmp_path, srv.url, "--questions", str(few_questions))
-        _wait_for(proc, "next check in")
+        wait_for_line(proc, "next check in")
         proc.kill()
         proc.wait(timeout=30)
         proc.stderr.close()

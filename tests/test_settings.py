@@ -39,6 +39,10 @@ REJECTED = [
     ("timeout-nan", {"BENCHMARK_JUDGE_TIMEOUT": "nan"}, "BENCHMARK_JUDGE_TIMEOUT"),
     ("timeout-zero", {"BENCHMARK_JUDGE_TIMEOUT": "0"}, "BENCHMARK_JUDGE_TIMEOUT"),
     ("timeout-negative", {"BENCHMARK_JUDGE_TIMEOUT": "-5"}, "BENCHMARK_JUDGE_TIMEOUT"),
+    ("retry-wait-inf", {"BENCHMARK_RETRY_WAIT_MAX": "inf"}, "from 0 to 600"),
+    ("retry-wait-negative", {"BENCHMARK_RETRY_WAIT_MAX": "-1"}, "BENCHMARK_RETRY_WAIT_MAX='-1'"),
+    ("batch-poll-zero", {"BENCHMARK_BATCH_POLL_MAX": "0"}, "from 0.01 to 3600"),
+    ("batch-poll-word", {"BENCHMARK_BATCH_POLL_MAX": "soon"}, "BENCHMARK_BATCH_POLL_MAX='soon'"),
     ("effort-unknown", {"BENCHMARK_JUDGE_EFFORT": "extreme"}, "low, medium, high, xhigh, max"),
     ("model-trailing-space", {**OK, "BENCHMARK_SONNET_MODEL": "claude-sonnet-5-5 "}, "BENCHMARK_SONNET_MODEL"),
     ("model-newline", {**OK, "BENCHMARK_HAIKU_MODEL": "claude\nhaiku"}, "BENCHMARK_HAIKU_MODEL"),
@@ -87,6 +91,13 @@ def test_valid_timeouts(env, timeout):
                                  "http://[::1]:9000"])
 def test_valid_base_urls(url):
     assert Settings.from_env({**OK, "ANTHROPIC_BASE_URL": url}).base_url == url
+
+
+@pytest.mark.parametrize("env,wait,poll", [({}, 60.0, 60.0), ({"BENCHMARK_RETRY_WAIT_MAX": "0",
+                                                               "BENCHMARK_BATCH_POLL_MAX": "0.05"}, 0.0, 0.05)])
+def test_valid_waits(env, wait, poll):
+    settings = Settings.from_env({**OK, **env})
+    assert (settings.retry_wait_max_s, settings.batch_poll_max_s) == (wait, poll)
 
 
 def test_offline_judge_ignores_the_key_shape():

@@ -160,25 +160,22 @@ def _effort(raw: str | None) -> str | None:
     return effort
 
 
-def _retry_wait(raw: str | None) -> float:
-    raw = raw or "60"
+def _seconds(name: str, raw: str | None, default: float, low: float, high: float) -> float:
+    """``raw`` (the variable ``name``; empty: ``default``) as seconds in ``[low, high]``."""
+    raw = raw or f"{default:g}"
     try:
-        wait = float(raw)
+        value = float(raw)
     except ValueError:
-        wait = math.nan
-    if not 0 <= wait <= MAX_RETRY_WAIT_S:
-        raise InputError(f"BENCHMARK_RETRY_WAIT_MAX={raw!r} is not a number of seconds from 0 to "
-                         f"{MAX_RETRY_WAIT_S:g}: set it to e.g. 60")
-    return wait
+        value = math.nan
+    if not low <= value <= high:  # also refuses nan and inf
+        raise InputError(f"{name}={raw!r} is not a number of seconds from {low:g} to {high:g}: "
+                         f"set it to e.g. {default:g}")
+    return value
+
+
+def _retry_wait(raw: str | None) -> float:
+    return _seconds("BENCHMARK_RETRY_WAIT_MAX", raw, 60.0, 0.0, MAX_RETRY_WAIT_S)
 
 
 def _poll_max(raw: str | None) -> float:
-    raw = raw or "60"
-    try:
-        poll_max = float(raw)
-    except ValueError:
-        poll_max = math.nan
-    if not 0.01 <= poll_max <= MAX_BATCH_POLL_S:
-        raise InputError(f"BENCHMARK_BATCH_POLL_MAX={raw!r} is not a number of seconds from 0.01 to "
-                         f"{MAX_BATCH_POLL_S:g}: set it to e.g. 60")
-    return poll_max
+    return _seconds("BENCHMARK_BATCH_POLL_MAX", raw, 60.0, 0.01, MAX_BATCH_POLL_S)

@@ -316,16 +316,23 @@ class BenchmarkLoop:
     # ------------------------------------------------------------------ the run
 
     def _finish(self, i: int, n: int, row: QuestionResult | dict, position: int | None = None) -> None:
-        """Record ``row`` (journal first), keep it, then log its line."""
+        """Keep ``row``, record it (the journal: durable), then log its line.
+
+        Kept first, so that an interrupt while it is recorded still leaves it in the results the
+        interrupted run writes. A record that fails (a full disk) ends the run with that OSError
+        and without the row's line: the console only reports questions the journal holds, and a
+        run whose rows cannot be kept stops spending on the judge."""
         data = row if isinstance(row, dict) else row.to_json()
-        try:
-            self.record(data)
-        except OSError as err:  # a full disk: the row is still kept in memory and in the results
-            logger.error("could not append question {} to the journal: {}", data.get("question_id"), err)
         if position is None:
             self.results.append(row)
         else:
             self.results[position] = row
+        try:
+            self.record(data)
+        except OSError as err:
+            logger.error("could not append question {} to the journal ({}): the run stops here",
+                         data.get("question_id"), err.strerror or err)
+            raise
         self._log_line(i, n, data)
 
     def _log_line(self, i: int, n: int, row: dict) -> None:

@@ -40,7 +40,11 @@ class Journal:
         self._fh = self.path.open("a", encoding="ascii")
         self._grouped = False
         self._last_sync = time.monotonic()
-        self._write({"journal": JOURNAL_VERSION, "run": identity})
+        try:
+            self._write({"journal": JOURNAL_VERSION, "run": identity})
+        except BaseException:  # e.g. a full disk: no header, no journal (the run holds nothing yet)
+            self.remove()
+            raise
 
     def _write(self, obj: dict, sync: bool = True) -> None:
         line = json.dumps(strict_json_value(obj, self.secrets), ensure_ascii=True, allow_nan=False)
@@ -75,8 +79,10 @@ class Journal:
 
     def remove(self) -> None:
         """Delete the journal (after the run's results were written in full)."""
-        self.close()
-        self.path.unlink(missing_ok=True)
+        try:
+            self.close()  # may fail to flush a line a full disk refused: the file goes all the same
+        finally:
+            self.path.unlink(missing_ok=True)
 
 
 def read_rows(path: Path) -> tuple[dict, dict[str, dict]]:

@@ -289,7 +289,7 @@ class BatchJudge:
                               "/v1/messages/batches): run without --judge-batch", fatal=True)
         judge_err = self.provider.classify_error(err, self.model)
         if isinstance(err, anthropic.APIStatusError) and err.status_code == 404:
-            judge_err = JudgeError("not_found", f"the Message Batches API does not know this batch (404): it was "
+            judge_err = JudgeError("not_found", "the Message Batches API does not know this batch (404): it was "
                                    "deleted, or belongs to another key or workspace", fatal=True)
         return judge_err
 
