@@ -22,7 +22,9 @@ decided at create time: in validating mode a request the model does not accept i
 entry carrying the refusal (``invalid_request_error``…); else ``batch_script`` (per custom id: a
 :class:`Reply` — 200 → ``succeeded`` with that message, another status → ``errored`` with its error
 body — or ``"expired"`` / ``"canceled"``; a list answers successive submissions of that custom id),
-else the message script as for ``POST /v1/messages``.
+else the message script as for ``POST /v1/messages``. ``batch_create_faults`` answers the first
+create calls with a fault: an error status without creating, or (a 200 with ``delay``/``drop``) a
+batch created whose answer comes late or never — the create the client cannot know succeeded.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -188,7 +190,8 @@ class LoopbackServer:
                  default: Reply | None = None, *, models: dict[str, ModelSpec] | None = MODELS,
                  validate: bool | None = None,
                  batch_script: dict[str, BatchAnswer | list[BatchAnswer]] | Callable[[str, dict, int], BatchAnswer]
-                 | None = None, batch_polls: int = 1, batch_api: bool = True) -> None:
+                 | None = None, batch_polls: int = 1, batch_api: bool = True,
+                 batch_create_faults: list[Reply] | None = None) -> None:
         self.script = script if script is not None else []
         self.default = default or Reply()
         self.models = models
@@ -198,6 +201,10 @@ class LoopbackServer:
         self.batch_script = batch_script if batch_script is not None else {}
         self.batch_polls = batch_polls  # retrieves of a batch answered in_progress (read at each poll)
         self.batch_api = batch_api  # False: a gateway without the Message Batches API (404)
+        # Consumed one per create call: an error status answers without creating the batch; a 200
+        # with a delay (or drop) creates it, then answers late (or not at all): accepted, unanswered.
+        self.batch_create_faults = list(batch_create_faults or [])
+        self.batch_create_calls = 0  # POST /v1/messages/batches, faults included
         self.batches: dict[str, LoopbackBatch] = {}
         self.batch_creates: list[dict] = []  # the JSON body of each POST /v1/messages/batches
         self.batch_gets: list[str] = []  # GET paths of the batch API
@@ -243,7 +250,15 @@ class LoopbackServer:
                 if self.path.split("?", 1)[0].rstrip("/") == "/v1/messages/batches":
                     if not server.batch_api:
                         return self._send(error(404, "not_found_error", "Not Found: /v1/messages/batches"))
-                    return self._send(server._create_batch(body))
+                    with server._lock:
+                        server.batch_create_calls += 1
+                        fault = server.batch_create_faults.pop(0) if server.batch_create_faults else None
+                    if fault is not None and fault.status != 200:
+                        return self._send(fault)
+                    created = server._create_batch(body)
+                    if fault is not None:
+                        created = replace(created, delay=fault.delay, drop=fault.drop)
+                    return self._send(created)
                 with server._lock:
                     n = len(server.requests)
                     server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))

@@ -209,6 +209,162 @@ def test_stop_while_polling_writes_pending_rows_and_keeps_the_batch():
     assert [r.status for r in judge.records] == ["submitted"] and judge.records[0].id == "msgbatch_loopback_1"
 
 
+def test_interrupt_while_rows_are_finished_writes_each_row_once():
+    """A signal after a row is kept but before the loop counted it: no row twice, no cost twice."""
+    lines: list[dict] = []
+    with LoopbackServer(batch_polls=0) as srv:
+        loop, questions = _loop_and_questions(3, record=lines.append)
+        shown = []
+
+        def on_row():
+            shown.append(1)
+            if len(shown) == 2:
+                raise KeyboardInterrupt("SIGINT")
+
+        loop.on_row = on_row
+        with pytest.raises(KeyboardInterrupt):
+            run_batch(loop, questions, {}, BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None))
+    assert [r.question_id for r in loop.results] == ["id 0", "id 1", "id 2"]
+    assert [x["question_id"] for x in lines if "question_id" in x] == ["id 0", "id 1", "id 2"]
+    assert loop.judge_usage.calls == 3
+
+
+def _submitted(srv: LoopbackServer, batches: list[list[tuple[str, str]]], retry_last: bool = False) -> list[dict]:
+    """Batches created by an earlier run (custom id, question id): their records, as journaled."""
+    judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+    out = []
+    for i, batch in enumerate(batches):
+        record = judge.submit([judge.request(cid, qid, f"prompt {qid}") for cid, qid in batch],
+                              retry=retry_last and i == len(batches) - 1)
+        out.append(record.to_json())
+    return out
+
+
+def test_resume_adopts_earlier_batches_in_submission_order():
+    """A question submitted twice (its first entry transient, then a retry batch): --resume adopts
+    both, in the order they were submitted, so the retry batch's grade is the one kept — in this
+    run and in the next one that continues it."""
+    script = {"q0": [error(529, "overloaded_error", "busy"), Reply(text='{"grade": 9}')]}
+    with LoopbackServer(batch_polls=0, batch_script=script) as srv:
+        previous = _submitted(srv, [[("q0", "id 0"), ("q1", "id 1")], [("q0", "id 0")]], retry_last=True)
+        first, retry = previous[0]["id"], previous[1]["id"]
+        for _ in range(2):  # the run that continues, then (as if it had been interrupted) the next one
+            loop, questions = _loop_and_questions(2)
+            judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+            rows = run_batch(loop, questions, {}, judge, previous)
+            assert [r.id for r in judge.records] == [first, retry]
+            assert [(r.llm_grade, r.grade_error) for r in rows] == [(9, None), (8, None)]
+            previous = [{**r.to_json(), "status": "submitted"} for r in judge.all_records]
+        assert len(srv.batch_creates) == 2
+
+
+def test_a_narrower_resume_leaves_the_batch_partial_and_the_next_collects_the_rest():
+    with LoopbackServer(batch_polls=0) as srv:
+        previous = _submitted(srv, [[(f"q{i}", f"id {i}") for i in range(4)]])
+        loop, questions = _loop_and_questions(4)
+        judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+        rows = run_batch(loop, questions[:2], {}, judge, previous)
+        assert [r.llm_grade for r in rows] == [8, 8] and [r.status for r in judge.records] == ["partial"]
+        done = {r.question_id: r.to_json() for r in rows}
+        loop, questions = _loop_and_questions(4)
+        judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+        rows = run_batch(loop, questions, done, judge, [r.to_json() for r in judge.all_records] or
+                         [{**previous[0], "status": "partial"}])
+        assert [r["llm_grade"] if isinstance(r, dict) else r.llm_grade for r in rows] == [8, 8, 8, 8]
+        assert [r.status for r in judge.records] == ["collected"]
+        assert len(srv.batch_creates) == 1  # never submitted again
+
+
+def test_earlier_batches_not_collected_are_carried_into_the_results():
+    with LoopbackServer(batch_polls=0) as srv:
+        previous = _submitted(srv, [[("q0", "id 0")], [("q1", "id 1")]])
+        loop, questions = _loop_and_questions(2)
+        judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+        run_batch(loop, questions[:1], {}, judge, previous)
+    assert [(r.id, r.status) for r in judge.all_records] == [(previous[0]["id"], "collected"),
+                                                             (previous[1]["id"], "submitted")]
+
+
+def test_interrupt_while_a_retry_batch_is_polled_leaves_the_question_pending():
+    """--judge-repeats 3, one repeat re-submitted: a stop while the second batch is polled writes
+    that question as batch_pending (not a row graded from two of its three repeats)."""
+    lines: list[dict] = []
+    stop = {"now": False}
+    with LoopbackServer(batch_polls=0, batch_script={"q0r1": [error(529, "overloaded_error", "busy"),
+                                                               Reply(text='{"grade": 3}')]}) as srv:
+
+        def record(line: dict) -> None:
+            lines.append(line)
+            if line.get("batch", {}).get("retry"):
+                srv.batch_polls = 10**6  # the retry batch never ends
+
+        loop, questions = _loop_and_questions(2, record=record)
+        loop.repeats = 3
+        loop.should_stop = lambda: stop["now"]
+        judge = BatchJudge(provider(srv.url), SONNET, record=record, sleep=lambda s: stop.update(now=True),
+                           should_stop=loop.should_stop)
+        with pytest.raises(KeyboardInterrupt):
+            run_batch(loop, questions, {}, judge)
+    assert loop.results[0].llm_grade is None and loop.results[0].grade_error.startswith(
+        f"batch_pending: in batch {judge.records[1].id}")
+    assert loop.results[1].llm_grades == [8, 8, 8]
+    assert [x["question_id"] for x in lines if "question_id" in x] == ["id 1"]
+
+
+def test_a_batch_of_another_repeat_count_is_not_adopted(caplog_loguru):
+    with LoopbackServer(batch_polls=0) as srv:
+        previous = _submitted(srv, [[("q0", "id 0")]])
+        loop, questions = _loop_and_questions(1)
+        loop.repeats = 2
+        rows = run_batch(loop, questions, {}, BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None), previous)
+        assert [r["custom_id"] for r in srv.batch_creates[-1]["requests"]] == ["q0r0", "q0r1"]
+    assert rows[0].llm_grades == [8, 8]
+    assert any("another --judge-repeats" in m for m in caplog_loguru)
+
+
+def test_a_request_that_cannot_be_built_is_that_question_s_error():
+    with LoopbackServer(batch_polls=0) as srv:
+        loop, questions = _loop_and_questions(3)
+        judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+        build = judge.request
+
+        def request(cid: str, qid: str, prompt: str):
+            if qid == "id 1":
+                raise ValueError("no prompt for you")
+            return build(cid, qid, prompt)
+
+        judge.request = request
+        rows = run_batch(loop, questions, {}, judge)
+        assert [r["custom_id"] for r in srv.batch_creates[0]["requests"]] == ["q0", "q2"]
+    assert [r.llm_grade for r in rows] == [8, None, 8]
+    assert rows[1].grade_error == "internal_error: ValueError: no prompt for you"
+
+
+def test_create_refused_with_529_is_tried_again_and_never_after_a_timeout(monkeypatch):
+    import utils.llm_provider as llm_provider
+
+    with LoopbackServer(batch_create_faults=[error(529, "overloaded_error", "busy", **{"retry-after-ms": "10"}),
+                                             error(429, "rate_limit_error", "slow down")]) as srv:
+        retrying = AnthropicProvider(ProviderConfig(api_key="sk-test", base_url=srv.url, max_retries=2, timeout=0.3))
+        slept: list[float] = []
+        judge = BatchJudge(retrying, SONNET, sleep=slept.append, schedule=PollSchedule(max_s=0.05))
+        record = judge.submit([judge.request("q0", "a", "p")])
+        assert srv.batch_create_calls == 3 and len(srv.batch_creates) == 1 and record.id == "msgbatch_loopback_1"
+        assert slept == [0.01, 0.05]  # its retry-after, then 2 s capped by the poll maximum
+    monkeypatch.setattr(llm_provider, "BATCH_TRANSFER_TIMEOUT_S", 0.5)
+    for fault, kind in ((Reply(delay=2.0), "timeout"), (error(500, "api_error", "oops"), "server_error")):
+        with LoopbackServer(batch_create_faults=[fault]) as srv:
+            retrying = AnthropicProvider(ProviderConfig(api_key="sk-test", base_url=srv.url, max_retries=2,
+                                                        timeout=0.3))
+            judge = BatchJudge(retrying, SONNET, sleep=lambda s: None)
+            with pytest.raises(JudgeError) as err:
+                judge.submit([judge.request("q0", "a", "p")])
+            assert err.value.kind == kind and not err.value.fatal
+            assert kind != "timeout" or "may have created the batch" in str(err.value)
+            assert srv.batch_create_calls == 1  # not repeated: the batch may exist (it does after a timeout)
+            assert judge.records == []
+
+
 # --------------------------------------------------------------------------- the command
 
 

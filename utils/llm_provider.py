@@ -219,14 +219,16 @@ class AnthropicProvider:
                     middleware=[_middleware(self.config)])
             return self._client
 
-    def batch_client(self, max_body_bytes: int | None = None):
+    def batch_client(self, max_body_bytes: int | None = None, max_retries: int | None = None):
         """The SDK client for the Message Batches API: the same key, endpoint, retries and
         ``retry-after`` cap, but a deadline per attempt of at least :data:`BATCH_TRANSFER_TIMEOUT_S`
-        (a batch upload, or its results, can be hundreds of MB) and a body cap of ``max_body_bytes``
-        (default: the one reply cap)."""
+        (a batch upload, or its results, can be hundreds of MB), a body cap of ``max_body_bytes``
+        (default: the one reply cap) and ``max_retries`` (default: the judge's; 0 for a create,
+        which the SDK would otherwise repeat after a timeout that may have created the batch)."""
         config = replace(self.config, timeout=max(self.config.timeout, BATCH_TRANSFER_TIMEOUT_S),
                          max_body_bytes=max_body_bytes or self.config.max_body_bytes)
-        return self.client().copy(timeout=config.timeout, middleware=[_middleware(config)])
+        return self.client().copy(timeout=config.timeout, middleware=[_middleware(config)],
+                                  max_retries=self.config.max_retries if max_retries is None else max_retries)
 
     @property
     def anthropic_version(self) -> str | None:

@@ -376,7 +376,7 @@ class BenchmarkRun:
             cost_usd=sum(costs) if priced else None, cost_note=cost_note or None, max_cost_usd=o.max_cost_usd,
             recovered=loop.recovered, resumed_from=str(o.resume) if o.resume else None, resumed_rows=len(done),
             journal=str(journal_path), selection={"limit": o.limit, "ids": o.ids}, index=index_info,
-            judge_batch=[r.to_json() for r in batch_judge.records] if batch_judge is not None else None)
+            judge_batch=[r.to_json() for r in batch_judge.all_records] if batch_judge is not None else None)
         report = build_report(run_info, agg, results)
         report["diagnosis_counts"] = count_tags(report["results"])
         if self.relevance_judge is not None:
@@ -397,7 +397,7 @@ class BenchmarkRun:
     def _batch_judge(self, setup: LLMSetup | None, journal: Journal):
         """The Message Batches client of ``--judge-batch`` (its batch lines go to the journal)."""
         return BatchJudge(setup.provider, setup.judge, should_stop=self.should_stop, record=journal.append,
-                          schedule=PollSchedule(max_s=self.settings.batch_poll_max_s))
+                          deferred=self.deferred_signals, schedule=PollSchedule(max_s=self.settings.batch_poll_max_s))
 
     def _write(self, report: dict, run_path: Path, journal: Journal, n_rows: int) -> None:
         if n_rows == 0:

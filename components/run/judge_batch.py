@@ -12,8 +12,9 @@
    question id is kept.
 3. **One batch**, split above :data:`MAX_BATCH_REQUESTS` requests or :data:`MAX_BATCH_BYTES` of
    request JSON. As soon as a batch is created, its id and mapping are written to the journal
-   (``{"batch": {"id": …, "custom_ids": {…}, "status": "submitted", …}}``): from then on an
-   interruption loses nothing, and ``--resume`` collects that batch without submitting it again.
+   (``{"batch": {"id": …, "custom_ids": {…}, "status": "submitted", …}}``), signals deferred from
+   the create call to that line: from then on an interruption loses nothing, and ``--resume``
+   collects that batch without submitting it again.
 4. **Polling** (``messages.batches.retrieve``) at growing intervals (:class:`PollSchedule`: 1 s
    doubling to 60 s, ``BENCHMARK_BATCH_POLL_MAX``), one progress line (INFO) per poll, until the
    batch has ended; then its results (JSON lines, any order) are matched to rows by custom id.
@@ -30,22 +31,28 @@
    ``grading_latency_ms`` the batch's wall time in this process, submit (or adoption on resume)
    to results.
 
-Failures of the batch calls themselves (the SDK retries transient ones first): a create that
-fails fatally (401/403, a 400, an endpoint without the Message Batches API) makes the judge
+Failures of the batch calls themselves. A create is not idempotent, so the SDK does not retry it:
+a create answered 429/503/529 created nothing and is tried again (:data:`CREATE_ATTEMPTS`); one
+that timed out or lost its connection may have created the batch and is not repeated (its rows
+say so, with a ``timeout``/``connection`` error). A create that fails fatally (401/403, a 400, an endpoint without the Message Batches API) makes the judge
 unusable (exit 3), its rows written ungraded with the error; a transient one costs those rows
 their grade (``<kind>: …``, finished later with ``--resume``). While polling, a transient failure
 is logged and polling goes on; :data:`MAX_POLL_FAILURES` in a row, a fatal one, or results that
-cannot be read stop the collection: the rows of that batch are written with
+cannot be read (the SDK retries the retrieve and results calls) stop the collection: the rows of that batch are written with
 ``batch_pending: …`` and the run ends ``judge_failed`` (exit 3) — ``--resume`` collects the batch.
 
 **Interruption** (Ctrl-C, SIGTERM/SIGHUP, the stop flag) at any point: rows taken over from
 ``--resume`` and rows already complete are finished as usual; every retrieved question not yet
 graded goes into the results (not the journal) with ``grade_error: "batch_pending: …"``; the run
 ends ``interrupted`` and ``run.judge_batch`` lists each batch (id, status, request counts,
-mapping). ``--resume`` (results file or journal) adopts every batch not yet ``collected``: its
-questions are collected from it (retrieve/poll/results, no new create); the other questions are
-submitted anew. A killed process between the create call's answer and the journal line loses
-that batch's id (the one window left; the requests are then submitted again on resume).
+mapping). ``--resume`` (results file or journal) adopts, in submission order, every batch that
+holds a question it runs and is not yet ``collected`` (and the earlier batches of those
+questions, which hold their other repeats): those questions are collected from them (retrieve/
+poll/results, no new create); the other questions are submitted anew; the other earlier batches are
+carried into the new results as they were. A batch collected by a run that selected fewer
+questions (``--limit``/``--ids``) is ``partial``: a later ``--resume`` collects the rest from it.
+A killed process (``kill -9``) between the create call's answer and the journal line loses that
+batch's id (the one window left; the requests are then submitted again on resume).
 
 ``--max-cost`` is refused with ``--judge-batch`` (:func:`check_batch_options`): a batch is paid as a
 whole once submitted and cannot stop at a budget; estimate with a sequential ``--limit`` run.
@@ -78,6 +85,11 @@ if TYPE_CHECKING:
 
 MAX_BATCH_REQUESTS = 100_000  # the API's limit per batch
 MAX_BATCH_BYTES = 256_000_000  # 256 MB of request JSON per batch (the API's limit), measured ASCII-escaped
+# A create answered 429, 503 or 529 created nothing and is tried again (at most this many calls,
+# waiting its retry-after or 2 s, 4 s …). A create that timed out or lost its connection may have
+# created the batch: it is never repeated (the SDK's own retries are off for it).
+CREATE_ATTEMPTS = 4
+_NOT_CREATED = frozenset({429, 503, 529})
 MAX_POLL_FAILURES = 10  # transient failures in a row while polling before the collection stops
 # An errored entry with one of these error types is re-submitted once (name → the judge error kind).
 TRANSIENT_ERRORS = {"overloaded_error": "overloaded", "api_error": "server_error", "rate_limit_error": "rate_limit",
@@ -151,7 +163,9 @@ class BatchRecord:
 
     id: str
     custom_ids: dict[str, str]  # custom id → question id
-    status: str = "submitted"  # "submitted" | "collected" | "failed" (collection stopped; --resume retries)
+    # "submitted" | "collected" | "partial" (collected, but it holds questions the run did not select:
+    # --resume collects those from it) | "failed" (collection stopped; --resume retries)
+    status: str = "submitted"
     processing_status: str | None = None  # the API's, at the last poll
     request_counts: dict = field(default_factory=dict)  # the API's, at the last poll
     retry: bool = False  # the second batch: transient failures of the first, re-submitted once
@@ -260,12 +274,15 @@ class BatchJudge:
     def __init__(self, provider: AnthropicProvider, settings: ModelSettings, *,
                  schedule: PollSchedule = PollSchedule(), sleep: Callable[[float], None] = time.sleep,
                  should_stop: Callable[[], bool] = lambda: False, record: Callable[[dict], None] = lambda line: None,
+                 deferred: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
                  max_requests: int = MAX_BATCH_REQUESTS, max_bytes: int = MAX_BATCH_BYTES) -> None:
         self.provider, self.settings = provider, settings
         self.model = settings.requested
         self.schedule, self.sleep, self.should_stop, self.record = schedule, sleep, should_stop, record
+        self.deferred = deferred  # signals wait while a batch is created and journaled
         self.max_requests, self.max_bytes = max_requests, max_bytes
-        self.records: list[BatchRecord] = []
+        self.records: list[BatchRecord] = []  # the batches this run submitted or adopted
+        self.carried: list[BatchRecord] = []  # earlier batches this run does not collect, recorded as they were
         self._started: dict[str, float] = {}  # batch id → when it was submitted or adopted (monotonic)
 
     def request(self, cid: str, question_id: str, prompt: str) -> BatchRequest:
@@ -296,19 +313,38 @@ class BatchJudge:
     # ------------------------------------------------------------------ submit
 
     def submit(self, requests: Sequence[BatchRequest], *, retry: bool = False) -> BatchRecord:
-        """Create one batch of ``requests`` (already split) and journal its id and mapping.
-        Raises :class:`JudgeError` (fatal or transient) when the API refuses or cannot be reached."""
-        client = self.provider.batch_client()
-        try:
-            batch = client.messages.batches.create(requests=[r.to_json() for r in requests])
-        except Exception as err:  # noqa: BLE001 - every failure becomes a JudgeError
-            raise self._error(err, "create") from None
-        record = BatchRecord(id=batch.id, custom_ids={r.custom_id: r.question_id for r in requests},
-                             processing_status=batch.processing_status,
-                             request_counts=batch.request_counts.model_dump(), retry=retry)
-        self._started[record.id] = time.monotonic()
-        self.records.append(record)
-        self._journal(record)
+        """Create one batch of ``requests`` (already split) and journal its id and mapping, with
+        signals deferred in between (an interrupt cannot lose the id of a batch the API created).
+        Raises :class:`JudgeError` (fatal or transient) when the API refuses or cannot be reached;
+        see :data:`CREATE_ATTEMPTS` for what is tried again."""
+        import anthropic
+
+        client = self.provider.batch_client(max_retries=0)
+        body = [r.to_json() for r in requests]
+        for attempt in range(1, CREATE_ATTEMPTS + 1):
+            try:
+                with self.deferred():
+                    batch = client.messages.batches.create(requests=body)
+                    record = BatchRecord(id=batch.id, custom_ids={r.custom_id: r.question_id for r in requests},
+                                         processing_status=batch.processing_status,
+                                         request_counts=batch.request_counts.model_dump(), retry=retry)
+                    self._started[record.id] = time.monotonic()
+                    self.records.append(record)
+                    self._journal(record)
+                break
+            except (anthropic.APITimeoutError, anthropic.APIConnectionError) as err:
+                kind = "timeout" if isinstance(err, anthropic.APITimeoutError) else "connection"
+                raise JudgeError(kind, "the create call of a batch got no answer; the API may have created the "
+                                 "batch all the same (it is not created again: see the Batches page of the Console "
+                                 "before --resume submits these questions anew)", fatal=False) from None
+            except Exception as err:  # noqa: BLE001 - every failure becomes a JudgeError
+                judge_err = self._error(err, "create")
+                status = getattr(err, "status_code", None)
+                if status not in _NOT_CREATED or attempt == CREATE_ATTEMPTS or self.should_stop():
+                    raise judge_err from None
+                wait = min(judge_err.retry_after or 2.0 * 2 ** (attempt - 1), self.schedule.max_s)
+                logger.warning("Batch not created ({}: {}); trying again in {:g}s", judge_err.kind, judge_err, wait)
+                self.sleep(wait)
         logger.info("Submitted batch {} ({:,} grading request(s){})", record.id, len(requests),
                     ", transient failures re-submitted" if retry else "")
         return record
@@ -322,6 +358,17 @@ class BatchJudge:
         logger.info("Resuming batch {} ({:,} request(s)) without submitting it again", record.id,
                     len(record.custom_ids))
         return record
+
+    def carry(self, record: BatchRecord) -> None:
+        """An earlier batch this run does not collect: recorded as it was (journal and results),
+        so that a later ``--resume`` still knows it."""
+        self.carried.append(record)
+        self._journal(record)
+
+    @property
+    def all_records(self) -> list[BatchRecord]:
+        """Every batch the run knows: submitted or adopted, then carried over."""
+        return [*self.records, *self.carried]
 
     def mark(self, record: BatchRecord, status: str) -> None:
         record.status = status
@@ -472,10 +519,9 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
     loop.results = []
     done = done or {}
     items: list[_Item] = []
-    finished = 0
     n = len(questions)
     try:
-        owned = _adopt(judge, previous, {q.id for q in questions if q.id not in done})
+        owned = _adopt(judge, previous, {q.id for q in questions if q.id not in done}, loop.repeats)
         for index, q in enumerate(questions):
             if q.id in done:
                 items.append(_Item(index, q, done=done[q.id]))
@@ -483,21 +529,22 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
             if loop.should_stop():
                 raise KeyboardInterrupt("stop requested")
             item = _retrieve(loop, index, q)
-            if q.id in owned:
-                item.sources.append(owned[q.id])
+            if item.waiting:
+                item.sources.extend(owned.get(q.id, ()))
             items.append(item)
         waiting = [it for it in items if it.waiting]
         if waiting:
-            _grade(loop, judge, waiting, adopted=bool(owned))
+            _grade(loop, judge, waiting, adopted=bool(owned), settled=set(done))
         with grouped():
             for it in items:
                 loop._finish(it.index + 1, n, _final_row(loop, judge, it))
-                finished += 1
         for record in judge.records:
-            if record.status == "collected":
-                judge.mark(record, "collected")  # the journal learns that --resume need not collect it
+            if record.status in ("collected", "partial"):
+                judge.mark(record, record.status)  # the journal learns what --resume need not collect again
     except KeyboardInterrupt:
-        _write_unfinished(loop, judge, items[finished:], n)
+        # Items are finished in order and each row is kept before anything else (loop._finish):
+        # the ones past len(loop.results) are exactly those not finished yet.
+        _write_unfinished(loop, judge, items[len(loop.results):], n)
         raise
     return loop.results
 
@@ -525,11 +572,19 @@ def _annotated(loop: BenchmarkLoop, item: _Item, row):
 
 
 def _requests(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item]) -> list[BatchRequest]:
+    """The requests of ``items``; a question whose request cannot be built gets an
+    ``internal_error`` row (contained, as in a sequential run) and sends nothing."""
     out = []
     for it in items:
-        prompt = build_prompt(it.q.question, it.q.expected_answer, it.chunks)
-        logger.trace("[retrieval-grader] prompt for {} ({}):\n{}", it.q.id, custom_id(it.index), prompt)
-        out.extend(judge.request(custom_id(it.index, r, loop.repeats), it.q.id, prompt) for r in range(loop.repeats))
+        try:
+            prompt = build_prompt(it.q.question, it.q.expected_answer, it.chunks)
+            logger.trace("[retrieval-grader] prompt for {} ({}):\n{}", it.q.id, custom_id(it.index), prompt)
+            out.extend([judge.request(custom_id(it.index, r, loop.repeats), it.q.id, prompt)
+                        for r in range(loop.repeats)])
+        except Exception as err:  # noqa: BLE001 - one question's failure stays in its row
+            logger.opt(exception=err).error("[{}] internal error: {}: {}", it.q.id, type(err).__name__, err)
+            it.row = loop._row(it.partial, it.rank, f"internal_error: {type(err).__name__}: {str(err)[:300]}",
+                               safe=True)
     return out
 
 
@@ -567,35 +622,57 @@ def _submit(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item], *, r
     return records
 
 
-def _adopt(judge: BatchJudge, previous: Sequence[object], wanted: set[str]) -> dict[str, BatchRecord]:
-    """The batches an earlier run submitted and did not collect that hold a question of ``wanted``:
-    adopted (journaled at once, so an interruption during retrieval keeps them). Returns question
-    id → the batch of its last submission."""
-    owner: dict[str, BatchRecord] = {}
-    for data in previous:
-        record = BatchRecord.from_json(data)
-        if record is None or record.status == "collected":
+def _matches_repeats(record: BatchRecord, repeats: int) -> bool:
+    """Whether the custom ids of ``record`` are those of a run with ``repeats`` grades a question."""
+    for cid in record.custom_ids:
+        m = _CUSTOM_ID.fullmatch(cid)
+        if m is None or (m.group(2) is None) != (repeats == 1) or repeat_of(cid) >= repeats:
+            return False
+    return True
+
+
+def _adopt(judge: BatchJudge, previous: Sequence[object], wanted: set[str],
+           repeats: int) -> dict[str, list[BatchRecord]]:
+    """The batches an earlier run submitted that this run collects, in their submission order:
+    for each question of ``wanted`` held by a batch not yet ``collected``, every batch holding it
+    (an earlier, collected one included: with ``--judge-repeats`` it holds the other repeats).
+    They are adopted (journaled at once, so an interruption during retrieval keeps them); the
+    other earlier batches are carried over as they were. A batch whose custom ids are those of
+    another ``--judge-repeats`` is not adopted: its questions are submitted anew. Returns question
+    id → its adopted batches, in submission order."""
+    records = [r for r in map(BatchRecord.from_json, previous) if r is not None]
+    holders: dict[str, list[BatchRecord]] = {}
+    for record in records:
+        for qid in dict.fromkeys(record.custom_ids.values()):
+            holders.setdefault(qid, []).append(record)
+    chosen: set[str] = set()  # question ids collected from earlier batches
+    for qid, held in holders.items():
+        if qid not in wanted or all(r.status == "collected" for r in held):
             continue
-        for qid in record.custom_ids.values():
-            owner[qid] = record  # the last submission of a question wins
+        if all(_matches_repeats(r, repeats) for r in held):
+            chosen.add(qid)
+        else:
+            logger.warning("[{}] an earlier batch holds it with another --judge-repeats: submitted anew", qid)
     adopted: dict[str, BatchRecord] = {}
-    owned: dict[str, BatchRecord] = {}
-    for qid, record in owner.items():
-        if qid in wanted:
-            if record.id not in adopted:
-                adopted[record.id] = judge.adopt(record)
-            owned[qid] = adopted[record.id]
-    return owned
+    for record in records:  # submission order: the last batch holding a question is its latest submission
+        if any(qid in chosen for qid in record.custom_ids.values()):
+            adopted[record.id] = judge.adopt(record)
+        else:
+            judge.carry(record)
+    return {qid: [adopted[r.id] for r in holders[qid]] for qid in chosen}
 
 
-def _grade(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], adopted: bool) -> None:
+def _grade(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], adopted: bool,
+           settled: set[str] = frozenset()) -> None:
+    """Submit, collect, and re-submit transient failures once. ``settled``: question ids whose
+    rows this run takes over (a batch holding only those and the ones collected is ``collected``)."""
     by_id = {it.q.id: it for it in items}
     fresh = [it for it in items if not it.sources]
     logger.info("Retrieval done for {:,} question(s); {:,} grading request(s) go to the Message Batches API{}",
                 len(items), len(fresh) * loop.repeats,
                 f" ({len(items) - len(fresh):,} collected from earlier batches)" if adopted else "")
     _submit(loop, judge, fresh)
-    _collect(loop, judge, [r for r in judge.records if r.status == "submitted"], by_id)
+    _collect(loop, judge, [r for r in judge.records if r.status == "submitted"], by_id, settled)
     # One more, smaller batch for the entries that failed transiently (never for a retry batch's).
     again: dict[str, set[int]] = {}
     for it in items:
@@ -608,7 +685,7 @@ def _grade(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], adopted: 
         retry_items = [by_id[qid] for qid in again]
         first = {it.q.id: dict(it.entries) for it in retry_items}
         records = _submit(loop, judge, retry_items, retry=True, only=again)
-        _collect(loop, judge, records, by_id)
+        _collect(loop, judge, records, by_id, settled)
         for it in retry_items:
             before = first[it.q.id]
             it.recovered = any(it.entries.get(r) is not None and it.entries[r].kind == "succeeded"
@@ -620,7 +697,10 @@ def _grade(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], adopted: 
 
 
 def _collect(loop: BenchmarkLoop, judge: BatchJudge, records: Sequence[BatchRecord],
-             by_id: dict[str, _Item]) -> None:
+             by_id: dict[str, _Item], settled: set[str] = frozenset()) -> None:
+    """Wait for each batch and give its entries to the questions it holds. A batch is then
+    ``collected``, or ``partial`` when it holds questions this run neither grades nor takes over
+    (a narrower ``--limit``/``--ids``): a later ``--resume`` collects those from it."""
     for record in records:
         if loop.judge_failure is not None:
             break
@@ -632,13 +712,15 @@ def _collect(loop: BenchmarkLoop, judge: BatchJudge, records: Sequence[BatchReco
             judge.mark(record, "failed")
             logger.error("judge unusable ({}): {}", err.kind, err)
             break
+        unused = False
         for cid, qid in record.custom_ids.items():
             it = by_id.get(qid)
             if it is None or not any(s is record for s in it.sources):
-                continue  # a question this run does not grade, or one a later submission grades
+                unused = unused or qid not in settled  # not graded here, and not taken over
+                continue
             it.entries[repeat_of(cid)] = entries.get(cid) or BatchEntry("missing", record.id, cid)
             it.latency_ms = judge.elapsed_ms(it.sources[0])  # from its first submission
-        record.status = "collected"
+        record.status = "partial" if unused else "collected"
 
 
 def _final_row(loop: BenchmarkLoop, judge: BatchJudge, it: _Item):
@@ -675,7 +757,9 @@ def _write_unfinished(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_I
     console line); a question still waiting for its grade goes into the results only, as
     ``batch_pending``."""
     for it in items:
-        if not it.waiting or it.entries:  # complete, or graded and not yet written
+        graded = (len(it.entries) == loop.repeats and bool(it.sources)
+                  and all(s.status in ("collected", "partial") for s in it.sources))
+        if not it.waiting or graded:  # complete, or graded by batches all collected, not yet written
             loop._finish(it.index + 1, n, it.done if it.done is not None else it.row if it.row is not None
                          else _final_row(loop, judge, it))
             continue
