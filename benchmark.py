@@ -136,8 +136,10 @@ class SignalGuard:
     """First SIGINT/SIGTERM/SIGHUP: KeyboardInterrupt in the main thread (the current question is
     abandoned) and ``received`` set, which the question loop also checks: an extension module can
     swallow the KeyboardInterrupt. A second one exits at once with 130 (every finished row is
-    already in the journal). Inside :meth:`deferred` (the final write) a signal only sets
-    ``received``: the write finishes, no temp file is left, and the run then ends with 130."""
+    already in the journal; a temp file being written is removed first). Inside :meth:`deferred`
+    (the final write; a Message Batch being created and journaled) the first signal only sets
+    ``received``: the write finishes, no temp file is left, and the run then ends with 130; a
+    second one still exits at once."""
 
     SIGNALS = tuple(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s)
 
@@ -148,14 +150,12 @@ class SignalGuard:
 
     def _handle(self, signum: int, _frame: object) -> None:
         name = signal.Signals(signum).name
-        if self._deferring:
-            self.received = self.received or name
-            return
-        if self.received is not None:
+        if self.received is not None:  # the second signal, deferring or not
             remove_temp_files()  # os._exit skips the write's own clean-up
             os._exit(EXIT_INTERRUPTED)
         self.received = name
-        raise KeyboardInterrupt(name)
+        if not self._deferring:
+            raise KeyboardInterrupt(name)
 
     @contextlib.contextmanager
     def deferred(self):

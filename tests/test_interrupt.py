@@ -117,3 +117,31 @@ def test_interrupt_before_the_loop_writes_nothing(tmp_path: Path):
     assert proc.wait(timeout=30) == 130
     assert "nothing written" in proc.stderr.read()
     assert out.read_text() == '{"earlier": true}'
+
+
+_DEFERRED = """
+import os, signal, sys, time
+from benchmark import SignalGuard
+with SignalGuard() as guard:
+    with guard.deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        print("first deferred:", guard.received, flush=True)
+        if sys.argv[1] == "twice":
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+        print("write finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize("signals", ["once", "twice"])
+def test_inside_deferred_the_first_signal_waits_and_a_second_exits_at_once(signals):
+    """A Message Batch create (or the final write) runs deferred: the first Ctrl-C waits for it,
+    a second one still ends the process at once (exit 130)."""
+    proc = subprocess.run([sys.executable, "-c", _DEFERRED, signals], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env=clean_env())
+    assert "first deferred: SIGINT" in proc.stdout
+    if signals == "once":
+        assert proc.returncode == 0 and "write finished" in proc.stdout
+    else:
+        assert proc.returncode == 130 and "write finished" not in proc.stdout
