@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,32 +93,52 @@ def judge_env(server_url: str, **extra: str) -> dict[str, str]:
     return clean_env(ANTHROPIC_API_KEY=SENTINEL_KEY, ANTHROPIC_BASE_URL=server_url, **extra)
 
 
+def mount_tmpfs(folder: Path, size: str) -> str | None:
+    """Mount a tmpfs of ``size`` (mount's syntax: ``64k``, ``4096``) on the existing ``folder``:
+    None when mounted (:func:`unmount` it), else why it could not be (not root, no mount)."""
+    if os.geteuid() != 0:
+        return "mounting a tmpfs needs root"
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+    return None if done.returncode == 0 else f"cannot mount a tmpfs: {done.stderr.decode(errors='replace').strip()}"
+
+
+def unmount(folder: Path) -> None:
+    subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
 @pytest.fixture
 def tiny_tmpfs(tmp_path: Path):
     """A 64 kB tmpfs mounted at ``tmp_path / "disk"`` (for full-disk cases); skipped unless the test
     runs as root where mounting works. Unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
     disk = tmp_path / "disk"
     disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.decode(errors='replace').strip()}")
+    why_not = mount_tmpfs(disk, "64k")
+    if why_not is not None:
+        pytest.skip(why_not)
     try:
         yield disk
     finally:
-        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+        unmount(disk)
+
+
+@contextlib.contextmanager
+def loguru_messages(level: str = "DEBUG") -> Iterator[list[str]]:
+    """The messages loguru emits at ``level`` and up inside the block (they still reach the other sinks)."""
+    from loguru import logger
+
+    messages: list[str] = []
+    sink = logger.add(lambda m: messages.append(m.record["message"]), level=level, format="{message}")
+    try:
+        yield messages
+    finally:
+        logger.remove(sink)
 
 
 @pytest.fixture
 def caplog_loguru():
     """The messages loguru emits during the test (WARNING and up go to stderr as usual)."""
-    from loguru import logger
-
-    messages: list[str] = []
-    sink = logger.add(lambda m: messages.append(m.record["message"]), level="DEBUG", format="{message}")
-    yield messages
-    logger.remove(sink)
+    with loguru_messages() as messages:
+        yield messages
 
 
 def wait_for_line(proc: subprocess.Popen, marker: str, limit: float = 60) -> str:

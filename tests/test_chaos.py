@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.conftest import ROOT, judge_env
+from tests.conftest import ROOT, judge_env, mount_tmpfs, unmount
 from tests.loopback import LoopbackServer, Reply, error
 
 SEED = int(os.environ.get("CHAOS_SEED", "12"))
@@ -115,14 +115,11 @@ GARBAGE = (b"<html>502 Bad Gateway</html>", b'{"content": [{"type": "text", "tex
 
 
 def can_mount_tmpfs(folder: Path) -> bool:
-    if os.geteuid() != 0:
-        return False
     folder.mkdir()
-    ok = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
-                        capture_output=True).returncode == 0
-    if ok:
-        subprocess.run(["umount", str(folder)], check=False)
-    return ok
+    if mount_tmpfs(folder, "64k") is not None:
+        return False
+    unmount(folder)
+    return True
 
 
 @dataclass
@@ -298,7 +295,9 @@ def execute(plan: Plan, root: Path, earlier_bytes: bytes, plugin_dir: Path) -> O
     out_dir = folder / "out"
     out_dir.mkdir()
     if plan.fault == "disk":
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={int(plan.at)}k", "tmpfs", str(out_dir)], check=True)
+        why_not = mount_tmpfs(out_dir, f"{int(plan.at)}k")
+        if why_not is not None:
+            raise RuntimeError(why_not)
         mounted = out_dir
     try:
         out = out_dir / "r.json"
@@ -353,7 +352,7 @@ def execute(plan: Plan, root: Path, earlier_bytes: bytes, plugin_dir: Path) -> O
         return Outcome(plan, code, stderr, problems, wall)
     finally:
         if mounted is not None:
-            subprocess.run(["umount", "-l", str(mounted)], check=False)
+            unmount(mounted)
 
 
 def test_chaos_invariant(tmp_path: Path):

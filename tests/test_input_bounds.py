@@ -18,12 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from loguru import logger
 
 from poc.chunking import Chunk, chunk_corpus
 from poc.corpus import corpus_files, load_corpus, parse_markdown
 from poc.retriever import top_k
-from tests.conftest import K8S, ROOT, needs_k8s
+from tests.conftest import K8S, ROOT, loguru_messages, needs_k8s
 from utils.errors import InputError
 from utils.questions import load_questions
 
@@ -148,10 +147,8 @@ def test_hostile_page_loads_in_bounded_time(tmp_path: Path, page: str):
 
 @pytest.fixture
 def warnings():
-    lines: list[str] = []
-    sink = logger.add(lambda m: lines.append(m.record["message"]), level="WARNING", format="{message}")
-    yield lines
-    logger.remove(sink)
+    with loguru_messages("WARNING") as lines:
+        yield lines
 
 
 @pytest.mark.parametrize("front", [

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import shlex
 import signal
@@ -35,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, CliRun, clean_env, judge_env, run_cli, wait_for_line
+from tests.conftest import ROOT, CliRun, clean_env, judge_env, run_cli, mount_tmpfs, unmount, wait_for_line
 from tests.loopback import LoopbackServer, Reply, error
 
 OK = Reply(text='{"grade": 8, "reasoning": "fine"}')
@@ -587,18 +586,15 @@ def small_disk(tmp_path: Path):
     mounted = []
 
     def mount(size: int) -> Path:
-        if os.geteuid() != 0:
-            pytest.skip("mounting a tmpfs needs root")
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+        why_not = mount_tmpfs(folder, str(size))
+        if why_not is not None:
+            pytest.skip(why_not)
         mounted.append(folder)
         return folder
 
     yield mount
     for folder in mounted:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
+        unmount(folder)
 
 
 def test_full_disk_at_the_final_write(tmp_path: Path, few_questions: Path, small_disk):
