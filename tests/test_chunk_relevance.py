@@ -75,6 +75,9 @@ PARSE_TABLE = [
     ("[3, 0, 2", None, "unparseable: truncated reply without a complete list"),
     ("I cannot rate these chunks.", None, "unparseable: no JSON list in reply"),
     ('{"grade": 8}', None, "unparseable: no JSON list in reply"),
+    ("[" * 100_000, None, "unparseable: truncated reply without a complete list"),  # RecursionError inside
+    ("[" + "1" * 5000 + ", 0, 0]", None, "unparseable: no JSON list in reply"),  # int digit limit: ValueError
+    ("[" * 2000 + "]" * 2000 + " [1, 2, 3]", [1, 2, 3], None),
 ]
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from loguru import logger
 
-from components.run.retrieval_grader import format_chunks
+from components.run.retrieval_grader import fill_prompt, format_chunks, json_values
 from poc.chunking import Chunk
 from utils.errors import JudgeError
 from utils.llm_provider import LLM, LLMReply
@@ -89,37 +89,16 @@ class RelevanceResult:
 
 def build_relevance_prompt(question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> str:
     template = RELEVANCE_PROMPT if expected_answer else REFERENCE_FREE_RELEVANCE_PROMPT
-    values = {"question": question, "expected_answer": expected_answer or "", "chunks_text": format_chunks(chunks),
-              "chunk_count": str(len(chunks))}
-    # One pass, so text inside a value is never substituted again.
-    return re.sub(r"\{(question|expected_answer|chunks_text|chunk_count)\}", lambda m: values[m.group(1)], template)
+    return fill_prompt(template, {"question": question, "expected_answer": expected_answer or "",
+                                  "chunks_text": format_chunks(chunks), "chunk_count": str(len(chunks))})
 
 
 # --------------------------------------------------------------------------- parsing
 
-_DECODER = json.JSONDecoder()
 
 
 class _Invalid(Exception):
     """Why a candidate list is not a valid score list."""
-
-
-def _json_values(text: str) -> list[object]:
-    """Every JSON list or object that decodes at a ``[`` or ``{`` of ``text``, outermost first."""
-    found = []
-    i = 0
-    while True:
-        starts = [p for p in (text.find("[", i), text.find("{", i)) if p != -1]
-        if not starts:
-            return found
-        start = min(starts)
-        try:
-            value, end = _DECODER.raw_decode(text, start)
-        except json.JSONDecodeError:
-            i = start + 1
-            continue
-        found.append(value)
-        i = end
 
 
 def _score_of(item: object) -> object:
@@ -172,7 +151,7 @@ def _validate(items: list, n: int) -> list[int]:
 def _candidates(raw: str) -> list[list]:
     """Lists that may hold the scores: top-level lists, and lists under a score key of an object."""
     out = []
-    for value in _json_values(raw):
+    for value in json_values(raw, "[{"):
         if isinstance(value, list):
             out.append(value)
         elif isinstance(value, dict):

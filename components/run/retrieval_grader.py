@@ -115,11 +115,17 @@ def format_chunks(chunks: Sequence[Chunk]) -> str:
     return "\n\n".join(parts)
 
 
+def fill_prompt(template: str, values: dict[str, str]) -> str:
+    """``template`` with each ``{name}`` of ``values`` replaced, in one pass, so that text inside a
+    value (a question holding ``{chunks_text}``) is never substituted again."""
+    names = "|".join(map(re.escape, values))
+    return re.sub(r"\{(" + names + r")\}", lambda m: values[m.group(1)], template)
+
+
 def build_prompt(question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> str:
     template = GRADING_PROMPT if expected_answer else REFERENCE_FREE_PROMPT
-    values = {"question": question, "expected_answer": expected_answer or "", "chunks_text": format_chunks(chunks)}
-    # One pass, so text inside a value is never substituted again.
-    return re.sub(r"\{(question|expected_answer|chunks_text)\}", lambda m: values[m.group(1)], template)
+    return fill_prompt(template, {"question": question, "expected_answer": expected_answer or "",
+                                  "chunks_text": format_chunks(chunks)})
 
 
 # --------------------------------------------------------------------------- parsing
@@ -156,26 +162,31 @@ def _to_grade(value: object) -> int | None:
     return int(min(10, max(1, math.floor(value + 0.5))))
 
 
-def _json_objects(text: str) -> list[dict]:
+def json_values(text: str, openers: str = "{") -> list[object]:
+    """Every JSON value that decodes at one of ``openers`` in ``text``, outermost first (a decoded
+    value's inside is not searched again). What does not decode is skipped — also a 5,000-digit
+    number or JSON nested 1,000 deep, which raise ``ValueError``/``RecursionError``."""
     found = []
-    i = text.find("{")
-    while i != -1:
+    i = 0
+    while True:
+        starts = [p for p in (text.find(c, i) for c in openers) if p != -1]
+        if not starts:
+            return found
+        start = min(starts)
         try:
-            obj, end = _DECODER.raw_decode(text, i)
-        except (ValueError, RecursionError):  # also: a 5,000-digit number, JSON nested 1,000 deep
-            i = text.find("{", i + 1)
+            value, end = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            i = start + 1
             continue
-        if isinstance(obj, dict):
-            found.append(obj)
-        i = text.find("{", end)
-    return found
+        found.append(value)
+        i = end
 
 
 def parse_grade(raw: str | None) -> tuple[int | None, str | None, str | None]:
     """``(grade, reasoning, error)`` from a judge reply; exactly one of grade/error is None."""
     if raw is None or not raw.strip():
         return None, None, "unparseable: empty reply"
-    graded = [o for o in _json_objects(raw) if "grade" in o and _to_grade(o["grade"]) is not None]
+    graded = [o for o in json_values(raw) if isinstance(o, dict) and "grade" in o and _to_grade(o["grade"]) is not None]
     if graded:
         obj = graded[-1]
         reasoning = obj.get("reasoning")
