@@ -167,7 +167,7 @@ class BenchmarkLoop:
         self.budget_exhausted = False
         self.recovered = 0
         self.results: list[QuestionResult | dict] = []
-        self._graded_with: dict[str, tuple[Question, list[Chunk]]] = {}  # for the retry pass
+        self._graded_with: dict[str, _Partial] = {}  # for the retry pass: questions graded transiently
         self._longest_retry_after = 0.0
 
     # ------------------------------------------------------------------ one LLM call each
@@ -257,7 +257,7 @@ class BenchmarkLoop:
             row = self._row(p, rank, None)
             if chunks and p.grade is not None and p.grade.error \
                     and p.grade.error.split(":", 1)[0] in TRANSIENT_KINDS:
-                self._graded_with[q.id] = (q, chunks)
+                self._graded_with[q.id] = p
             if self.annotate is not None:
                 row = replace(row, **self.annotate(q, chunks, row))
             return row
@@ -382,24 +382,15 @@ class BenchmarkLoop:
         for pos, row in todo:
             if self.should_stop() or self.judge_failure is not None or self.budget_exhausted:
                 break
-            q, chunks = self._graded_with[row.question_id]
-            p = _Partial(q, latency_ms=row.latency_ms)
+            p = self._graded_with[row.question_id]  # its retrieval, rewrite, relevance and cost so far
+            chunks = [s.chunk for s in p.retrieved]
+            p.grades = []  # the failed attempt's grades are replaced, its cost stays counted
             self._grade(p, chunks)
-            g = p.grade
-            if g is None or g.grade is None:
+            if p.grade is None or p.grade.grade is None:
                 continue
-            total = M.calculate_total_score(g.grade, row.rank)
-            new = replace(row, llm_grade=g.grade, llm_reasoning=g.reasoning, grade_error=None, llm_raw_reply=g.raw,
-                          total_score=total, grading_latency_ms=round(g.latency_ms, 3), recovered=True,
-                          stop_reason=g.reply.stop_reason if g.reply else None,
-                          request_id=g.reply.request_id if g.reply else None,
-                          judge_model=g.reply.model if g.reply else None,
-                          input_tokens=g.reply.input_tokens if g.reply else None,
-                          output_tokens=g.reply.output_tokens if g.reply else None,
-                          cost_usd=(row.cost_usd or 0.0) + (p.cost or 0.0) if p.cost is not None else row.cost_usd,
-                          llm_grades=[x.grade for x in p.grades] if self.repeats > 1 else None)
+            new = replace(self._row(p, row.rank, None), recovered=True)
             if self.annotate is not None:
-                new = replace(new, **self.annotate(q, chunks, new))
+                new = replace(new, **self.annotate(p.q, chunks, new))
             self.recovered += 1
             self._finish(pos + 1, n, new, position=pos)
         logger.info("Retry pass: {} of {} recovered", self.recovered, len(todo))
