@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import pytest
 
 from components.run.chunk_relevance import (
-    REFERENCE_FREE_RELEVANCE_PROMPT,
     REFERENCE_FREE_RELEVANCE_PROMPT_SHA256,
     RELEVANCE_PROMPT,
     RELEVANCE_PROMPT_SHA256,
@@ -87,9 +85,10 @@ def test_parse_table(raw, scores, error):
 
 
 def test_prompt_hashes_and_variants():
-    assert RELEVANCE_PROMPT_SHA256 == hashlib.sha256(RELEVANCE_PROMPT.encode()).hexdigest()
-    free_sha = hashlib.sha256(REFERENCE_FREE_RELEVANCE_PROMPT.encode()).hexdigest()
-    assert REFERENCE_FREE_RELEVANCE_PROMPT_SHA256 == free_sha
+    # Pinned: a changed prompt changes the hash the results record (runs graded by another prompt
+    # are not comparable), so changing a prompt means changing this line on purpose.
+    assert RELEVANCE_PROMPT_SHA256 == "61e8dbbe02acd086272f34da5125a4cca93fc1cb2e80b857c6d9a00e1878b79f"
+    assert REFERENCE_FREE_RELEVANCE_PROMPT_SHA256 == "301c59d5b1f164283e6b8ceaf071c049bcdfc5ac98cd479ea935ad18c3ddebc1"
     assert RELEVANCE_PROMPT_SHA256 != REFERENCE_FREE_RELEVANCE_PROMPT_SHA256
     for text in ("3: HIGHLY RELEVANT", "2: FAIRLY RELEVANT", "1: MARGINALLY RELEVANT", "0: IRRELEVANT"):
         assert text in RELEVANCE_PROMPT
@@ -158,8 +157,6 @@ TOTAL = W_A + 3 * W_O  # 6.972017
 def test_lexical_relevance_hand_computed():
     # shares: d0 (a+b+g) 5.055726/6.972017 = .725 → 3; d1 .175 → 1; d2 (a+d) .450 → 2; d3 0 → 0
     result = LexicalJudge(LEX).relevance("q", "alpha beta gamma delta", LEX)
-    assert (W_A + 2 * W_O) / TOTAL == pytest.approx(0.725146, abs=1e-6)
-    assert W_A / TOTAL == pytest.approx(0.175436, abs=1e-6)
     assert result == RelevanceResult([3, 1, 2, 0], None, None, None)
 
 

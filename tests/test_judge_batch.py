@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -266,10 +265,10 @@ def test_a_narrower_resume_leaves_the_batch_partial_and_the_next_collects_the_re
         rows = run_batch(loop, questions[:2], {}, judge, previous)
         assert [r.llm_grade for r in rows] == [8, 8] and [r.status for r in judge.records] == ["partial"]
         done = {r.question_id: r.to_json() for r in rows}
+        recorded = [r.to_json() for r in judge.all_records]  # what the narrower run's results hold
         loop, questions = _loop_and_questions(4)
         judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
-        rows = run_batch(loop, questions, done, judge, [r.to_json() for r in judge.all_records] or
-                         [{**previous[0], "status": "partial"}])
+        rows = run_batch(loop, questions, done, judge, recorded)
         assert [r["llm_grade"] if isinstance(r, dict) else r.llm_grade for r in rows] == [8, 8, 8, 8]
         assert [r.status for r in judge.records] == ["collected"]
         assert len(srv.batch_creates) == 1  # never submitted again
@@ -523,18 +522,15 @@ def test_killed_while_polling_then_resume_from_the_journal(tmp_path: Path, few_q
 
 def test_ten_thousand_questions_in_one_batch(tmp_path: Path):
     """The simulated large run (figures: bench/judge_batch.py): 10,000 questions, BM25 baseline on a
-    tiny generated corpus, one batch; no timing assertion beyond the generous timeout."""
+    tiny generated corpus, one batch. Its time is measured by bench/judge_batch.py, not here."""
     docs = make_corpus(tmp_path / "docs")
     make_questions(tmp_path / "q.json", 10_000, docs)
     with LoopbackServer(batch_polls=1) as srv:
-        start = time.perf_counter()
         run = run_cli("--questions", str(tmp_path / "q.json"), "--corpus", str(tmp_path / "docs"), "--strategy",
                       "baseline", "--judge-batch", "--no-text", "--output", str(tmp_path / "r.json"),
                       "--log-dir", str(tmp_path / "logs"), "--log-level", "WARNING",
                       env=judge_env(srv.url, **FAST), timeout=300)
-        elapsed = time.perf_counter() - start
     assert run.code == 0, run.stderr[-2000:]
     assert len(srv.batch_creates) == 1 and len(srv.batch_creates[0]["requests"]) == 10_000
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["question_count"] == 10_000 and data["graded_count"] == 10_000
-    sys.stderr.write(f"10,000-question --judge-batch run: {elapsed:.1f} s\n")

@@ -7,7 +7,6 @@ raises one :class:`InputError` naming the variable and the fix, before any judge
 
 from __future__ import annotations
 
-import math
 
 import pytest
 
@@ -84,7 +83,7 @@ def test_judge_effort(raw, expected):
 @pytest.mark.parametrize("env,timeout", [({}, 30.0), ({"BENCHMARK_JUDGE_TIMEOUT": "600"}, 600.0),
                                          ({"BENCHMARK_JUDGE_TIMEOUT": " 0.5 "}, 0.5)])
 def test_valid_timeouts(env, timeout):
-    assert Settings.from_env(env).judge_timeout == timeout and math.isfinite(timeout)
+    assert Settings.from_env(env).judge_timeout == timeout
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080", "https://api.anthropic.com", "https://proxy.example/v1/",

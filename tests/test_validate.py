@@ -89,6 +89,19 @@ def test_write_clean_keeps_the_input_format(tiny, tmp_path):
     assert [q.id for q in load_questions(clean).questions] == ["q_pass", "q_pass2"]  # loads back
 
 
+def test_write_clean_from_standard_input(tiny, tmp_path, monkeypatch):
+    """Questions piped in (``-``): the clean file is built from what was read, not re-read from a path."""
+    import io
+    import sys
+
+    corpus, questions = tiny
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(questions.read_bytes())))
+    clean = tmp_path / "clean.json"
+    assert validate.run(validate_args("-", corpus, tmp_path / "v.json", "--write-clean", str(clean)), OFFLINE) == 0
+    original = json.loads(questions.read_text())
+    assert strict_load(clean.read_text())["questions"] == [original["questions"][0], original["questions"][2]]
+
+
 def test_write_clean_bare_list(tmp_path):
     corpus = write_corpus(tmp_path / "corpus")
     questions = tmp_path / "bare.json"

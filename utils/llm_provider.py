@@ -382,8 +382,6 @@ class AnthropicProvider:
         return ModelClient(self, settings)
 
     def complete(self, settings: ModelSettings, prompt: str) -> LLMReply:
-        import anthropic
-
         client = self.client()
         try:
             with client.messages.with_streaming_response.create(
@@ -393,9 +391,7 @@ class AnthropicProvider:
             if len(body) > self.config.max_body_bytes:  # decoded size (a compressed body can grow)
                 raise _BodyLimit("bad_response", f"the reply body passed {self.config.max_body_bytes:,} bytes")
             data = json.loads(body)
-        except (anthropic.AnthropicError, _BodyLimit, ValueError, RecursionError) as err:
-            raise self.classify_error(err, settings.requested) from None
-        except Exception as err:  # a transport error the SDK did not wrap (e.g. a closed stream)
+        except Exception as err:  # SDK errors, our body bounds, bad JSON, and transport errors it did not wrap
             raise self.classify_error(err, settings.requested) from None
         return parse_message(data, request_id)
 

@@ -54,6 +54,7 @@ class QuestionSet:
     path: str
     sha256: str
     questions: list[Question]
+    document: object = field(default=None, repr=False, compare=False)  # the file's JSON as parsed
 
 
 def _item_name(i: int, raw: dict) -> str:
@@ -237,7 +238,7 @@ def load_questions(path: str | Path) -> QuestionSet:
             raise InputError(f"{name}: question #{i + 1} repeats id {q.id!r} (first used by question "
                              f"#{seen[q.id] + 1}): give every question a unique id")
         seen[q.id] = i
-    return QuestionSet(path=name, sha256=hashlib.sha256(data).hexdigest(), questions=questions)
+    return QuestionSet(path=name, sha256=hashlib.sha256(data).hexdigest(), questions=questions, document=doc)
 
 
 def check_needles(questions: QuestionSet, corpus_ids: set[str], corpus_source: str) -> None:

@@ -139,15 +139,7 @@ def _check_model(name: str, value: str, example: str) -> None:
 
 
 def _timeout(raw: str | None) -> float:
-    raw = raw or f"{DEFAULT_JUDGE_TIMEOUT_S:g}"
-    try:
-        timeout = float(raw)
-    except ValueError:
-        timeout = math.nan
-    if not 0 < timeout <= MAX_JUDGE_TIMEOUT_S:  # also refuses nan and inf
-        raise InputError(f"BENCHMARK_JUDGE_TIMEOUT={raw!r} is not a number of seconds above 0 and at most "
-                         f"{MAX_JUDGE_TIMEOUT_S:g}: set it to e.g. {DEFAULT_JUDGE_TIMEOUT_S:g}")
-    return timeout
+    return _seconds("BENCHMARK_JUDGE_TIMEOUT", raw, DEFAULT_JUDGE_TIMEOUT_S, 0.0, MAX_JUDGE_TIMEOUT_S, above_low=True)
 
 
 def _effort(raw: str | None) -> str | None:
@@ -160,16 +152,17 @@ def _effort(raw: str | None) -> str | None:
     return effort
 
 
-def _seconds(name: str, raw: str | None, default: float, low: float, high: float) -> float:
-    """``raw`` (the variable ``name``; empty: ``default``) as seconds in ``[low, high]``."""
+def _seconds(name: str, raw: str | None, default: float, low: float, high: float, above_low: bool = False) -> float:
+    """``raw`` (the variable ``name``; empty: ``default``) as seconds in ``[low, high]`` (``(low, high]``
+    with ``above_low``)."""
     raw = raw or f"{default:g}"
     try:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not low <= value <= high:  # also refuses nan and inf
-        raise InputError(f"{name}={raw!r} is not a number of seconds from {low:g} to {high:g}: "
-                         f"set it to e.g. {default:g}")
+    if not (low < value if above_low else low <= value) or not value <= high:  # also refuses nan and inf
+        span = f"above {low:g} and at most {high:g}" if above_low else f"from {low:g} to {high:g}"
+        raise InputError(f"{name}={raw!r} is not a number of seconds {span}: set it to e.g. {default:g}")
     return value
 
 

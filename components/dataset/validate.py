@@ -333,9 +333,10 @@ def table(items: Sequence[QuestionValidation], summary: dict, judge_label: str) 
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
-def clean_questions(path: str | Path, passing_ids: set[str]) -> object:
-    """The questions file's own JSON with only the questions in ``passing_ids`` (order kept)."""
-    doc = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
+def clean_questions(qset: QuestionSet, passing_ids: set[str]) -> object:
+    """The questions file's own JSON (as loaded: standard input too) with only the questions in
+    ``passing_ids`` (order kept)."""
+    doc = qset.document
     items = doc["questions"] if isinstance(doc, dict) else doc
     kept = [raw for raw in items if str(raw["id"]) in passing_ids]
     if isinstance(doc, list):
@@ -391,7 +392,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             logger.warning("--write-clean skipped: the validation is {}", result.status)
         else:
             passing = {item.question.id for item in result.items if item.verdict == "pass"}
-            write_text_atomic(args.write_clean, dump_json(clean_questions(qset.path, passing)))
+            write_text_atomic(args.write_clean, dump_json(clean_questions(qset, passing)))
             logger.info("{} passing questions written to {}", len(passing), args.write_clean)
     if result.status == "interrupted":
         return EXIT_INTERRUPTED

@@ -82,7 +82,6 @@ class RunState:
 
     journal: Path | None = None
     continue_command: str | None = None
-    statuses: list[str] = field(default_factory=list)  # one per finished strategy
     written: list[Path] = field(default_factory=list)
 
 
@@ -297,7 +296,7 @@ class BenchmarkRun:
         runs_dir = o.output.parent / RUNS_FOLDER
         runs_dir.mkdir(parents=True, exist_ok=True)
         run_id = new_run_id(strategy.name, runs_dir)
-        judge_model = setup.judge.requested if setup is not None and setup.judge is not None else judge.model
+        judge_model = judge.model  # the LLM judge's: its ModelSettings.requested
         identity = {"run_id": run_id, "questions_sha256": qset.sha256, "corpus_sha256": corpus.sha256,
                     "strategy": strategy.name, "k": o.k, "judge_model": judge_model, "prompt_sha256": PROMPT_SHA256}
         done: dict[str, dict] = {}
@@ -388,7 +387,6 @@ class BenchmarkRun:
         if loop.recovered:
             logger.info("The retry pass recovered {} grade(s)", loop.recovered)
         self._write(report, runs_dir / f"{run_id}.json", journal, n_rows=len(results))
-        self.state.statuses.append(status)
         if failure is not None:
             logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                          "query rewriter", failure)
@@ -422,8 +420,6 @@ class _RetrieverFailed(Exception):
 
 
 def _with_reply_models(info: JudgeInfo, models: list[str]) -> JudgeInfo:
-    from dataclasses import replace
-
     return replace(info, reply_models=list(models))
 
 
