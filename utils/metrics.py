@@ -59,7 +59,7 @@ class RetrievalMetrics:
 
         Items may be doc id strings, mappings with ``doc_id``, chunks, or scored chunks.
         ``needle_doc_id`` is one id or several (any of them counts)."""
-        needles = {needle_doc_id} if isinstance(needle_doc_id, str) else set(needle_doc_id)
+        needles = _needle_set(needle_doc_id)
         for position, item in enumerate(retrieved_chunks, start=1):
             if _doc_id(item) in needles:
                 return position

@@ -44,7 +44,8 @@ from loguru import logger
 from components.analysis import statistics as S
 from utils.errors import InputError
 from utils.metrics import RetrievalMetrics as M
-from utils.results import grade_repeats, write_json_atomic
+from utils.console import PASS_MARK, shorten
+from utils.results import check_writable, grade_repeats, write_json_atomic
 
 ALPHA = 0.05
 POWER = 0.8
@@ -60,7 +61,6 @@ class MetricSpec:
     level: str  # "chunk" | "document" | "judge"
     effect: float  # the change "you would need about N questions to detect" is about
     digits: int
-    grade_based: bool = False
 
 
 METRICS = (
@@ -69,9 +69,9 @@ METRICS = (
     MetricSpec("hit_at_1", "Hit@1", "chunk", 0.05, 3),
     MetricSpec("hit_at_5", "Hit@5", "chunk", 0.05, 3),
     MetricSpec("ndcg_at_k", "NDCG@k", "document", 0.05, 3),
-    MetricSpec("grade", "grade", "judge", 0.5, 2, grade_based=True),
-    MetricSpec("total_score", "total score", "judge", 0.5, 2, grade_based=True),
-    MetricSpec("pass_7", "pass@7", "judge", 0.05, 3, grade_based=True),
+    MetricSpec("grade", "grade", "judge", 0.5, 2),
+    MetricSpec("total_score", "total score", "judge", 0.5, 2),
+    MetricSpec("pass_7", "pass@7", "judge", 0.05, 3),
 )
 
 
@@ -237,13 +237,13 @@ def question_view(row: dict, k: int, graded_run: bool = True) -> QuestionView:
         "ndcg_at_k": float(stored("ndcg_at_k")),
         "grade": None if grade is None else float(grade),
         "total_score": None if total is None else float(total),
-        "pass_7": (1.0 if total is not None and total >= 7.0 else 0.0) if graded_run else None,
+        "pass_7": (1.0 if total is not None and total >= PASS_MARK else 0.0) if graded_run else None,
     }
     repeats: dict[str, list[float]] = {}
     grades = grade_repeats(row) if grade is not None else None
     if grades:
         totals = [M.calculate_total_score(g, rank) for g in grades]
-        repeats = {"grade": grades, "total_score": totals, "pass_7": [1.0 if t >= 7.0 else 0.0 for t in totals]}
+        repeats = {"grade": grades, "total_score": totals, "pass_7": [1.0 if t >= PASS_MARK else 0.0 for t in totals]}
         if total is None:
             del repeats["total_score"]
     return QuestionView(
@@ -518,11 +518,6 @@ def _grade(g: float | None) -> str:
     return "-" if g is None else f"{g:g}"
 
 
-def _short(text: str, width: int = 70) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 def _verdict_line(spec: MetricSpec, r: MetricResult, k: int) -> str:
     label = _label(spec, k)
     if r.verdict == NOT_COMPARABLE:
@@ -547,7 +542,7 @@ def _change_lines(title: str, changes: list[QuestionChange], top: int) -> list[s
             f", grade {_grade(c.grade_before)} → {_grade(c.grade_after)}"
         total = "" if c.delta_total is None else f", total {_num(c.total_before, 2)} → {_num(c.total_after, 2)}"
         lines.append(f"  {c.question_id}  rank {_rank(c.rank_before)} → {_rank(c.rank_after)}{grade}{total}  "
-                     f"{_short(c.question, 60)}")
+                     f"{shorten(c.question, 60)}")
         lines.append(f"      top docs: {', '.join(c.top_docs_before) or '-'} → {', '.join(c.top_docs_after) or '-'}")
     if len(changes) > top:
         lines.append(f"  ... and {len(changes) - top} more (see --json)")
@@ -649,20 +644,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="questions listed per direction in the table (default 10; --json has all)")
 
 
-def _check_json_out(path: Path) -> None:
-    if path.is_dir():
-        raise InputError(f"--json {path} is a folder: give a file path such as {path / 'comparison.json'}")
-    if not path.parent.is_dir():
-        raise InputError(f"--json {path}: folder {path.parent} does not exist: create it or choose another path")
-
-
 def run(args: argparse.Namespace, settings: object) -> int:
     if len(args.runs) < 2:
         raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
     if args.top < 0:
         raise InputError(f"--top {args.top} is negative: give 0 or more")
     if args.json is not None:
-        _check_json_out(args.json)
+        check_writable(args.json, "--json", "comparison.json")
     paths = [resolve_run(arg, Path.cwd()) for arg in args.runs]
     runs = [load_run(p) for p in paths]
     comparison = compare_runs(runs, default_labels(runs, args.runs), sources=[str(p) for p in paths])

@@ -38,9 +38,8 @@ from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, c
 from utils.console import NOTHING_GRADED, PASS_MARK, escape_control, format_ci, format_value, is_number, shorten
 from utils.errors import InputError
 from utils.metrics import RetrievalMetrics as M
-from utils.results import check_writable, write_text_atomic
+from utils.results import GROUP_FIELDS, check_writable, write_text_atomic
 
-GROUP_FIELDS = ("category", "difficulty", "type", "section")  # row fields grouped when the run has no ``groups``
 MAX_GROUP_VALUES = 12
 METRICS = (  # (key, label) of the metric table, in order; a key the run lacks is left out
     ("hit_at_1_rate", "hit@1"), ("hit_at_5_rate", "hit@5"), ("hit_at_k_rate", "hit@k"), ("mrr", "MRR"),

@@ -366,15 +366,14 @@ def prepare_index(corpus_arg: Path | None, strategy_name: str, make_retriever: C
     ``index_s`` times loading the stored index on a hit, else indexing.
     """
     retriever = make_retriever()
-    if cache_dir is None:
+    if cache_dir is not None and not cacheable(retriever):
+        logger.debug("index cache: {} has no save/load: not cached", type(retriever).__name__)
+    if cache_dir is None or not cacheable(retriever):  # no fingerprint: _build reads the corpus once
         return _uncached(corpus_arg, retriever, check_ids)
     t0 = time.perf_counter()
     fp = fingerprint(corpus_arg)
     if check_ids is not None:
         check_ids(fp.doc_ids, fp.source)
-    if not cacheable(retriever):
-        logger.debug("index cache: {} has no save/load: not cached", type(retriever).__name__)
-        return _uncached(corpus_arg, retriever)
     entries = Path(cache_dir) / ENTRIES
     try:
         entries.mkdir(parents=True, exist_ok=True)
