@@ -658,8 +658,6 @@ def run(args: argparse.Namespace, settings: object) -> int:
         logger.debug("compare warning: {}", warning)
     sys.stdout.write(format_comparison(comparison, top=args.top))
     if args.json is not None:
-        payload = comparison.to_json()
-        json.dumps(payload, allow_nan=False)  # strict JSON, or fail here rather than write a bad file
-        write_json_atomic(args.json, payload)
+        write_json_atomic(args.json, comparison.to_json())  # strict JSON, written whole or not at all
         logger.info("Comparison written to {}", args.json)
     return 0
