@@ -135,7 +135,8 @@ def _add_common_arguments(p: argparse.ArgumentParser) -> None:
 class SignalGuard:
     """First SIGINT/SIGTERM/SIGHUP: KeyboardInterrupt in the main thread (the current question is
     abandoned) and ``received`` set, which the question loop also checks: an extension module can
-    swallow the KeyboardInterrupt. A second one exits at once with 130 (every finished row is
+    swallow the KeyboardInterrupt, or wrap it in another exception (then, once ``received`` is
+    set, that exception is the interrupt: :func:`main` and the loop treat it so). A second one exits at once with 130 (every finished row is
     already in the journal; a temp file being written is removed first). Inside :meth:`deferred`
     (the final write; a Message Batch being created and journaled) the first signal only sets
     ``received``: the write finishes, no temp file is left, and the run then ends with 130; a
@@ -241,6 +242,7 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     from components.run.benchmark_run import RunState
 
     state = RunState()
+    guard = SignalGuard()
     code = EXIT_OK
     try:
         settings = Settings.from_env(env)
@@ -248,8 +250,18 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
             code = command.run(args, settings)
         else:
             args.output = resolve_output(args.output, questions_path=args.questions, corpus_dir=args.corpus)
-            with SignalGuard() as guard:
-                code = run(args, settings, log_path, guard, state)
+            with guard:
+                try:
+                    code = run(args, settings, log_path, guard, state)
+                except (OSError, ResultsWriteError):
+                    raise  # a failed write stays one, signal or not
+                except Exception as err:
+                    if guard.received is None:
+                        raise
+                    # the signal's KeyboardInterrupt, wrapped by the code it interrupted (pydantic-core
+                    # turns one into a SchemaError; a plug-in may raise its own error instead)
+                    logger.opt(exception=err).debug("after {}: {}", guard.received, type(err).__name__)
+                    raise KeyboardInterrupt(guard.received) from err
     except InputError as err:  # messages quote paths, ids, file names: escaped, so one line stays one line
         logger.opt(exception=err).debug("input error")
         logger.error("error: {}", escape_control(str(err)))

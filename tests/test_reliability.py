@@ -352,6 +352,50 @@ def test_sighup_mid_run_keeps_the_rows_and_names_the_command_to_continue(tmp_pat
     assert all(r["llm_grade"] is not None for r in final["results"])
 
 
+# A signal's KeyboardInterrupt can come back as another exception: pydantic-core wrapped one raised
+# while it built a serializer in a SchemaError (CI, chaos seed 12 run 2: "internal error:
+# SchemaError ... KeyboardInterrupt: SIGTERM", exit 1); a plug-in may wrap it in its own error.
+_WRAP_SIGTERM = """
+try:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(10)
+except KeyboardInterrupt as err:
+    raise RuntimeError('WRAPPED-SIGNAL ' + str(err))
+"""
+WRAPPED_SIGNALS = {
+    # name: (plugin(...) code, extra flags, questions graded before the signal)
+    "in-retrieve": ({"retrieve": "if self.calls == 2:\n" + _indent(_WRAP_SIGTERM, 4)}, (), 1),
+    "in-retrieve-batch": ({"retrieve": "if self.calls == 2:\n" + _indent(_WRAP_SIGTERM, 4)}, ("--judge-batch",), 0),
+    "in-index": ({"index": _WRAP_SIGTERM}, (), 0),
+}
+
+
+@pytest.mark.parametrize("name", list(WRAPPED_SIGNALS))
+def test_a_signal_wrapped_in_another_exception_is_the_interrupt(name: str, tmp_path: Path, few_questions: Path):
+    """Exit 130 "interrupted", not an internal error (exit 1), not a failed plug-in (exit 2); no
+    row holds an error the signal caused (the question in progress runs on --resume); an earlier
+    results file is untouched when nothing was graded."""
+    code, flags, graded = WRAPPED_SIGNALS[name]
+    env = plugin(tmp_path, top="import time", **code)
+    out = tmp_path / "r.json"
+    out.write_text(EARLIER)
+    with LoopbackServer(default=OK) as srv:
+        run = cli(tmp_path, "--questions", str(few_questions), "--output", str(out), "--strategy", "plug:make",
+                  *flags, env=judge_env(srv.url, BENCHMARK_BATCH_POLL_MAX="0.05", **env))
+    assert run.code == 130, run.stderr[-3000:]
+    assert "internal error" not in run.stderr and "failed (RuntimeError" not in run.stderr
+    assert "WRAPPED-SIGNAL" not in run.stderr  # no console line reports the wrapper as an error
+    rows: dict[str, dict] = {}
+    for path in (tmp_path / "runs").glob("*.journal.jsonl"):
+        rows.update(journal_rows(path))
+    if out.read_text() != EARLIER:
+        rows.update({r["question_id"]: r for r in strict_json(out)["results"]})
+    assert not [r for r in rows.values() if "WRAPPED-SIGNAL" in str(r.get("grade_error"))], rows
+    assert sum(1 for r in rows.values() if r.get("llm_grade") is not None) == graded
+    if graded == 0:
+        assert out.read_text() == EARLIER
+
+
 def test_sigkill_mid_loop_the_journal_holds_every_reported_question_and_resume_finishes(tmp_path: Path):
     questions = questions_file(tmp_path, 6)
     out = tmp_path / "r.json"

@@ -10,6 +10,10 @@ Nothing graded is lost:
   (``internal_error: <type>: <message>``), keeping whatever was already graded, and the run goes on;
 * a KeyboardInterrupt can be lost (an extension that runs Python code without passing errors on
   swallows it), so the loop also asks ``should_stop()`` before each retrieval and each LLM call;
+  it can also come back as another exception (pydantic-core wraps one raised while it builds a
+  serializer in a ``SchemaError``; a plug-in may wrap it in its own error): once a signal has
+  been received, an error is the interrupt, so the question in progress is abandoned (it runs on
+  ``--resume``) rather than recorded with an error the signal caused;
 * a fatal judge (or rewriter) error stops further calls: the remaining rows are written ungraded;
 * ``budget`` (``--max-cost``) is asked before each judge call; once it says no, the remaining rows
   are retrieved and written ungraded with ``grade_error: "budget: …"``;
@@ -170,6 +174,12 @@ class BenchmarkLoop:
         self._graded_with: dict[str, _Partial] = {}  # for the retry pass: questions graded transiently
         self._longest_retry_after = 0.0
 
+    def _stop_if_signalled(self, err: BaseException) -> None:
+        """Raise KeyboardInterrupt (from ``err``) when a signal was received: ``err`` may be the
+        signal's own KeyboardInterrupt, wrapped by the code it interrupted (module docstring)."""
+        if self.should_stop():
+            raise KeyboardInterrupt("stop requested") from err
+
     # ------------------------------------------------------------------ one LLM call each
 
     def _grade_once(self, q: Question, chunks: list[Chunk]) -> GradeResult:
@@ -184,6 +194,7 @@ class BenchmarkLoop:
         try:
             result = self.judge.grade(q.question, q.expected_answer, chunks)
         except JudgeError as err:  # fatal: stop calling the judge
+            self._stop_if_signalled(err)
             self.judge_failure = err
             logger.error("judge unusable ({}): {}", err.kind, err)
             return GradeResult(None, None, 0.0, f"{err.kind}: {err}", None)
@@ -212,6 +223,7 @@ class BenchmarkLoop:
             try:
                 p.rewrite = self.rewriter.rewrite(query)
             except JudgeError as err:
+                self._stop_if_signalled(err)
                 self.rewriter_failure = err
                 logger.error("query rewriter unusable ({}): {}", err.kind, err)
                 return f"rewriter_unusable: {err.kind}: {err}"
@@ -222,6 +234,7 @@ class BenchmarkLoop:
             raw = self.retriever.retrieve(query, self.k)
             p.retrieved = [_as_scored(x) for x in list(raw)[: self.k]]
         except (Exception, SystemExit) as err:
+            self._stop_if_signalled(err)
             p.latency_ms = (time.perf_counter() - start) * 1000
             logger.opt(exception=err).error("[{}] retrieval failed: {}: {}", p.q.id, type(err).__name__, err)
             return f"retrieval_error: {type(err).__name__}: {err}"
@@ -249,6 +262,7 @@ class BenchmarkLoop:
                     try:
                         p.relevance = self.relevance_judge.relevance(q.question, q.expected_answer, chunks)
                     except JudgeError as err:  # fatal: stop calling the judge
+                        self._stop_if_signalled(err)
                         self.judge_failure = err
                         logger.error("judge unusable ({}): {}", err.kind, err)
                     cost = self.judge_usage.add(getattr(p.relevance, "reply", None), getattr(self.judge, "model", ""))
@@ -262,6 +276,7 @@ class BenchmarkLoop:
                 row = replace(row, **self.annotate(q, chunks, row))
             return row
         except (Exception, SystemExit) as err:
+            self._stop_if_signalled(err)
             logger.opt(exception=err).error("[{}] internal error: {}: {}", q.id, type(err).__name__, err)
             return self._row(p, None, f"internal_error: {type(err).__name__}: {str(err)[:300]}", safe=True)
 
@@ -358,6 +373,8 @@ class BenchmarkLoop:
                 if self.should_stop():
                     break
                 raise
+            if self.should_stop():  # a signal while this question ran: its errors may be the signal's
+                break
             grade_line = row.llm_grade if row.llm_grade is not None else (row.grade_error or "")
             logger.debug("[{}/{}] grade={} reasoning={}", i, n, grade_line, row.llm_reasoning or row.grade_error)
             logger.debug("[{}/{}] total = grade × weight = {} × {} = {}", i, n, row.llm_grade,

@@ -30,7 +30,9 @@ from loguru import logger
 
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.journal import Journal, read_rows
-from components.run.judge_batch import BatchJudge, PollSchedule, check_batch_options, run_batch, warn_uncollected
+from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, run_batch,
+                                        warn_uncollected)
+from components.run.judge_batch import finished as batch_finished
 from components.run.judges import LLM_NOTE, OFFLINE_NOTE, LLMSetup, check_models, make_judge
 from components.run.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from poc.strategies import Strategy, resolve_strategy
@@ -386,7 +388,10 @@ class BenchmarkRun:
         sys.stdout.flush()
         if loop.recovered:
             logger.info("The retry pass recovered {} grade(s)", loop.recovered)
-        self._write(report, runs_dir / f"{run_id}.json", journal, n_rows=len(results))
+        finished = len(results)
+        if batch_judge is not None and not batch_judge.all_records:  # no batch to record: rows not submitted are no work
+            finished = sum(1 for r in results if batch_finished(r))
+        self._write(report, runs_dir / f"{run_id}.json", journal, n_rows=finished)
         if failure is not None:
             logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                          "query rewriter", failure)

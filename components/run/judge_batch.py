@@ -501,9 +501,19 @@ class _Item:
         return self.sources[-1] if self.sources else None
 
 
+NOT_SUBMITTED = "batch_pending: not submitted (the run stopped first); --resume submits it"
+
+
+def finished(row: object) -> bool:
+    """Whether ``row`` holds any work: not a question the run stopped before submitting (a run
+    whose rows are all such writes nothing, as a sequential run that finished no question)."""
+    error = row.get("grade_error") if isinstance(row, dict) else getattr(row, "grade_error", None)
+    return error != NOT_SUBMITTED
+
+
 def _pending_error(item: _Item) -> str:
     if item.batch is None:
-        return "batch_pending: not submitted (the run stopped first); --resume submits it"
+        return NOT_SUBMITTED
     return f"batch_pending: in batch {item.batch.id}, not collected; --resume collects it without submitting it again"
 
 
@@ -529,6 +539,8 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
             if loop.should_stop():
                 raise KeyboardInterrupt("stop requested")
             item = _retrieve(loop, index, q)
+            if loop.should_stop():  # a signal during this retrieval: its error may be the signal's
+                raise KeyboardInterrupt("stop requested")
             if item.waiting:
                 item.sources.extend(owned.get(q.id, ()))
             items.append(item)
@@ -582,6 +594,7 @@ def _requests(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item]) ->
             out.extend([judge.request(custom_id(it.index, r, loop.repeats), it.q.id, prompt)
                         for r in range(loop.repeats)])
         except Exception as err:  # noqa: BLE001 - one question's failure stays in its row
+            loop._stop_if_signalled(err)
             logger.opt(exception=err).error("[{}] internal error: {}: {}", it.q.id, type(err).__name__, err)
             it.row = loop._row(it.partial, it.rank, f"internal_error: {type(err).__name__}: {str(err)[:300]}",
                                safe=True)
@@ -747,7 +760,7 @@ def _final_row(loop: BenchmarkLoop, judge: BatchJudge, it: _Item):
         if it.recovered and row.llm_grade is not None:
             row = replace(row, recovered=True)
         return _annotated(loop, it, row)
-    except (Exception, SystemExit) as err:
+    except (Exception, SystemExit) as err:  # its grades are in hand: kept in the row, even after a signal
         logger.opt(exception=err).error("[{}] internal error: {}: {}", it.q.id, type(err).__name__, err)
         return loop._row(p, None, f"internal_error: {type(err).__name__}: {str(err)[:300]}", safe=True)
 
