@@ -135,12 +135,12 @@ def _add_common_arguments(p: argparse.ArgumentParser) -> None:
 class SignalGuard:
     """First SIGINT/SIGTERM/SIGHUP: KeyboardInterrupt in the main thread (the current question is
     abandoned) and ``received`` set, which the question loop also checks: an extension module can
-    swallow the KeyboardInterrupt, or wrap it in another exception (then, once ``received`` is
-    set, that exception is the interrupt: :func:`main` and the loop treat it so). A second one exits at once with 130 (every finished row is
-    already in the journal; a temp file being written is removed first). Inside :meth:`deferred`
-    (the final write; a Message Batch being created and journaled) the first signal only sets
-    ``received``: the write finishes, no temp file is left, and the run then ends with 130; a
-    second one still exits at once."""
+    swallow the KeyboardInterrupt, or wrap it in another exception (once ``received`` is set,
+    :func:`main` and the loop treat that exception as the interrupt). A second one exits at once
+    with 130 (every finished row is already in the journal; a temp file being written is removed
+    first). Inside :meth:`deferred` (the final write; a Message Batch being created and
+    journaled) the first signal only sets ``received``: the write finishes, no temp file is left,
+    and the run then ends with 130; a second one still exits at once."""
 
     SIGNALS = tuple(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s)
 

@@ -31,8 +31,7 @@ from loguru import logger
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.journal import Journal, read_rows
 from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, run_batch,
-                                        warn_uncollected)
-from components.run.judge_batch import finished as batch_finished
+                                        warn_uncollected, finished as batch_finished)
 from components.run.judges import LLM_NOTE, OFFLINE_NOTE, LLMSetup, check_models, make_judge
 from components.run.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from poc.strategies import Strategy, resolve_strategy
