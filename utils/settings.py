@@ -23,6 +23,7 @@ from utils.model_settings import EFFORT_LEVELS
 DEFAULT_JUDGE_TIMEOUT_S = 30.0
 MAX_JUDGE_TIMEOUT_S = 600.0  # a deadline beyond ten minutes per judge attempt is a typo, not a wish
 MAX_RETRY_WAIT_S = 600.0
+DEFAULT_BATCH_POLL_MAX_S = 60.0  # --judge-batch polls a batch at least this often
 MAX_BATCH_POLL_S = 3600.0  # BENCHMARK_BATCH_POLL_MAX above this is refused
 DEFAULT_SONNET_MODEL = "claude-sonnet-5-5"
 DEFAULT_HAIKU_MODEL = "claude-haiku-4-5"
@@ -43,7 +44,7 @@ class Settings:
     retry_wait_max_s: float = 60.0  # BENCHMARK_RETRY_WAIT_MAX: the retry pass waits at most this
     secrets: tuple[str, ...] = field(default=(), repr=False)  # what every output redacts (secrets_in)
     cache_dir: Path | None = None  # the index cache's default folder (--cache-dir overrides it)
-    batch_poll_max_s: float = 60.0  # BENCHMARK_BATCH_POLL_MAX: --judge-batch polls at least this often
+    batch_poll_max_s: float = DEFAULT_BATCH_POLL_MAX_S  # BENCHMARK_BATCH_POLL_MAX
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -171,4 +172,4 @@ def _retry_wait(raw: str | None) -> float:
 
 
 def _poll_max(raw: str | None) -> float:
-    return _seconds("BENCHMARK_BATCH_POLL_MAX", raw, 60.0, 0.01, MAX_BATCH_POLL_S)
+    return _seconds("BENCHMARK_BATCH_POLL_MAX", raw, DEFAULT_BATCH_POLL_MAX_S, 0.01, MAX_BATCH_POLL_S)

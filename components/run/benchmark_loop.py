@@ -277,8 +277,13 @@ class BenchmarkLoop:
             return row
         except (Exception, SystemExit) as err:
             self._stop_if_signalled(err)
-            logger.opt(exception=err).error("[{}] internal error: {}: {}", q.id, type(err).__name__, err)
-            return self._row(p, None, f"internal_error: {type(err).__name__}: {str(err)[:300]}", safe=True)
+            return self._failed_row(p, err)
+
+    def _failed_row(self, p: _Partial, err: BaseException) -> QuestionResult:
+        """The row of a question whose handling raised ``err`` (contained: the run goes on), with
+        ``grade_error: "internal_error: <type>: <message>"`` and whatever ``p`` already holds."""
+        logger.opt(exception=err).error("[{}] internal error: {}: {}", p.q.id, type(err).__name__, err)
+        return self._row(p, None, f"internal_error: {type(err).__name__}: {str(err)[:300]}", safe=True)
 
     def _row(self, p: _Partial, rank: int | None, internal_error: str | None, safe: bool = False) -> QuestionResult:
         q = p.q

@@ -96,7 +96,6 @@ def build_relevance_prompt(question: str, expected_answer: str | None, chunks: S
 # --------------------------------------------------------------------------- parsing
 
 
-
 class _Invalid(Exception):
     """Why a candidate list is not a valid score list."""
 

@@ -368,7 +368,8 @@ def prepare_index(corpus_arg: Path | None, strategy_name: str, make_retriever: C
     retriever = make_retriever()
     if cache_dir is not None and not cacheable(retriever):
         logger.debug("index cache: {} has no save/load: not cached", type(retriever).__name__)
-    if cache_dir is None or not cacheable(retriever):  # no fingerprint: _build reads the corpus once
+        cache_dir = None
+    if cache_dir is None:  # no fingerprint: _build reads the corpus once
         return _uncached(corpus_arg, retriever, check_ids)
     t0 = time.perf_counter()
     fp = fingerprint(corpus_arg)

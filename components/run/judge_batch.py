@@ -77,6 +77,7 @@ from utils.llm_provider import LLMReply, parse_message
 from utils.metrics import RetrievalMetrics as M
 from utils.model_settings import ModelSettings
 from utils.questions import Question
+from utils.settings import DEFAULT_BATCH_POLL_MAX_S
 
 if TYPE_CHECKING:
     from components.run.benchmark_loop import BenchmarkLoop
@@ -137,7 +138,7 @@ class PollSchedule:
     """Waits between polls: ``first_s``, times ``factor`` each poll, at most ``max_s``."""
 
     first_s: float = 1.0
-    max_s: float = 60.0
+    max_s: float = DEFAULT_BATCH_POLL_MAX_S
     factor: float = 2.0
 
     def waits(self) -> Iterator[float]:
@@ -572,8 +573,8 @@ def _retrieve(loop: BenchmarkLoop, index: int, q: Question) -> _Item:
             p.grade = GradeResult(None, None, 0.0, error, None)
             item.row = _annotated(loop, item, loop._row(p, item.rank, None))
     except (Exception, SystemExit) as err:
-        logger.opt(exception=err).error("[{}] internal error: {}: {}", q.id, type(err).__name__, err)
-        item.row = loop._row(p, None, f"internal_error: {type(err).__name__}: {str(err)[:300]}", safe=True)
+        loop._stop_if_signalled(err)
+        item.row = loop._failed_row(p, err)
     return item
 
 
@@ -595,9 +596,7 @@ def _requests(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item]) ->
                         for r in range(loop.repeats)])
         except Exception as err:  # noqa: BLE001 - one question's failure stays in its row
             loop._stop_if_signalled(err)
-            logger.opt(exception=err).error("[{}] internal error: {}: {}", it.q.id, type(err).__name__, err)
-            it.row = loop._row(it.partial, it.rank, f"internal_error: {type(err).__name__}: {str(err)[:300]}",
-                               safe=True)
+            it.row = loop._failed_row(it.partial, err)
     return out
 
 
@@ -761,8 +760,7 @@ def _final_row(loop: BenchmarkLoop, judge: BatchJudge, it: _Item):
             row = replace(row, recovered=True)
         return _annotated(loop, it, row)
     except (Exception, SystemExit) as err:  # its grades are in hand: kept in the row, even after a signal
-        logger.opt(exception=err).error("[{}] internal error: {}: {}", it.q.id, type(err).__name__, err)
-        return loop._row(p, None, f"internal_error: {type(err).__name__}: {str(err)[:300]}", safe=True)
+        return loop._failed_row(p, err)
 
 
 def _write_unfinished(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item], n: int) -> None:
