@@ -32,12 +32,12 @@ def loop_overhead(n: int, delay: float) -> dict:
     from loguru import logger
 
     from components.run.benchmark_loop import BenchmarkLoop
-    from components.run.retrieval_grader import RetrievalGrader
+    from components.judges.retrieval_grader import RetrievalGrader
     from poc.chunking import chunk_corpus
     from poc.corpus import builtin_corpus
     from poc.strategies import resolve_strategy
     from tests.loopback import LoopbackServer, Reply
-    from utils.llm_provider import AnthropicProvider, ProviderConfig
+    from components.judges.providers.anthropic import AnthropicProvider, ProviderConfig
     from utils.questions import Question, load_questions
 
     logger.remove()
@@ -49,7 +49,7 @@ def loop_overhead(n: int, delay: float) -> dict:
     retriever.index(chunk_corpus(builtin_corpus().documents))
     with LoopbackServer(default=Reply(delay=delay)) as server:
         provider = AnthropicProvider(ProviderConfig(api_key="bench-key", base_url=server.url, timeout=30))
-        judge_llm = provider.model(provider.check_model("claude-sonnet-5-5"))
+        judge_llm = provider.model(provider.check_model_settings("claude-sonnet-5-5"))
         loop = BenchmarkLoop(retriever, RetrievalGrader(judge_llm))
         start = time.perf_counter()
         results = loop.run(questions)
@@ -67,7 +67,7 @@ def startup_check(repeat: int) -> dict:
     from loguru import logger
 
     from tests.loopback import LoopbackServer
-    from utils.llm_provider import AnthropicProvider, ProviderConfig
+    from components.judges.providers.anthropic import AnthropicProvider, ProviderConfig
 
     logger.remove()
     times = []
@@ -75,7 +75,7 @@ def startup_check(repeat: int) -> dict:
         for _ in range(repeat):
             start = time.perf_counter()
             provider = AnthropicProvider(ProviderConfig(api_key="bench-key", base_url=server.url))
-            provider.check_model("claude-sonnet-5-5")
+            provider.check_model_settings("claude-sonnet-5-5")
             times.append(time.perf_counter() - start)
     return {"checks": repeat, "median_ms": round(statistics.median(times) * 1000, 2),
             "max_ms": round(max(times) * 1000, 2)}

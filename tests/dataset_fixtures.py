@@ -23,10 +23,8 @@ from pathlib import Path
 from components.dataset import validate
 from utils.settings import Settings
 
-OFFLINE = Settings(api_key=None, base_url=None, judge="offline", judge_timeout=30.0, sonnet_model="claude-sonnet-5-5",
-                   haiku_model="claude-haiku-4-5")
-ANTHROPIC = Settings(api_key="sk-test", base_url=None, judge="anthropic", judge_timeout=30.0,
-                     sonnet_model="claude-sonnet-5-5", haiku_model="claude-haiku-4-5")
+OFFLINE = Settings.from_env({"BENCHMARK_JUDGE": "offline"})
+ANTHROPIC = Settings.from_env({"ANTHROPIC_API_KEY": "sk-test"})
 
 FILLER = " ".join(["lorem ipsum dolor sit amet"] * 12)  # 60 words
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.run.benchmark_loop import BenchmarkLoop
-from components.run.retrieval_grader import GradeResult
+from components.judges.retrieval_grader import GradeResult
 from poc.chunking import Chunk
 from poc.retriever import ScoredChunk
 from utils.questions import Question

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from components.run.chunk_relevance import (
+from components.judges.chunk_relevance import (
     REFERENCE_FREE_RELEVANCE_PROMPT_SHA256,
     RELEVANCE_PROMPT,
     RELEVANCE_PROMPT_SHA256,
@@ -15,11 +15,11 @@ from components.run.chunk_relevance import (
     build_relevance_prompt,
     parse_relevance,
 )
-from components.run.lexical_judge import LexicalJudge
-from components.run.retrieval_grader import format_chunks
+from components.judges.lexical_judge import LexicalJudge
+from components.judges.retrieval_grader import format_chunks
 from poc.chunking import Chunk
 from utils.errors import JudgeError
-from utils.llm_provider import LLMReply
+from components.judges.llm import LLMReply
 
 
 def chunk(doc_id: str, text: str, i: int = 0, title: str = "x") -> Chunk:
@@ -27,7 +27,7 @@ def chunk(doc_id: str, text: str, i: int = 0, title: str = "x") -> Chunk:
 
 
 class ScriptedLLM:
-    """Implements utils.llm_provider.LLM: replies (str, LLMReply or exception) in order."""
+    """Implements components.judges.llm.LLM: replies (str, LLMReply or exception) in order."""
 
     model = "claude-test-1"
 

@@ -9,7 +9,7 @@ import pytest
 
 from components.analysis.diagnosis import (SPECIFICITY_MAX_MEAN_IDF, TAGS, Diagnoser, Diagnosis, NeedleBestChunk,
                                            count_tags)
-from components.run.lexical_judge import LexicalJudge
+from components.judges.lexical_judge import LexicalJudge
 from poc.chunking import Chunk
 from tests.conftest import K8S, needs_k8s
 

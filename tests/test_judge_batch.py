@@ -16,14 +16,14 @@ import pytest
 
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.journal import Journal, read_rows
-from components.run.judge_batch import (BatchJudge, BatchRecord, BatchRequest, PollSchedule, _lines, custom_id,
+from components.run.judge_batch import (BatchJudge, BatchRecord, BatchRequest, PollSchedule, result_lines, custom_id,
                                         repeat_of, run_batch, split_requests)
 from tests.batch_fixtures import make_corpus, make_questions
 from tests.conftest import ROOT, clean_env, judge_env, run_cli, wait_for_line
 from tests.loopback import CANCELED, EXPIRED, LoopbackServer, Reply, error
 from utils.errors import JudgeError
-from utils.llm_provider import AnthropicProvider, ProviderConfig
-from utils.model_settings import ModelSettings
+from components.judges.providers.anthropic import AnthropicProvider, MessageBatches, ProviderConfig
+from components.judges.providers.anthropic import ModelSettings
 from utils.questions import Question
 
 FAST = {"BENCHMARK_BATCH_POLL_MAX": "0.05"}
@@ -71,12 +71,12 @@ def test_split_requests_by_count_and_by_bytes():
 
 
 def test_result_lines_are_bounded():
-    assert list(_lines(iter([b'{"a"', b': 1}\n{"b": 2}\n', b"\n", b'{"c": 3}']), cap=100, limit=3)) == [
+    assert list(result_lines(iter([b'{"a"', b': 1}\n{"b": 2}\n', b"\n", b'{"c": 3}']), cap=100, limit=3)) == [
         b'{"a": 1}', b'{"b": 2}', b'{"c": 3}']
     with pytest.raises(JudgeError, match="passed 10 bytes"):
-        list(_lines(iter([b"x" * 11]), cap=10, limit=5))
+        list(result_lines(iter([b"x" * 11]), cap=10, limit=5))
     with pytest.raises(JudgeError, match="longer than the batch"):
-        list(_lines(iter([b"1\n2\n3\n"]), cap=10, limit=2))
+        list(result_lines(iter([b"1\n2\n3\n"]), cap=10, limit=2))
 
 
 def test_batch_record_from_json_rejects_what_is_not_one():
@@ -114,11 +114,11 @@ def test_create_poll_results_over_the_sdk_every_entry_kind():
               "q5": Reply(text='{"grade": ', stop_reason="max_tokens")}
     slept: list[float] = []
     with LoopbackServer(batch_script=script, batch_polls=3) as srv:
-        judge = BatchJudge(provider(srv.url), SONNET, schedule=PollSchedule(first_s=0.01, max_s=0.03),
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), schedule=PollSchedule(first_s=0.01, max_s=0.03),
                            sleep=slept.append)
         reqs = [judge.request(custom_id(i), f"question {i}", f"prompt {i}") for i in range(6)]
-        bad = BatchJudge(provider(srv.url), ModelSettings("claude-sonnet-5-5", {"type": "disabled"}, None, 1024,
-                                                          "test"))
+        bad = BatchJudge(MessageBatches(provider(srv.url), ModelSettings("claude-sonnet-5-5", {"type": "disabled"},
+                                                                         None, 1024, "test")))
         reqs.append(bad.request("q6", "question 6", "prompt 6"))
         record = judge.submit(reqs)
         judge.wait(record)
@@ -156,14 +156,14 @@ def _loop_and_questions(n: int, record=lambda row: None):
     ids = [d.doc_id for d in corpus.documents]
     questions = [Question(id=f"id {i}", question=f"what does {ids[i]} do?", expected_answer=f"{ids[i]} does it",
                           needle_doc_ids=(ids[i],)) for i in range(n)]
-    return BenchmarkLoop(retriever, None, k=3, record=record, batch=True), questions
+    return BenchmarkLoop(retriever, None, k=3, record=record), questions
 
 
 def test_run_batch_splits_and_matches_every_row(tmp_path: Path):
     lines: list[dict] = []
     with LoopbackServer(batch_polls=0) as srv:
         loop, questions = _loop_and_questions(5, record=lines.append)
-        judge = BatchJudge(provider(srv.url), SONNET, record=lines.append, max_requests=2, sleep=lambda s: None)
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), record=lines.append, max_requests=2, sleep=lambda s: None)
         rows = run_batch(loop, questions, {}, judge)
     assert len(srv.batch_creates) == 3 and [len(b["requests"]) for b in srv.batch_creates] == [2, 2, 1]
     assert [r.question_id for r in rows] == [q.id for q in questions]
@@ -186,7 +186,7 @@ def test_run_batch_with_repeats_sends_each_question_n_times():
                                                      "q1r2": Reply(text='{"grade": 6}')}) as srv:
         loop, questions = _loop_and_questions(2)
         loop.repeats = 3
-        rows = run_batch(loop, questions, {}, BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None))
+        rows = run_batch(loop, questions, {}, BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None))
     assert sorted(r["custom_id"] for r in srv.batch_creates[0]["requests"]) == [
         "q0r0", "q0r1", "q0r2", "q1r0", "q1r1", "q1r2"]
     assert rows[0].llm_grades == [8, 8, 8] and rows[1].llm_grades == [4, 8, 6]
@@ -198,7 +198,7 @@ def test_stop_while_polling_writes_pending_rows_and_keeps_the_batch():
     with LoopbackServer(batch_polls=10**6) as srv:
         loop, questions = _loop_and_questions(3)
         loop.should_stop = lambda: stop["now"]
-        judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: stop.update(now=True),
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: stop.update(now=True),
                            should_stop=loop.should_stop)
         with pytest.raises(KeyboardInterrupt):
             run_batch(loop, questions, {}, judge)
@@ -222,7 +222,7 @@ def test_interrupt_while_rows_are_finished_writes_each_row_once():
 
         loop.on_row = on_row
         with pytest.raises(KeyboardInterrupt):
-            run_batch(loop, questions, {}, BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None))
+            run_batch(loop, questions, {}, BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None))
     assert [r.question_id for r in loop.results] == ["id 0", "id 1", "id 2"]
     assert [x["question_id"] for x in lines if "question_id" in x] == ["id 0", "id 1", "id 2"]
     assert loop.judge_usage.calls == 3
@@ -230,7 +230,7 @@ def test_interrupt_while_rows_are_finished_writes_each_row_once():
 
 def _submitted(srv: LoopbackServer, batches: list[list[tuple[str, str]]], retry_last: bool = False) -> list[dict]:
     """Batches created by an earlier run (custom id, question id): their records, as journaled."""
-    judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+    judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None)
     out = []
     for i, batch in enumerate(batches):
         record = judge.submit([judge.request(cid, qid, f"prompt {qid}") for cid, qid in batch],
@@ -249,7 +249,7 @@ def test_resume_adopts_earlier_batches_in_submission_order():
         first, retry = previous[0]["id"], previous[1]["id"]
         for _ in range(2):  # the run that continues, then (as if it had been interrupted) the next one
             loop, questions = _loop_and_questions(2)
-            judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+            judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None)
             rows = run_batch(loop, questions, {}, judge, previous)
             assert [r.id for r in judge.records] == [first, retry]
             assert [(r.llm_grade, r.grade_error) for r in rows] == [(9, None), (8, None)]
@@ -261,13 +261,13 @@ def test_a_narrower_resume_leaves_the_batch_partial_and_the_next_collects_the_re
     with LoopbackServer(batch_polls=0) as srv:
         previous = _submitted(srv, [[(f"q{i}", f"id {i}") for i in range(4)]])
         loop, questions = _loop_and_questions(4)
-        judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None)
         rows = run_batch(loop, questions[:2], {}, judge, previous)
         assert [r.llm_grade for r in rows] == [8, 8] and [r.status for r in judge.records] == ["partial"]
         done = {r.question_id: r.to_json() for r in rows}
         recorded = [r.to_json() for r in judge.all_records]  # what the narrower run's results hold
         loop, questions = _loop_and_questions(4)
-        judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None)
         rows = run_batch(loop, questions, done, judge, recorded)
         assert [r["llm_grade"] if isinstance(r, dict) else r.llm_grade for r in rows] == [8, 8, 8, 8]
         assert [r.status for r in judge.records] == ["collected"]
@@ -278,7 +278,7 @@ def test_earlier_batches_not_collected_are_carried_into_the_results():
     with LoopbackServer(batch_polls=0) as srv:
         previous = _submitted(srv, [[("q0", "id 0")], [("q1", "id 1")]])
         loop, questions = _loop_and_questions(2)
-        judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None)
         run_batch(loop, questions[:1], {}, judge, previous)
     assert [(r.id, r.status) for r in judge.all_records] == [(previous[0]["id"], "collected"),
                                                              (previous[1]["id"], "submitted")]
@@ -300,7 +300,7 @@ def test_interrupt_while_a_retry_batch_is_polled_leaves_the_question_pending():
         loop, questions = _loop_and_questions(2, record=record)
         loop.repeats = 3
         loop.should_stop = lambda: stop["now"]
-        judge = BatchJudge(provider(srv.url), SONNET, record=record, sleep=lambda s: stop.update(now=True),
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), record=record, sleep=lambda s: stop.update(now=True),
                            should_stop=loop.should_stop)
         with pytest.raises(KeyboardInterrupt):
             run_batch(loop, questions, {}, judge)
@@ -315,7 +315,7 @@ def test_a_batch_of_another_repeat_count_is_not_adopted(caplog_loguru):
         previous = _submitted(srv, [[("q0", "id 0")]])
         loop, questions = _loop_and_questions(1)
         loop.repeats = 2
-        rows = run_batch(loop, questions, {}, BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None), previous)
+        rows = run_batch(loop, questions, {}, BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None), previous)
         assert [r["custom_id"] for r in srv.batch_creates[-1]["requests"]] == ["q0r0", "q0r1"]
     assert rows[0].llm_grades == [8, 8]
     assert any("another --judge-repeats" in m for m in caplog_loguru)
@@ -324,7 +324,7 @@ def test_a_batch_of_another_repeat_count_is_not_adopted(caplog_loguru):
 def test_a_request_that_cannot_be_built_is_that_question_s_error():
     with LoopbackServer(batch_polls=0) as srv:
         loop, questions = _loop_and_questions(3)
-        judge = BatchJudge(provider(srv.url), SONNET, sleep=lambda s: None)
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None)
         build = judge.request
 
         def request(cid: str, qid: str, prompt: str):
@@ -340,13 +340,13 @@ def test_a_request_that_cannot_be_built_is_that_question_s_error():
 
 
 def test_create_refused_with_529_is_tried_again_and_never_after_a_timeout(monkeypatch):
-    import utils.llm_provider as llm_provider
+    import components.judges.providers.anthropic as llm_provider
 
     with LoopbackServer(batch_create_faults=[error(529, "overloaded_error", "busy", **{"retry-after-ms": "10"}),
                                              error(429, "rate_limit_error", "slow down")]) as srv:
         retrying = AnthropicProvider(ProviderConfig(api_key="sk-test", base_url=srv.url, max_retries=2, timeout=0.3))
         slept: list[float] = []
-        judge = BatchJudge(retrying, SONNET, sleep=slept.append, schedule=PollSchedule(max_s=0.05))
+        judge = BatchJudge(MessageBatches(retrying, SONNET), sleep=slept.append, schedule=PollSchedule(max_s=0.05))
         record = judge.submit([judge.request("q0", "a", "p")])
         assert srv.batch_create_calls == 3 and len(srv.batch_creates) == 1 and record.id == "msgbatch_loopback_1"
         assert slept == [0.01, 0.05]  # its retry-after, then 2 s capped by the poll maximum
@@ -355,7 +355,7 @@ def test_create_refused_with_529_is_tried_again_and_never_after_a_timeout(monkey
         with LoopbackServer(batch_create_faults=[fault]) as srv:
             retrying = AnthropicProvider(ProviderConfig(api_key="sk-test", base_url=srv.url, max_retries=2,
                                                         timeout=0.3))
-            judge = BatchJudge(retrying, SONNET, sleep=lambda s: None)
+            judge = BatchJudge(MessageBatches(retrying, SONNET), sleep=lambda s: None)
             with pytest.raises(JudgeError) as err:
                 judge.submit([judge.request("q0", "a", "p")])
             assert err.value.kind == kind and not err.value.fatal

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from components.run.lexical_judge import LexicalJudge, key_terms
+from components.judges.lexical_judge import LexicalJudge, key_terms
 from poc.chunking import Chunk
 
 

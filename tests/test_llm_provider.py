@@ -1,4 +1,4 @@
-"""utils.llm_provider driving the real anthropic SDK against the loopback server: the start-up
+"""The anthropic provider driving the real anthropic SDK against the loopback server: the start-up
 check over the Models API, request settings from capabilities, the error taxonomy, and bounds."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from components.run.retrieval_grader import RetrievalGrader
+from components.judges.retrieval_grader import RetrievalGrader
 from poc.chunking import Chunk
 from tests.conftest import SENTINEL_KEY
 from tests.loopback import MODELS, LoopbackServer, ModelSpec, Reply, error
 from utils.errors import InputError, JudgeError
-from utils.llm_provider import AnthropicProvider, ProviderConfig, parse_message
-from utils.model_settings import ANSWER_MAX_TOKENS, THINKING_MAX_TOKENS
+from components.judges.providers.anthropic import AnthropicProvider, ProviderConfig, parse_message
+from components.judges.providers.anthropic import ANSWER_MAX_TOKENS, THINKING_MAX_TOKENS
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def serve():
 ])
 def test_settings_from_capabilities_are_accepted(serve, model, thinking, effort, max_tokens):
     server, provider = serve()  # validating mode: the server refuses what the model does not accept
-    settings = provider.check_model(model)
+    settings = provider.check_model_settings(model)
     assert (settings.thinking, settings.effort, settings.max_tokens, settings.source) == \
         (thinking, effort, max_tokens, "models_api")
     reply = provider.model(settings).complete("Hello judge")
@@ -58,7 +58,7 @@ def test_settings_from_capabilities_are_accepted(serve, model, thinking, effort,
 def test_disabled_is_refused_by_sonnet_5_5(serve):
     """The defect of issue 11: `disabled` on today's default Sonnet is a 400 that quotes the API."""
     server, provider = serve()
-    settings = provider.check_model("claude-sonnet-5-5")
+    settings = provider.check_model_settings("claude-sonnet-5-5")
     forced = settings.__class__(**{**settings.to_json(), "thinking": {"type": "disabled"}})
     with pytest.raises(JudgeError) as info:
         provider.model(forced).complete("x")
@@ -70,11 +70,11 @@ def test_disabled_is_refused_by_sonnet_5_5(serve):
 def test_effort_level_the_model_lacks_is_refused_at_start_up(serve):
     server, provider = serve()
     with pytest.raises(InputError) as info:
-        provider.check_model("claude-sonnet-5-5", effort="xhigh")
+        provider.check_model_settings("claude-sonnet-5-5", effort="xhigh")
     assert "low, medium, high, max" in str(info.value) and "BENCHMARK_JUDGE_EFFORT" in str(info.value)
     with pytest.raises(InputError):
-        provider.check_model("claude-haiku-4-5", effort="low")  # no effort at all
-    settings = provider.check_model("claude-opus-5-5", effort="high")
+        provider.check_model_settings("claude-haiku-4-5", effort="low")  # no effort at all
+    settings = provider.check_model_settings("claude-opus-5-5", effort="high")
     provider.model(settings).complete("x")
     assert server.requests[-1].body["output_config"] == {"effort": "high"}
 
@@ -82,7 +82,7 @@ def test_effort_level_the_model_lacks_is_refused_at_start_up(serve):
 def test_unknown_model_names_the_newest_active_of_the_line(serve):
     server, provider = serve()
     with pytest.raises(InputError) as info:
-        provider.check_model("claude-sonnet-9-9", line="sonnet")
+        provider.check_model_settings("claude-sonnet-9-9", line="sonnet")
     message = str(info.value)
     assert "unknown to the API (404)" in message and "BENCHMARK_SONNET_MODEL" in message
     assert "claude-sonnet-5-5" in message  # the newest active sonnet, not the deprecated 4-5
@@ -92,13 +92,13 @@ def test_unknown_model_names_the_newest_active_of_the_line(serve):
 def test_retired_model_stops_with_the_newest_active(serve):
     server, provider = serve()
     with pytest.raises(InputError) as info:
-        provider.check_model("claude-sonnet-4-0")
+        provider.check_model_settings("claude-sonnet-4-0")
     assert "is retired" in str(info.value) and "claude-sonnet-5-5" in str(info.value)
 
 
 def test_deprecated_model_warns_once_and_goes_on(serve, caplog_loguru):
     server, provider = serve()
-    settings = provider.check_model("claude-sonnet-4-5")
+    settings = provider.check_model_settings("claude-sonnet-4-5")
     assert settings.lifecycle == "deprecated" and settings.retires_at.startswith("2027-03-01")
     warnings = [m for m in caplog_loguru if "deprecated" in m]
     assert len(warnings) == 1 and "2027-03-01" in warnings[0]
@@ -106,10 +106,10 @@ def test_deprecated_model_warns_once_and_goes_on(serve, caplog_loguru):
 
 def test_gateway_without_models_api_uses_the_builtin_table(serve, caplog_loguru):
     server, provider = serve(models=None)
-    settings = provider.check_model("claude-sonnet-5-5")
+    settings = provider.check_model_settings("claude-sonnet-5-5")
     assert settings.source == "builtin_table" and settings.thinking == {"type": "between_tools"}
     assert any("built-in table" in m for m in caplog_loguru)
-    unknown = provider.check_model("gateway-model-x")  # in neither: thinking left out, large max_tokens
+    unknown = provider.check_model_settings("gateway-model-x")  # in neither: thinking left out, large max_tokens
     assert (unknown.source, unknown.thinking, unknown.max_tokens) == ("default", None, THINKING_MAX_TOKENS)
     provider.model(unknown).complete("x")
     assert "thinking" not in server.requests[-1].body
@@ -118,7 +118,7 @@ def test_gateway_without_models_api_uses_the_builtin_table(serve, caplog_loguru)
 def test_null_capabilities_use_the_builtin_table(serve):
     server, provider = serve(models={**MODELS, "claude-opus-5-5-gw": ModelSpec("opus", frozenset(),
                                                                               capabilities_null=True)})
-    settings = provider.check_model("claude-opus-5-5-gw")
+    settings = provider.check_model_settings("claude-opus-5-5-gw")
     assert settings.source == "builtin_table" and settings.thinking is None and settings.effort == "low"
 
 
@@ -159,7 +159,7 @@ def refusing_server():
 def test_refused_key_stops_at_start_up(refusing_server, status):
     provider = AnthropicProvider(ProviderConfig(api_key=SENTINEL_KEY, base_url=refusing_server(status)))
     with pytest.raises(InputError) as info:
-        provider.check_model("claude-sonnet-5-5")
+        provider.check_model_settings("claude-sonnet-5-5")
     assert f"({status})" in str(info.value) and "ANTHROPIC_API_KEY" in str(info.value)
     assert SENTINEL_KEY not in str(info.value)
 
@@ -168,7 +168,7 @@ def test_unreachable_api_is_one_fatal_start_up_error():
     provider = AnthropicProvider(ProviderConfig(api_key=SENTINEL_KEY, base_url="http://127.0.0.1:9", timeout=2,
                                                 max_retries=0))
     with pytest.raises(JudgeError) as info:
-        provider.check_model("claude-sonnet-5-5")
+        provider.check_model_settings("claude-sonnet-5-5")
     assert info.value.fatal and "ANTHROPIC_BASE_URL" in str(info.value)
 
 
@@ -177,7 +177,7 @@ def test_unreachable_api_is_one_fatal_start_up_error():
 def test_reply_carries_usage_stop_reason_and_ids(serve):
     server, provider = serve([Reply(usage={"input_tokens": 1200, "output_tokens": 80,
                                            "cache_creation_input_tokens": 5, "cache_read_input_tokens": 7})])
-    reply = provider.model(provider.check_model("claude-sonnet-5-5")).complete("x")
+    reply = provider.model(provider.check_model_settings("claude-sonnet-5-5")).complete("x")
     assert (reply.input_tokens, reply.output_tokens, reply.cache_creation_input_tokens,
             reply.cache_read_input_tokens) == (1200, 80, 5, 7)
     assert reply.stop_reason == "end_turn" and reply.model == "claude-sonnet-5-5"
@@ -188,7 +188,7 @@ def test_reply_carries_usage_stop_reason_and_ids(serve):
 def test_only_text_blocks_are_read(serve):
     server, provider = serve([Reply(content=[{"type": "thinking", "thinking": "hmm {\"grade\": 2}", "signature": "s"},
                                              {"type": "text", "text": '{"grade": 9, "reasoning": "ok"}'}])])
-    assert provider.model(provider.check_model("claude-sonnet-5-5")).complete("x").text == \
+    assert provider.model(provider.check_model_settings("claude-sonnet-5-5")).complete("x").text == \
         '{"grade": 9, "reasoning": "ok"}'
 
 
@@ -205,7 +205,7 @@ def test_only_text_blocks_are_read(serve):
 ])
 def test_taxonomy(serve, replies, kind, fatal, requests):
     server, provider = serve(replies, validate=False)
-    model = provider.model(provider.check_model("claude-sonnet-5-5"))
+    model = provider.model(provider.check_model_settings("claude-sonnet-5-5"))
     with pytest.raises(JudgeError) as info:
         model.complete("x")
     assert (info.value.kind, info.value.fatal) == (kind, fatal)
@@ -217,7 +217,7 @@ def test_retry_after_is_capped_and_kept(serve, monkeypatch):
     import anthropic._base_client
 
     server, provider = serve([error(429, "rate_limit_error", **{"retry-after": "3600"})] * 3)
-    model = provider.model(provider.check_model("claude-sonnet-5-5"))
+    model = provider.model(provider.check_model_settings("claude-sonnet-5-5"))
     computed: list[float] = []
     calculate = anthropic._base_client.SyncAPIClient._calculate_retry_timeout
 
@@ -237,7 +237,7 @@ def test_timeout_is_a_deadline_for_a_trickling_body(serve):
     body = json.dumps({"type": "message", "content": [{"type": "text", "text": "x" * 50}]}).encode()
     trickle = Reply(trickle=[body[i:i + 1] for i in range(len(body))], trickle_gap=0.2, trickle_for=20)
     server, provider = serve([trickle] * 3, timeout=1.0, max_retries=0)
-    model = provider.model(provider.check_model("claude-sonnet-5-5"))
+    model = provider.model(provider.check_model_settings("claude-sonnet-5-5"))
     with pytest.raises(JudgeError) as info:  # whole, the body would arrive after ~10 s: a success
         model.complete("x")
     assert info.value.kind == "timeout" and not info.value.fatal
@@ -247,7 +247,7 @@ def test_body_that_never_ends_is_capped(serve):
     """13.6 GB in 60 s before: now a bad response at the cap."""
     endless = Reply(trickle=itertools.repeat(b"x" * 65536), trickle_for=30)
     server, provider = serve([endless], timeout=20, max_retries=0, max_body_bytes=1_000_000)
-    model = provider.model(provider.check_model("claude-sonnet-5-5"))
+    model = provider.model(provider.check_model_settings("claude-sonnet-5-5"))
     with pytest.raises(JudgeError) as info:
         model.complete("x")
     assert info.value.kind == "bad_response" and "1,000,000 bytes" in str(info.value)
@@ -262,7 +262,7 @@ def test_lone_surrogate_in_a_reply_is_made_writable():
 def test_grader_over_the_real_sdk(serve):
     server, provider = serve([Reply(text='Analysis first.\n{"grade": 7, "reasoning": "most facts"}')])
     chunks = [Chunk("d", "d#0", "D", (), "text", 0)]
-    result = RetrievalGrader(provider.model(provider.check_model("claude-sonnet-5-5"))).grade("Q?", "A.", chunks)
+    result = RetrievalGrader(provider.model(provider.check_model_settings("claude-sonnet-5-5"))).grade("Q?", "A.", chunks)
     assert (result.grade, result.reasoning, result.error) == (7, "most facts", None)
     assert result.reply.input_tokens == 10
     assert server.prompts()[0].startswith("You are an impartial judge")
@@ -277,7 +277,7 @@ def test_grader_over_the_real_sdk(serve):
 def test_stop_reasons(serve, reply, error_kind):
     server, provider = serve([reply])
     chunks = [Chunk("d", "d#0", "D", (), "text", 0)]
-    result = RetrievalGrader(provider.model(provider.check_model("claude-sonnet-5-5"))).grade("Q?", "A.", chunks)
+    result = RetrievalGrader(provider.model(provider.check_model_settings("claude-sonnet-5-5"))).grade("Q?", "A.", chunks)
     assert result.grade is None and result.error.startswith(error_kind)
     assert result.raw == (reply.text if reply.content is None else "")  # the raw reply is kept
     assert result.reply.stop_reason == reply.stop_reason

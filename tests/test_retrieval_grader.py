@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from components.run.retrieval_grader import (GRADING_PROMPT, REFERENCE_FREE_PROMPT, RetrievalGrader, build_prompt,
+from components.judges.retrieval_grader import (GRADING_PROMPT, REFERENCE_FREE_PROMPT, RetrievalGrader, build_prompt,
                                          parse_grade)
 from poc.chunking import Chunk
 from utils.errors import JudgeError
-from utils.llm_provider import LLMReply
+from components.judges.llm import LLMReply
 
 
 def chunk(doc_id: str, text: str, i: int = 0) -> Chunk:
@@ -19,7 +19,7 @@ def chunk(doc_id: str, text: str, i: int = 0) -> Chunk:
 
 
 class Scripted:
-    """An :class:`utils.llm_provider.LLM` whose replies are scripted (text, or an exception)."""
+    """An :class:`components.judges.llm.LLM` whose replies are scripted (text, or an exception)."""
 
     model = "claude-scripted"
 

@@ -89,7 +89,7 @@ def test_valid_timeouts(env, timeout):
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080", "https://api.anthropic.com", "https://proxy.example/v1/",
                                  "http://[::1]:9000"])
 def test_valid_base_urls(url):
-    assert Settings.from_env({**OK, "ANTHROPIC_BASE_URL": url}).base_url == url
+    assert Settings.from_env({**OK, "ANTHROPIC_BASE_URL": url}).judge_config.base_url == url
 
 
 @pytest.mark.parametrize("env,wait,poll", [({}, 60.0, 60.0), ({"BENCHMARK_RETRY_WAIT_MAX": "0",

@@ -11,7 +11,7 @@ import pytest
 
 from components.dataset import validate
 from components.dataset.context_index import ContextIndex
-from components.run.retrieval_grader import GradeResult
+from components.judges.retrieval_grader import GradeResult
 from poc.chunking import chunk_corpus
 from poc.corpus import load_corpus
 from tests.conftest import K8S, ROOT, needs_k8s, run_cli

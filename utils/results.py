@@ -309,9 +309,10 @@ def aggregate(results: Sequence[QuestionResult], index_time_s: float, k: int = 5
 @dataclass(frozen=True)
 class JudgeInfo:
     """Which judge graded, what was asked of it, and what answered (the query rewriter has the
-    same record in ``run.rewriter``)."""
+    same record in ``run.rewriter``). ``details`` are the provider's own settings (e.g. thinking,
+    effort, max_tokens, lifecycle), written beside the common fields."""
 
-    provider: str  # "anthropic" | "offline"
+    provider: str  # a provider's name ("offline", "anthropic", ...)
     model: str  # the requested model id, or the offline judge's name
     prompt_sha256: str
     reference_free_prompt_sha256: str
@@ -320,14 +321,15 @@ class JudgeInfo:
     mode: str = "sequential"  # "sequential" | "batch"
     requested_model: str | None = None
     reply_models: list[str] = field(default_factory=list)  # the model ids the replies named
-    lifecycle: str | None = None
-    retires_at: str | None = None
-    thinking: dict | None = None  # as sent; null = left out
-    effort: str | None = None
-    max_tokens: int | None = None
-    settings_source: str | None = None  # "models_api" | "builtin_table" | "default"
-    anthropic_version: str | None = None
     repeats: int = 1
+    relevance_prompt_sha256: str | None = None  # the chunk-relevance prompt, when chunks were rated
+    details: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        details = data.pop("details")
+        data.update({k: v for k, v in details.items() if k not in data})
+        return data
 
 
 @dataclass(frozen=True)
@@ -372,7 +374,11 @@ class RunInfo:
 
 
 def build_report(run: RunInfo, aggregates: Aggregates, results: Iterable[QuestionResult | dict]) -> dict:
-    return {"schema_version": SCHEMA_VERSION, "run": asdict(run), **asdict(aggregates),
+    run_json = asdict(run)
+    run_json["judge"] = run.judge.to_json()
+    if run.rewriter is not None:
+        run_json["rewriter"] = run.rewriter.to_json()
+    return {"schema_version": SCHEMA_VERSION, "run": run_json, **asdict(aggregates),
             "results": [r if isinstance(r, dict) else r.to_json() for r in results]}
 
 

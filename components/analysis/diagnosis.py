@@ -49,7 +49,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from components.run.lexical_judge import TermStats, chunk_terms, key_terms
+from components.judges.lexical_judge import TermStats, chunk_terms, key_terms
 from poc.chunking import Chunk
 from utils.console import PASS_MARK
 

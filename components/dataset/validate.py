@@ -1,6 +1,6 @@
 """``python benchmark.py validate QUESTIONS`` — the forward RAG check of seed 003 on a questions file.
 
-For every question the judge (:func:`components.run.judges.make_judge`: the LLM grader, or the
+For every question the judge (:func:`components.judges.setup.make_judge`: the LLM grader, or the
 offline lexical one, labelled ``lexical``) grades two contexts of ``k`` chunks:
 
 * **sufficiency** — the needle document's own best ``k`` chunks (BM25 for the question over that
@@ -42,8 +42,8 @@ from pathlib import Path
 from loguru import logger
 
 from components.dataset.context_index import ContextIndex
-from components.run.judges import make_judge
-from components.run.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
+from components.judges.setup import make_judge
+from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from poc.chunking import Chunk
 from utils.errors import InputError, JudgeError
 from utils.questions import Question, QuestionSet, load_questions
@@ -353,10 +353,13 @@ def dump_json(payload: object) -> str:
 
 
 def judge_description(judge, settings: Settings) -> dict:
-    """The judge block of the validation JSON; ``label`` is ``lexical`` for the offline judge, else ``llm``."""
-    provider = getattr(judge, "provider", settings.judge)
+    """The judge block of the validation JSON; ``label`` is ``lexical`` for a judge that calls no
+    model (the offline one), else ``llm``."""
+    from components.judges.providers import provider_class
+
+    calls_models = provider_class(settings.judge).calls_models
     model = getattr(getattr(judge, "llm", None), "model", None) or getattr(judge, "model", None)
-    return {"label": "lexical" if provider == "offline" else "llm", "provider": provider, "model": model,
+    return {"label": "llm" if calls_models else "lexical", "provider": settings.judge, "model": model,
             "prompt_sha256": PROMPT_SHA256, "reference_free_prompt_sha256": REFERENCE_FREE_PROMPT_SHA256}
 
 

@@ -32,13 +32,12 @@ from typing import Any, Protocol
 
 from loguru import logger
 
+from components.judges.llm import TRANSIENT_KINDS, LLMReply
+from components.judges.retrieval_grader import GradeResult
 from components.run.query_rewriter import QueryRewriter, RewriteResult
-from components.run.retrieval_grader import GradeResult
 from poc.chunking import Chunk
 from poc.retriever import Retriever, ScoredChunk
-from utils import pricing
 from utils.errors import JudgeError
-from utils.llm_provider import TRANSIENT_KINDS, LLMReply
 from utils.metrics import RetrievalMetrics as M
 from utils.questions import Question
 from utils.console import question_line
@@ -89,10 +88,10 @@ class Usage:
     cache_read_input_tokens: int = 0
     cost_usd: float | None = 0.0  # None once a call had no known price
     models: list[str] = field(default_factory=list)  # the model ids the replies named
-    batch: bool = False
+    batch: bool = False  # the calls went through a batch API (priced as such by the provider)
 
-    def add(self, reply: LLMReply | None, requested: str) -> float | None:
-        """Count ``reply``; return its cost (None: unknown price, or no reply)."""
+    def add(self, reply: LLMReply | None) -> float | None:
+        """Count ``reply``; return its cost as its provider priced it (None: unknown price, or no reply)."""
         if reply is None:
             return None
         self.calls += 1
@@ -100,8 +99,7 @@ class Usage:
             setattr(self, name, getattr(self, name) + (getattr(reply, name) or 0))
         if reply.model and reply.model not in self.models:
             self.models.append(reply.model)
-        cost = pricing.cost_usd(requested, reply.input_tokens, reply.output_tokens,
-                                reply.cache_creation_input_tokens, reply.cache_read_input_tokens, batch=self.batch)
+        cost = reply.cost_usd
         self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
         return cost
 
@@ -150,7 +148,6 @@ class BenchmarkLoop:
                  repeats: int = 1,
                  max_cost_usd: float | None = None,
                  keep_text: bool = True,
-                 batch: bool = False,
                  retry_wait_max_s: float = MAX_RETRY_WAIT_S,
                  on_row: Callable[[], None] = lambda: None) -> None:
         self.retriever, self.judge, self.k = retriever, judge, k
@@ -163,7 +160,7 @@ class BenchmarkLoop:
         self.keep_text = keep_text
         self.retry_wait_max_s = retry_wait_max_s
         self.on_row = on_row  # after each question's line (a progress bar advances)
-        self.judge_usage = Usage(batch=batch)
+        self.judge_usage = Usage()
         self.rewriter_usage = Usage()
         self.budget = Budget(max_cost_usd, self.judge_usage) if max_cost_usd is not None else None
         self.judge_failure: JudgeError | None = None  # the first fatal judge error
@@ -208,7 +205,7 @@ class BenchmarkLoop:
                 raise KeyboardInterrupt("stop requested")
             g = self._grade_once(p.q, chunks)
             p.grades.append(g)
-            cost = self.judge_usage.add(g.reply, getattr(self.judge, "model", ""))
+            cost = self.judge_usage.add(g.reply)
             if cost is not None:
                 p.cost = (p.cost or 0.0) + cost
         p.grade = _combine(p.grades)
@@ -227,7 +224,7 @@ class BenchmarkLoop:
                 self.rewriter_failure = err
                 logger.error("query rewriter unusable ({}): {}", err.kind, err)
                 return f"rewriter_unusable: {err.kind}: {err}"
-            self.rewriter_usage.add(p.rewrite.reply, self.rewriter.model)
+            self.rewriter_usage.add(p.rewrite.reply)
             query = p.rewrite.query_used
         start = time.perf_counter()
         try:
@@ -265,7 +262,7 @@ class BenchmarkLoop:
                         self._stop_if_signalled(err)
                         self.judge_failure = err
                         logger.error("judge unusable ({}): {}", err.kind, err)
-                    cost = self.judge_usage.add(getattr(p.relevance, "reply", None), getattr(self.judge, "model", ""))
+                    cost = self.judge_usage.add(getattr(p.relevance, "reply", None))
                     if cost is not None:
                         p.cost = (p.cost or 0.0) + cost
             row = self._row(p, rank, None)

@@ -2,7 +2,7 @@
 
 1. Check everything that can be checked before any work: the output path, the strategies, the
    questions (and the selection ``--limit``/``--ids``), ``--resume``'s file, and — before the
-   corpus is loaded — every model the run will call (:func:`components.run.judges.check_models`).
+   corpus is loaded — every model the run will call (:func:`components.judges.setup.check_models`).
 2. Load and chunk the corpus once; check the needles against it.
 3. For each strategy in turn: build and index its retriever (a plug-in whose factory or
    ``index()`` fails stops here with an :class:`InputError` naming it), run the question loop with
@@ -30,17 +30,17 @@ from loguru import logger
 
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.journal import Journal, read_rows
+from components.judges.chunk_relevance import RELEVANCE_PROMPT_SHA256
+from components.judges.providers import ModelChoice
+from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
+from components.judges.setup import JudgeSetup, check_models, make_judge, relevance_judge
 from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, run_batch,
                                         warn_uncollected, finished as batch_finished)
-from components.run.judges import LLM_NOTE, OFFLINE_NOTE, LLMSetup, check_models, make_judge
-from components.run.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from poc.strategies import Strategy, resolve_strategy
-from utils import pricing
 from components.analysis.diagnosis import count_tags
 from utils.console import Progress, summary_table
 from utils.errors import InputError
 from utils.metrics import RetrievalMetrics as M
-from utils.model_settings import ModelSettings
 from utils.questions import Question, QuestionSet, check_needles, load_questions
 from utils.results import (CorpusInfo, JudgeInfo, RunInfo, aggregate, build_report, check_writable,
                            write_json_atomic)
@@ -121,19 +121,20 @@ def select_questions(qset: QuestionSet, limit: int | None, ids: Sequence[str] | 
     return questions
 
 
-def _judge_info(settings: Settings, setup: LLMSetup | None, model_settings: ModelSettings | None,
-                note: str, repeats: int) -> JudgeInfo:
-    if model_settings is None:
-        from components.run.lexical_judge import LexicalJudge
+def _judge_info(settings: Settings, setup: JudgeSetup, role: str, repeats: int, relevance: bool = False) -> JudgeInfo:
+    """``run.judge`` (role ``judge``) or ``run.rewriter`` (role ``rewriter``) of a run."""
+    provider = setup.judge_provider if role == "judge" else setup.rewriter_provider
+    choice: ModelChoice | None = setup.judge if role == "judge" else setup.rewriter
+    relevance_sha = RELEVANCE_PROMPT_SHA256 if relevance else None
+    if choice is None:
+        from components.judges.lexical_judge import LexicalJudge
 
-        return JudgeInfo("offline", LexicalJudge.model, PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, None,
-                         OFFLINE_NOTE, repeats=repeats)
-    return JudgeInfo(
-        "anthropic", model_settings.requested, PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, settings.judge_timeout,
-        note, requested_model=model_settings.requested, lifecycle=model_settings.lifecycle,
-        retires_at=model_settings.retires_at, thinking=model_settings.thinking, effort=model_settings.effort,
-        max_tokens=model_settings.max_tokens, settings_source=model_settings.source,
-        anthropic_version=setup.provider.anthropic_version if setup else None, repeats=repeats)
+        return JudgeInfo(provider.name, LexicalJudge.model, PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, None,
+                         setup.note(), repeats=repeats, relevance_prompt_sha256=relevance_sha)
+    note = setup.note() if role == "judge" else f"query rewriter: {type(provider).label}"
+    return JudgeInfo(provider.name, choice.model, PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, settings.judge_timeout,
+                     note, requested_model=choice.model, repeats=repeats, relevance_prompt_sha256=relevance_sha,
+                     details=provider.describe(choice))
 
 
 def _check_resume(identity: dict, previous: dict, path: Path) -> None:
@@ -190,21 +191,17 @@ class BenchmarkRun:
         if previous is not None and len(strategies) > 1:
             raise InputError("--resume continues one run: give the one --strategy it was run with")
         setup = check_models(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
-        if o.max_cost_usd is not None and setup is not None and setup.judge is not None \
-                and pricing.price_for(setup.judge.requested) is None:
-            raise InputError(f"--max-cost needs the price of {setup.judge.requested}, which utils/pricing.py does not "
-                             "have: add it there, or run without --max-cost")
+        if o.max_cost_usd is not None and setup.judge is not None \
+                and setup.judge_provider.prices.price_for(setup.judge.model) is None:
+            raise InputError(f"--max-cost needs the price of {setup.judge.model}, which the {setup.judge_provider.name} "
+                             "provider's price table does not have: add it there, or run without --max-cost")
         return strategies, qset, questions, previous, setup
 
     # ------------------------------------------------------------------ the whole command
 
     def execute(self) -> list[dict]:
         strategies, qset, questions, previous, setup = self._prepare()
-        if setup is not None and setup.judge is not None:
-            logger.info("Judge: Claude via the Anthropic API, model {} (timeout {:g}s)", setup.judge.requested,
-                        self.settings.judge_timeout)
-        else:
-            logger.info("Judge: {} (no ANTHROPIC_API_KEY, or BENCHMARK_JUDGE=offline)", OFFLINE_NOTE)
+        logger.info("{}", setup.console_line(self.settings))
         reports: list[dict] = []
         judge = None
         for strategy in strategies:
@@ -230,16 +227,10 @@ class BenchmarkRun:
             self._compare(reports)
         return reports
 
-    def _relevance_judge(self, judge, setup: LLMSetup | None):
-        """Per-chunk relevance (seed 002): on by default with the offline judge (free)."""
-        wanted = self.o.chunk_relevance if self.o.chunk_relevance is not None else self.settings.judge == "offline"
-        if not wanted:
-            return None
-        if setup is not None and setup.judge is not None:
-            from components.run.chunk_relevance import LLMRelevanceJudge
-
-            return LLMRelevanceJudge(setup.provider.model(setup.judge))
-        return judge  # the lexical judge rates chunks itself
+    def _relevance_judge(self, judge, setup: JudgeSetup):
+        """Per-chunk relevance: on by default when the judge calls no model (free)."""
+        wanted = self.o.chunk_relevance if self.o.chunk_relevance is not None else not setup.calls_models
+        return relevance_judge(setup, judge) if wanted else None
 
     def _annotate(self, q: Question, chunks, row) -> dict:
         """What the diagnosis adds to a row: where the answer lived, and why a miss missed."""
@@ -290,7 +281,7 @@ class BenchmarkRun:
             raise InputError(f"strategy {strategy.name!r}: index() failed ({type(err).__name__}: {str(err)[:200]}): "
                              "fix the retriever's index() (traceback in the log file)") from None
 
-    def _run_strategy(self, strategy: Strategy, retriever, judge, setup: LLMSetup | None, qset: QuestionSet,
+    def _run_strategy(self, strategy: Strategy, retriever, judge, setup: JudgeSetup, qset: QuestionSet,
                       questions: list[Question], previous, corpus: CorpusInfo, index_s: float,
                       index_info: dict | None = None) -> dict:
         o, settings = self.o, self.settings
@@ -313,16 +304,15 @@ class BenchmarkRun:
         self.state.journal = journal_path
         self.state.continue_command = _continue_command(o.argv, journal_path)
         rewriter = None
-        if strategy.rewrites_queries and setup is not None and setup.rewriter is not None:
+        if strategy.rewrites_queries and setup.rewriter is not None:
             from components.run.query_rewriter import QueryRewriter
 
-            rewriter = QueryRewriter(setup.provider.model(setup.rewriter))
+            rewriter = QueryRewriter(setup.rewriter_provider.model(setup.rewriter))
         progress = Progress(f"{strategy.name}", len(questions), sys.stderr, unit="q")
         loop = BenchmarkLoop(retriever, judge, k=o.k, rewriter=rewriter, should_stop=self.should_stop,
                              record=journal.append, annotate=self._annotate, relevance_judge=self.relevance_judge,
                              repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd, keep_text=o.keep_text,
-                             retry_wait_max_s=settings.retry_wait_max_s, on_row=progress.advance,
-                             batch=o.judge_batch)
+                             retry_wait_max_s=settings.retry_wait_max_s, on_row=progress.advance)
         batch_judge = self._batch_judge(setup, journal) if o.judge_batch else None
         started = _now()
         status = "completed"
@@ -348,24 +338,22 @@ class BenchmarkRun:
             status = "budget_exhausted"
         results = loop.results
         agg = aggregate(results, round(index_s, 3), k=o.k, group_by=o.group_by)
-        judge_settings = setup.judge if setup is not None else None
-        judge_info = _judge_info(settings, setup, judge_settings, LLM_NOTE, o.judge_repeats)
+        judge_info = _judge_info(settings, setup, "judge", o.judge_repeats, self.relevance_judge is not None)
         judge_info = _with_reply_models(judge_info, loop.judge_usage.models)
         if batch_judge is not None:
             judge_info = replace(judge_info, mode="batch")
         rewriter_info = None
-        if rewriter is not None and setup is not None:
-            rewriter_info = _with_reply_models(
-                _judge_info(settings, setup, setup.rewriter, "query rewriter (Claude) via the Anthropic Messages API", 1),
-                loop.rewriter_usage.models)
+        if rewriter is not None:
+            rewriter_info = _with_reply_models(_judge_info(settings, setup, "rewriter", 1), loop.rewriter_usage.models)
         usage = {"judge": loop.judge_usage.to_json()}
         if rewriter is not None:
             usage["rewriter"] = loop.rewriter_usage.to_json()
         costs = [u["cost_usd"] for u in usage.values()]
         priced = all(c is not None for c in costs)
         cost_note = None if priced else "; ".join(
-            n for n in (pricing.price_note(judge_model) if settings.judge == "anthropic" else None,
-                        pricing.price_note(setup.rewriter.requested) if rewriter is not None and setup else None) if n)
+            n for n in (setup.judge_provider.prices.note(judge_model) if setup.calls_models else None,
+                        setup.rewriter_provider.prices.note(setup.rewriter.model) if rewriter is not None else None)
+            if n)
         failure = loop.judge_failure or loop.rewriter_failure
         run_info = RunInfo(
             started_at=started, finished_at=_now(), status=status, strategy=strategy.name, k=o.k,
@@ -396,9 +384,9 @@ class BenchmarkRun:
                          "query rewriter", failure)
         return report
 
-    def _batch_judge(self, setup: LLMSetup | None, journal: Journal):
-        """The Message Batches client of ``--judge-batch`` (its batch lines go to the journal)."""
-        return BatchJudge(setup.provider, setup.judge, should_stop=self.should_stop, record=journal.append,
+    def _batch_judge(self, setup: JudgeSetup, journal: Journal):
+        """The batch client of ``--judge-batch`` (its batch lines go to the journal)."""
+        return BatchJudge(setup.judge_provider.batch_api(setup.judge), should_stop=self.should_stop, record=journal.append,
                           deferred=self.deferred_signals, schedule=PollSchedule(max_s=self.settings.batch_poll_max_s))
 
     def _write(self, report: dict, run_path: Path, journal: Journal, n_rows: int) -> None:

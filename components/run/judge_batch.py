@@ -66,23 +66,21 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from loguru import logger
 
+from components.judges.llm import LLMReply
+from components.judges.retrieval_grader import GradeResult, build_prompt, grade_reply, prompt_variant
 from components.run.benchmark_loop import _combine, _Partial
-from components.run.retrieval_grader import GradeResult, build_prompt, grade_reply, prompt_variant
 from utils.errors import InputError, JudgeError
-from utils.llm_provider import LLMReply, parse_message
 from utils.metrics import RetrievalMetrics as M
-from utils.model_settings import ModelSettings
 from utils.questions import Question
 from utils.settings import DEFAULT_BATCH_POLL_MAX_S
 
 if TYPE_CHECKING:
     from components.run.benchmark_loop import BenchmarkLoop
     from poc.chunking import Chunk
-    from utils.llm_provider import AnthropicProvider
 
 MAX_BATCH_REQUESTS = 100_000  # the API's limit per batch
 MAX_BATCH_BYTES = 256_000_000  # 256 MB of request JSON per batch (the API's limit), measured ASCII-escaped
@@ -90,11 +88,7 @@ MAX_BATCH_BYTES = 256_000_000  # 256 MB of request JSON per batch (the API's lim
 # waiting its retry-after or 2 s, 4 s …). A create that timed out or lost its connection may have
 # created the batch: it is never repeated (the SDK's own retries are off for it).
 CREATE_ATTEMPTS = 4
-_NOT_CREATED = frozenset({429, 503, 529})
 MAX_POLL_FAILURES = 10  # transient failures in a row while polling before the collection stops
-# An errored entry with one of these error types is re-submitted once (name → the judge error kind).
-TRANSIENT_ERRORS = {"overloaded_error": "overloaded", "api_error": "server_error", "rate_limit_error": "rate_limit",
-                    "timeout_error": "timeout"}
 _CUSTOM_ID = re.compile(r"q(\d+)(?:r(\d+))?")
 
 
@@ -103,9 +97,13 @@ def check_batch_options(*, judge: str, judge_batch: bool, max_cost_usd: float | 
     """Start-up check of ``--judge-batch`` against the other options; raises :class:`InputError`."""
     if not judge_batch:
         return
-    if judge != "anthropic":
-        raise InputError("--judge-batch needs the LLM judge (set ANTHROPIC_API_KEY and leave BENCHMARK_JUDGE unset "
-                         "or anthropic), or run without --judge-batch")
+    from components.judges.providers import provider_class, providers
+
+    if not provider_class(judge).supports_batch:
+        able = [name for name, cls in providers().items() if cls.supports_batch]
+        keys = " or ".join(providers()[name].missing_key() for name in able) or "a provider's key"
+        raise InputError(f"--judge-batch needs the LLM judge of a provider with a batch API ({', '.join(able) or 'none registered'}:"
+                         f" set {keys} and leave BENCHMARK_JUDGE unset or that provider), or run without --judge-batch")
     if max_cost_usd is not None:
         raise InputError("--max-cost cannot be enforced with --judge-batch (a batch is paid as a whole once "
                          "submitted): run without --max-cost, or without --judge-batch")
@@ -200,10 +198,7 @@ class BatchEntry:
     reply: LLMReply | None = None
     error_type: str | None = None
     message: str | None = None
-
-    @property
-    def transient(self) -> bool:
-        return self.kind == "errored" and self.error_type in TRANSIENT_ERRORS
+    transient: bool = False  # errored by a transient error: worth re-submitting once
 
     def grade(self, variant: str, latency_ms: float) -> GradeResult:
         """The :class:`GradeResult` this entry gives: a succeeded one is graded as a sequential
@@ -219,30 +214,6 @@ class BatchEntry:
         else:
             error = f"batch_errored: no result for this request in the results of batch {self.batch_id}"
         return GradeResult(None, None, latency_ms, error, None, variant)
-
-
-def _entry(batch_id: str, line: object) -> BatchEntry | None:
-    """A :class:`BatchEntry` from one decoded results line; None when it names no custom id."""
-    if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
-        return None
-    cid = line["custom_id"]
-    result = line.get("result") if isinstance(line.get("result"), dict) else {}
-    kind = result.get("type")
-    if kind == "succeeded":
-        try:
-            reply = parse_message(result.get("message"), request_id=f"{batch_id}:{cid}")
-        except JudgeError as err:
-            return BatchEntry("errored", batch_id, cid, error_type=err.kind, message=str(err))
-        return BatchEntry("succeeded", batch_id, cid, reply=reply)
-    if kind == "errored":
-        outer = result.get("error") if isinstance(result.get("error"), dict) else {}
-        inner = outer.get("error") if isinstance(outer.get("error"), dict) else outer
-        return BatchEntry("errored", batch_id, cid, error_type=str(inner.get("type") or "error")[:100],
-                          message=str(inner.get("message") or "")[:300])
-    if kind in ("expired", "canceled"):
-        return BatchEntry(kind, batch_id, cid)
-    return BatchEntry("errored", batch_id, cid, error_type="bad_response",
-                      message=f"a result of unknown type {str(kind)[:50]!r}")
 
 
 def split_requests(requests: Sequence[BatchRequest], max_requests: int = MAX_BATCH_REQUESTS,
@@ -266,19 +237,61 @@ def split_requests(requests: Sequence[BatchRequest], max_requests: int = MAX_BAT
     return batches
 
 
+@dataclass(frozen=True)
+class BatchStatus:
+    """A batch as the provider's batch API reports it."""
+
+    id: str
+    processing_status: str | None
+    request_counts: dict
+    ended: bool
+
+
+class CreateFailed(JudgeError):
+    """A batch create that failed; ``retryable`` when the API answered that nothing was created
+    (it may be tried again). One that got no answer is not retryable: it may have created the batch."""
+
+    def __init__(self, kind: str, message: str, *, fatal: bool, retry_after: float | None = None,
+                 retryable: bool = False) -> None:
+        super().__init__(kind, message, fatal=fatal, retry_after=retry_after)
+        self.retryable = retryable
+
+
+class BatchAPI(Protocol):
+    """A judge provider's batch transport (:meth:`Provider.batch_api`)."""
+
+    model: str
+    max_line_bytes: int  # a results line longer than this is a bad response
+
+    def request(self, custom_id: str, prompt: str) -> dict:
+        """One request of the batch envelope: the same request as a sequential call."""
+
+    def create(self, requests: list[dict]) -> BatchStatus:
+        """Create a batch; raises :class:`CreateFailed`."""
+
+    def retrieve(self, batch_id: str) -> BatchStatus:
+        """Its status now; raises :class:`JudgeError`."""
+
+    def results(self, batch_id: str, expected: int) -> Iterator[bytes]:
+        """Its raw results lines (:func:`result_lines`); raises :class:`JudgeError`."""
+
+    def entry(self, batch_id: str, line: object) -> BatchEntry | None:
+        """One decoded results line as a :class:`BatchEntry`; None when it names no request."""
+
+
 class BatchJudge:
-    """The Message Batches API for one judge model: submit, poll, read results.
+    """Submit, poll and read the results of batches through a provider's :class:`BatchAPI`.
 
     ``record`` receives each journal line (``{"batch": {...}}``) — the run's journal; ``sleep``
     and ``schedule`` are injectable so tests poll fast; ``should_stop`` is asked before each wait."""
 
-    def __init__(self, provider: AnthropicProvider, settings: ModelSettings, *,
-                 schedule: PollSchedule = PollSchedule(), sleep: Callable[[float], None] = time.sleep,
+    def __init__(self, api: BatchAPI, *, schedule: PollSchedule = PollSchedule(),
+                 sleep: Callable[[float], None] = time.sleep,
                  should_stop: Callable[[], bool] = lambda: False, record: Callable[[dict], None] = lambda line: None,
                  deferred: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
                  max_requests: int = MAX_BATCH_REQUESTS, max_bytes: int = MAX_BATCH_BYTES) -> None:
-        self.provider, self.settings = provider, settings
-        self.model = settings.requested
+        self.api = api
+        self.model = api.model
         self.schedule, self.sleep, self.should_stop, self.record = schedule, sleep, should_stop, record
         self.deferred = deferred  # signals wait while a batch is created and journaled
         self.max_requests, self.max_bytes = max_requests, max_bytes
@@ -287,29 +300,15 @@ class BatchJudge:
         self._started: dict[str, float] = {}  # batch id → when it was submitted or adopted (monotonic)
 
     def request(self, cid: str, question_id: str, prompt: str) -> BatchRequest:
-        """The same request as a sequential call (:meth:`AnthropicProvider.complete`)."""
-        return BatchRequest(cid, question_id, {**self.settings.request_params(),
-                                               "messages": [{"role": "user", "content": prompt}]})
+        """The same request as a sequential call."""
+        envelope = self.api.request(cid, prompt)
+        return BatchRequest(cid, question_id, envelope["params"])
 
     def _journal(self, record: BatchRecord) -> None:
         try:
             self.record({"batch": record.to_json()})
         except OSError as err:  # a full disk: the id is still in the results and the log
             logger.error("could not write batch {} to the journal: {}", record.id, err)
-
-    def _error(self, err: BaseException, what: str) -> JudgeError:
-        import anthropic
-
-        if isinstance(err, JudgeError):
-            return err
-        if isinstance(err, anthropic.APIStatusError) and err.status_code in (404, 405, 501) and what == "create":
-            return JudgeError("not_found", f"the endpoint has no Message Batches API ({err.status_code} on "
-                              "/v1/messages/batches): run without --judge-batch", fatal=True)
-        judge_err = self.provider.classify_error(err, self.model)
-        if isinstance(err, anthropic.APIStatusError) and err.status_code == 404:
-            judge_err = JudgeError("not_found", "the Message Batches API does not know this batch (404): it was "
-                                   "deleted, or belongs to another key or workspace", fatal=True)
-        return judge_err
 
     # ------------------------------------------------------------------ submit
 
@@ -318,33 +317,23 @@ class BatchJudge:
         signals deferred in between (an interrupt cannot lose the id of a batch the API created).
         Raises :class:`JudgeError` (fatal or transient) when the API refuses or cannot be reached;
         see :data:`CREATE_ATTEMPTS` for what is tried again."""
-        import anthropic
-
-        client = self.provider.batch_client(max_retries=0)
         body = [r.to_json() for r in requests]
         for attempt in range(1, CREATE_ATTEMPTS + 1):
             try:
                 with self.deferred():
-                    batch = client.messages.batches.create(requests=body)
+                    batch = self.api.create(body)
                     record = BatchRecord(id=batch.id, custom_ids={r.custom_id: r.question_id for r in requests},
                                          processing_status=batch.processing_status,
-                                         request_counts=batch.request_counts.model_dump(), retry=retry)
+                                         request_counts=dict(batch.request_counts), retry=retry)
                     self._started[record.id] = time.monotonic()
                     self.records.append(record)
                     self._journal(record)
                 break
-            except (anthropic.APITimeoutError, anthropic.APIConnectionError) as err:
-                kind = "timeout" if isinstance(err, anthropic.APITimeoutError) else "connection"
-                raise JudgeError(kind, "the create call of a batch got no answer; the API may have created the "
-                                 "batch all the same (it is not created again: see the Batches page of the Console "
-                                 "before --resume submits these questions anew)", fatal=False) from None
-            except Exception as err:  # noqa: BLE001 - every failure becomes a JudgeError
-                judge_err = self._error(err, "create")
-                status = getattr(err, "status_code", None)
-                if status not in _NOT_CREATED or attempt == CREATE_ATTEMPTS or self.should_stop():
-                    raise judge_err from None
-                wait = min(judge_err.retry_after or 2.0 * 2 ** (attempt - 1), self.schedule.max_s)
-                logger.warning("Batch not created ({}: {}); trying again in {:g}s", judge_err.kind, judge_err, wait)
+            except CreateFailed as err:
+                if not err.retryable or attempt == CREATE_ATTEMPTS or self.should_stop():
+                    raise
+                wait = min(err.retry_after or 2.0 * 2 ** (attempt - 1), self.schedule.max_s)
+                logger.warning("Batch not created ({}: {}); trying again in {:g}s", err.kind, err, wait)
                 self.sleep(wait)
         logger.info("Submitted batch {} ({:,} grading request(s){})", record.id, len(requests),
                     ", transient failures re-submitted" if retry else "")
@@ -384,16 +373,14 @@ class BatchJudge:
         """Poll until the batch has ended, one progress line per poll. Raises KeyboardInterrupt
         when a stop is requested, and a fatal :class:`JudgeError` after a fatal failure or
         :data:`MAX_POLL_FAILURES` transient ones in a row."""
-        client = self.provider.client()
         total = len(record.custom_ids)
         failures = 0
         for wait in self.schedule.waits():
             if self.should_stop():
                 raise KeyboardInterrupt("stop requested")
             try:
-                batch = client.messages.batches.retrieve(record.id)
-            except Exception as err:  # noqa: BLE001
-                judge_err = self._error(err, "retrieve")
+                batch = self.api.retrieve(record.id)
+            except JudgeError as judge_err:
                 failures += 1
                 if judge_err.fatal or failures >= MAX_POLL_FAILURES:
                     raise JudgeError(judge_err.kind, f"could not poll batch {record.id} ({judge_err}); --resume "
@@ -402,10 +389,10 @@ class BatchJudge:
                                judge_err, wait)
             else:
                 failures = 0
-                counts = batch.request_counts.model_dump()
+                counts = dict(batch.request_counts)
                 record.processing_status, record.request_counts = batch.processing_status, counts
                 done = total - int(counts.get("processing") or 0)
-                if batch.processing_status == "ended":
+                if batch.ended:
                     logger.info("Batch {}: ended, {:,}/{:,} requests processed ({} succeeded, {} errored, {} expired, "
                                 "{} canceled)", record.id, done, total, counts.get("succeeded"), counts.get("errored"),
                                 counts.get("expired"), counts.get("canceled"))
@@ -425,28 +412,23 @@ class BatchJudge:
 
         Bounds: a line longer than the one-reply cap is a bad response, and at most twice as many
         lines as requests are read."""
-        total = len(record.custom_ids)
-        cap = self.provider.config.max_body_bytes
-        client = self.provider.batch_client(max_body_bytes=(2 * total + 1) * cap)
         entries: dict[str, BatchEntry] = {}
         try:
-            with client.messages.batches.with_streaming_response.results(record.id) as response:
-                for line in _lines(response.iter_bytes(), cap, limit=2 * total):
-                    try:
-                        entry = _entry(record.id, json.loads(line))
-                    except (ValueError, RecursionError):
-                        logger.warning("Batch {}: a results line is not JSON; skipped", record.id)
-                        continue
-                    if entry is not None and entry.custom_id in record.custom_ids:
-                        entries[entry.custom_id] = entry
-        except Exception as err:  # noqa: BLE001
-            judge_err = self._error(err, "results")
+            for line in self.api.results(record.id, len(record.custom_ids)):
+                try:
+                    entry = self.api.entry(record.id, json.loads(line))
+                except (ValueError, RecursionError):
+                    logger.warning("Batch {}: a results line is not JSON; skipped", record.id)
+                    continue
+                if entry is not None and entry.custom_id in record.custom_ids:
+                    entries[entry.custom_id] = entry
+        except JudgeError as judge_err:
             raise JudgeError(judge_err.kind, f"could not read the results of batch {record.id} ({judge_err}); "
                              "--resume collects it later", fatal=True) from None
         return entries
 
 
-def _lines(chunks: Iterator[bytes], cap: int, limit: int) -> Iterator[bytes]:
+def result_lines(chunks: Iterator[bytes], cap: int, limit: int) -> Iterator[bytes]:
     """Non-empty lines of a byte stream; a line over ``cap`` bytes, or more than ``limit`` lines,
     is a bad response."""
     buf = b""
@@ -528,6 +510,7 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
     second instead of one per row: until then the batch holds them). Returns ``loop.results``;
     raises KeyboardInterrupt after writing what is done, as ``BenchmarkLoop.run`` does."""
     loop.results = []
+    loop.judge_usage.batch = True
     done = done or {}
     items: list[_Item] = []
     n = len(questions)
@@ -751,7 +734,7 @@ def _final_row(loop: BenchmarkLoop, judge: BatchJudge, it: _Item):
                                  if loop.judge_failure is not None and it.batch is None else _pending_error(it))
             p.grades = [GradeResult(None, None, 0.0, error, None, variant)]
         for g in p.grades:
-            cost = loop.judge_usage.add(g.reply, judge.model)
+            cost = loop.judge_usage.add(g.reply)
             if cost is not None:
                 p.cost = (p.cost or 0.0) + cost
         p.grade = _combine(p.grades)

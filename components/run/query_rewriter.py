@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from loguru import logger
 
 from utils.errors import JudgeError
-from utils.llm_provider import LLM, LLMReply
+from components.judges.llm import LLM, LLMReply
 
 REWRITE_PROMPT = """Rewrite the user's question into a concise search query for a documentation search engine.
 Keep every technical term, name, flag and version from the question; add the terms the documentation

@@ -35,8 +35,8 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 from loguru import logger
 
-from components.run.chunk_relevance import RelevanceResult
-from components.run.retrieval_grader import GradeResult
+from components.judges.chunk_relevance import RelevanceResult
+from components.judges.retrieval_grader import GradeResult
 from poc.chunking import Chunk
 
 _TOKEN = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-/]*[A-Za-z0-9_])?")
@@ -93,7 +93,6 @@ class TermStats:
 
 
 class LexicalJudge:
-    provider = "offline"
     model = "lexical-idf-v1"
 
     def __init__(self, chunks: Iterable[Chunk]) -> None:

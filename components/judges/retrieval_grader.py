@@ -28,7 +28,7 @@ from loguru import logger
 
 from poc.chunking import Chunk
 from utils.errors import JudgeError
-from utils.llm_provider import LLM, LLMReply
+from components.judges.llm import LLM, LLMReply
 
 GRADING_PROMPT = """You are an impartial judge evaluating retrieval quality for a documentation search system.
 
@@ -203,7 +203,7 @@ def parse_grade(raw: str | None) -> tuple[int | None, str | None, str | None]:
 
 
 class RetrievalGrader:
-    """Grades with an LLM judge: ``llm`` is the model to call (:class:`utils.llm_provider.LLM`,
+    """Grades with an LLM judge: ``llm`` is the model to call (:class:`components.judges.llm.LLM`,
     its request settings chosen at start-up); tests hand in scripted ones.
 
     Transient judge errors give a :class:`GradeResult` with ``grade=None``; fatal ones
@@ -212,8 +212,6 @@ class RetrievalGrader:
     ``model_context_window_exceeded`` → ``context_window_exceeded: …``; ``max_tokens`` without a
     grade → ``unparseable: truncated …``. The raw reply is kept in every case.
     """
-
-    provider = "anthropic"
 
     def __init__(self, llm: LLM) -> None:
         self.llm = llm

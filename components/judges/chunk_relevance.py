@@ -5,9 +5,9 @@ partially useful), **1** marginally relevant (tangential, limited value), **0** 
 
 :class:`LLMRelevanceJudge` makes one call per question that asks for all k chunks' scores as one
 JSON list. The chunks are framed exactly as the grader frames them
-(:func:`components.run.retrieval_grader.format_chunks`: header/footer lines, every line quoted),
+(:func:`components.judges.retrieval_grader.format_chunks`: header/footer lines, every line quoted),
 and the prompt text is hashed (:data:`RELEVANCE_PROMPT_SHA256`) like the grader's.
-The offline counterpart is :meth:`components.run.lexical_judge.LexicalJudge.relevance`.
+The offline counterpart is :meth:`components.judges.lexical_judge.LexicalJudge.relevance`.
 
 Parsing (:func:`parse_relevance`): JSON lists are read anywhere in the reply (bare, inside code
 fences, after prose). A list holds integers (``[3, 0, 2]``) or objects carrying the score under
@@ -31,10 +31,10 @@ from dataclasses import dataclass
 
 from loguru import logger
 
-from components.run.retrieval_grader import fill_prompt, format_chunks, json_values
+from components.judges.retrieval_grader import fill_prompt, format_chunks, json_values
 from poc.chunking import Chunk
 from utils.errors import JudgeError
-from utils.llm_provider import LLM, LLMReply
+from components.judges.llm import LLM, LLMReply
 
 RELEVANCE_PROMPT = """\
 You are an impartial judge rating the relevance of each retrieved chunk for a documentation search system.
@@ -179,13 +179,11 @@ def parse_relevance(raw: str | None, n: int) -> tuple[list[int] | None, str | No
 # --------------------------------------------------------------------------- the LLM judge
 
 class LLMRelevanceJudge:
-    """Rates each retrieved chunk 0-3 with one call to ``llm`` (any :class:`utils.llm_provider.LLM`).
+    """Rates each retrieved chunk 0-3 with one call to ``llm`` (any :class:`components.judges.llm.LLM`).
 
     No chunks → ``scores=[]`` without a call. A transient :class:`JudgeError` or an unparseable
     reply gives ``scores=None`` with the reason; a fatal one propagates so the caller stops calling.
     """
-
-    provider = "anthropic"
 
     def __init__(self, llm: LLM) -> None:
         self.llm = llm
