@@ -24,7 +24,7 @@ from loguru import logger
 from utils.console import escape_control
 from utils.errors import InputError, JudgeError, ResultsWriteError
 from utils.logger import add_sinks
-from utils.results import DEFAULT_OUTPUT_NAME, remove_temp_files, resolve_output
+from utils.output import DEFAULT_OUTPUT_NAME, remove_temp_files, resolve_output
 from utils.settings import Settings, secrets_in
 
 ROOT = Path(__file__).resolve().parent
@@ -95,7 +95,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--questions", type=Path, default=ROOT / "questions.json", help="questions JSON file")
     p.add_argument("--corpus", type=Path, default=None,
                    help="folder of Markdown files, one document each (default: built-in Python reference)")
-    # a str, not a Path: Path drops the trailing "/" that says "a folder" (utils.results.resolve_output)
+    # a str, not a Path: Path drops the trailing "/" that says "a folder" (utils.output.resolve_output)
     p.add_argument("--output", default=str(ROOT / DEFAULT_OUTPUT_NAME),
                    help=f"results JSON file, or a folder (existing, or ending in /) to write {DEFAULT_OUTPUT_NAME} "
                         "in (default: %(default)s); every run is also kept under runs/ beside it")

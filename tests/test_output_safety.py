@@ -1,7 +1,7 @@
 """--output never destroys anything (issue 12 item 5).
 
-Which paths ``--output`` may name (:func:`utils.results.resolve_output`, and the same rows end to
-end), and the atomic write (:func:`utils.results.write_json_atomic`): its temp file never outlives
+Which paths ``--output`` may name (:func:`utils.output.resolve_output`, and the same rows end to
+end), and the atomic write (:func:`utils.output.write_json_atomic`): its temp file never outlives
 a failure or an interrupt, an earlier file survives a full disk, and that failure is a
 :class:`utils.errors.ResultsWriteError`.
 
@@ -109,7 +109,7 @@ def test_refused_output_exits_2_and_touches_nothing(case, make, message):
 @pytest.mark.parametrize("name,message", [r[::2] for r in REFUSED], ids=[r[0] for r in REFUSED])
 def test_resolve_output_refuses(case, name, message):
     from utils.errors import InputError
-    from utils.results import resolve_output
+    from utils.output import resolve_output
 
     make = dict((r[0], r[1]) for r in REFUSED)[name]
     with pytest.raises(InputError, match=message) as err:
@@ -121,7 +121,7 @@ def test_resolve_output_refuses(case, name, message):
 def test_resolve_output_refuses_real_devices(path):
     """Safe to run against real devices: resolve_output only looks at the path."""
     from utils.errors import InputError
-    from utils.results import resolve_output
+    from utils.output import resolve_output
 
     with pytest.raises(InputError, match="not a regular file"):
         resolve_output(path, questions_path=None, corpus_dir=None)
@@ -158,7 +158,7 @@ def test_a_symlink_to_a_results_file_is_written_through(case):
     ("sub/r.json", "sub/r.json"),
 ])
 def test_resolve_output_accepts(tmp_path: Path, monkeypatch, output, expected):
-    from utils.results import resolve_output
+    from utils.output import resolve_output
 
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path)
@@ -216,7 +216,7 @@ def test_a_failed_write_leaves_no_temp_file_and_the_earlier_file(tmp_path: Path,
 
 def test_a_full_disk_keeps_the_earlier_file(tiny_tmpfs: Path):
     from utils.errors import BenchmarkError
-    from utils.results import ResultsWriteError, write_json_atomic
+    from utils.output import ResultsWriteError, write_json_atomic
 
     out = tiny_tmpfs / "r.json"
     out.write_text(EARLIER)

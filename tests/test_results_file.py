@@ -1,4 +1,4 @@
-"""utils.results.write_json_atomic: the file's mode and the secrets it must not hold."""
+"""utils.output.write_json_atomic: the file's mode and the secrets it must not hold."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from utils.results import write_json_atomic
+from utils.output import write_json_atomic
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ that quotes it, with or without ``ensure_ascii``), escaped by ``repr()`` (an f-s
 dict in a message), and JSON-escaped twice (a JSON reply stored inside JSON). The redactor looks
 for all of them, longest first, so a secret holding ``\\``, ``"``, a control character or non-ASCII
 text is caught in whichever form it appears. The results file applies it to every string value and
-key before serialising (:func:`utils.results.to_strict_json`); the log sinks apply it to each line.
+key before serialising (:func:`utils.output.to_strict_json`); the log sinks apply it to each line.
 """
 
 from __future__ import annotations

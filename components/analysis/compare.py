@@ -45,7 +45,8 @@ from components.analysis import statistics as S
 from utils.errors import InputError
 from utils.metrics import RetrievalMetrics as M
 from utils.console import PASS_MARK, shorten
-from utils.results import check_writable, grade_repeats, write_json_atomic
+from utils.results import grade_repeats
+from utils.output import check_writable, write_json_atomic
 
 ALPHA = 0.05
 POWER = 0.8

@@ -38,7 +38,8 @@ from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, c
 from utils.console import NOTHING_GRADED, PASS_MARK, escape_control, format_ci, format_value, is_number, shorten
 from utils.errors import InputError
 from utils.metrics import RetrievalMetrics as M
-from utils.results import GROUP_FIELDS, check_writable, write_text_atomic
+from utils.results import GROUP_FIELDS
+from utils.output import check_writable, write_text_atomic
 
 MAX_GROUP_VALUES = 12
 METRICS = (  # (key, label) of the metric table, in order; a key the run lacks is left out

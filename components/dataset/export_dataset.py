@@ -34,7 +34,7 @@ from components.dataset.context_index import ContextIndex
 from poc.retriever import ScoredChunk
 from utils.errors import InputError
 from utils.questions import Question, QuestionSet, check_needles, load_questions
-from utils.results import check_writable, write_text_atomic
+from utils.output import check_writable, write_text_atomic
 from utils.settings import Settings
 
 SOURCE = "benchmark_mining"

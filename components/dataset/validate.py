@@ -47,7 +47,7 @@ from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PRO
 from poc.chunking import Chunk
 from utils.errors import InputError, JudgeError
 from utils.questions import Question, QuestionSet, load_questions
-from utils.results import check_writable, write_text_atomic
+from utils.output import check_writable, write_text_atomic
 from utils.settings import Settings
 
 SUFFICIENCY_MIN = 7

@@ -12,7 +12,7 @@ process — every row the console reported as done is in the journal; ``--resume
 finished results file) with :func:`read_rows`.
 
 Lines are ASCII JSON (``ensure_ascii``), secrets redacted on the values and non-finite numbers
-written as null (:func:`utils.results.strict_json_value`), so any row can be written. A torn last
+written as null (:func:`utils.output.strict_json_value`), so any row can be written. A torn last
 line (the process killed mid-write) is skipped on reading.
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from utils.errors import InputError
-from utils.results import strict_json_value
+from utils.output import strict_json_value
 
 JOURNAL_VERSION = 1
 GROUP_SYNC_S = 1.0  # inside Journal.grouped(), fsync at least this often
