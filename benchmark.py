@@ -16,6 +16,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from utils.output import DEFAULT_OUTPUT_NAME, remove_temp_files, resolve_output
 from utils.settings import Settings, secrets_in
 
 ROOT = Path(__file__).resolve().parent
-LOG_DIR = ROOT / "logs"  # --log-dir's default
+LOG_DIR = Path("logs")  # --log-dir's default: in the current folder, like every output
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_JUDGE, EXIT_BUDGET, EXIT_WRITE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 STATUS_EXIT = {"completed": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "judge_failed": EXIT_JUDGE,
                "budget_exhausted": EXIT_BUDGET}
@@ -92,11 +93,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--limit", type=_positive_int, help="only the first N questions")
     p.add_argument("--ids", help="only these question ids, comma-separated")
     p.add_argument("--k", type=_positive_int, default=5, help="chunks retrieved per question (default: %(default)s)")
-    p.add_argument("--questions", type=Path, default=ROOT / "questions.json", help="questions JSON file")
+    p.add_argument("--questions", type=Path, default=None,
+                   help="questions JSON file (default: the questions of the built-in corpus, "
+                        f"{default_questions()})")
     p.add_argument("--corpus", type=Path, default=None,
                    help="folder of Markdown files, one document each (default: built-in Python reference)")
     # a str, not a Path: Path drops the trailing "/" that says "a folder" (utils.output.resolve_output)
-    p.add_argument("--output", default=str(ROOT / DEFAULT_OUTPUT_NAME),
+    p.add_argument("--output", default=DEFAULT_OUTPUT_NAME,
                    help=f"results JSON file, or a folder (existing, or ending in /) to write {DEFAULT_OUTPUT_NAME} "
                         "in (default: %(default)s); every run is also kept under runs/ beside it")
     p.add_argument("--resume", type=Path, help="continue a run from its results file or journal: graded rows are "
@@ -176,6 +179,13 @@ class SignalGuard:
             signal.signal(sig, handler)
 
 
+def default_questions() -> Path:
+    """The built-in corpus's questions: ``questions.json`` beside this file in a source checkout,
+    else the copy an installed package keeps under ``<prefix>/share/retrieval-benchmark``."""
+    here = ROOT / "questions.json"
+    return here if here.is_file() else Path(sys.prefix) / "share" / "retrieval-benchmark" / "questions.json"
+
+
 def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, guard: SignalGuard, state) -> int:
     from components.run.benchmark_run import BenchmarkRun, RunOptions
 
@@ -190,10 +200,10 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, gua
         judge_batch=args.judge_batch, log_file=log_path, argv=list(args.argv))
     runner = BenchmarkRun(options, settings, should_stop=lambda: guard.received is not None,
                           deferred_signals=guard.deferred, state=state)
-    reports = runner.execute()
+    results = runner.execute()
     if guard.received:
         return EXIT_INTERRUPTED
-    codes = [STATUS_EXIT.get(r["run"]["status"], EXIT_INTERNAL) for r in reports]
+    codes = [STATUS_EXIT.get(r.run.status, EXIT_INTERNAL) for r in results]
     return max(codes, key=lambda c: (c != EXIT_OK, c)) if codes else EXIT_OK
 
 
@@ -249,6 +259,8 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
         if command is not None:
             code = command.run(args, settings)
         else:
+            if args.questions is None:
+                args.questions = default_questions()
             args.output = resolve_output(args.output, questions_path=args.questions, corpus_dir=args.corpus)
             with guard:
                 try:
@@ -301,10 +313,21 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     return code
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The ``retrieval-benchmark`` console script: ``python benchmark.py`` installed."""
     # One BLAS thread unless OPENBLAS_NUM_THREADS says otherwise (read when numpy is first imported,
     # which is later): a query's dense scores are one matrix-vector product, which OpenBLAS's thread
     # pool makes 3-10x slower whenever the other core is busy (bench/scale.py; same numbers either way).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sys.unraisablehook = _log_unraisable
-    sys.exit(main())
+    code = main()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        # a plug-in left a thread running: the results are written, so the process ends now
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    entry()

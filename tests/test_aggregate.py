@@ -1,5 +1,5 @@
-"""utils.results.aggregate with the issue-13 fields: document-level aggregates derived from rows that
-lack them, 95% bootstrap intervals (checked against scipy), groups, and judge repeats."""
+"""utils.results.build_report's aggregates: document-level aggregates derived from rows that lack
+them, 95% bootstrap intervals (checked against scipy), groups, and judge repeats."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ import pytest
 
 from components.analysis import statistics as S
 from utils.metrics import RetrievalMetrics as M
-from utils.results import QUALITY_METRICS, QuestionResult, RetrievedItem, aggregate
+from utils import metrics as registry
+from utils.results import QuestionResult, RetrievedItem, RunInfo, build_report
+
+QUALITY_METRICS = [m.key for m in registry.metrics() if m.requires is None]  # every metric with an interval
+
+
+def aggregate(rows, index_time_s=0.0, group_by=None):
+    return build_report(RunInfo(k=5), rows, index_time_s=index_time_s, group_by=group_by)
 
 
 def row(qid: str, docs: list[str], needles: list[str], grade: int | None, **extra) -> QuestionResult:
@@ -39,28 +46,28 @@ L3 = 1 / math.log2(3)
 def test_hand_computed_aggregates_from_rows_without_the_new_fields():
     agg = aggregate(ROWS, index_time_s=0.5)
     # today's fields, unchanged
-    assert (agg.accuracy, agg.hit_at_1_rate, agg.hit_at_5_rate) == (75.0, 25.0, 75.0)
-    assert agg.mrr == pytest.approx((1 / 3 + 0 + 1 + 0.2) / 4)
-    assert agg.avg_llm_grade == pytest.approx(20 / 3) and agg.avg_total_score == pytest.approx((7.6 + 1.8 + 9) / 3)
-    assert (agg.pass_rate_8, agg.pass_rate_7, agg.pass_rate_6_5) == (25.0, 50.0, 50.0)
+    assert (agg.metrics["accuracy"], agg.metrics["hit_at_1_rate"], agg.metrics["hit_at_5_rate"]) == (75.0, 25.0, 75.0)
+    assert agg.metrics["mrr"] == pytest.approx((1 / 3 + 0 + 1 + 0.2) / 4)
+    assert agg.metrics["avg_llm_grade"] == pytest.approx(20 / 3) and agg.metrics["avg_total_score"] == pytest.approx((7.6 + 1.8 + 9) / 3)
+    assert (agg.metrics["pass_rate_8"], agg.metrics["pass_rate_7"], agg.metrics["pass_rate_6_5"]) == (25.0, 50.0, 50.0)
     assert (agg.question_count, agg.graded_count, agg.ungraded_count, agg.grade_errors) == (4, 3, 1, {"timeout": 1})
     # new ones
-    assert agg.hit_at_k_rate == 75.0
-    assert agg.mrr_doc == pytest.approx((0.5 + 0 + 1 + 0.2) / 4)  # 0.425: q1 is 2nd document, 3rd chunk
-    assert agg.ndcg_at_k == pytest.approx((L3 + 0 + 1 + 1 / math.log2(6)) / 4)  # 0.504446
-    assert agg.ndcg_at_k == pytest.approx(0.504446, abs=1e-6)
-    assert agg.recall_at_k == 0.75
-    assert agg.map_at_k == pytest.approx((0.5 + 0 + 1 + 0.2) / 4)
-    assert agg.context_precision == pytest.approx((0.2 + 0 + 0.4 + 0.2) / 4)
-    json.dumps(asdict(agg), allow_nan=False)  # strict JSON
+    assert agg.metrics["hit_at_k_rate"] == 75.0
+    assert agg.metrics["mrr_doc"] == pytest.approx((0.5 + 0 + 1 + 0.2) / 4)  # 0.425: q1 is 2nd document, 3rd chunk
+    assert agg.metrics["ndcg_at_k"] == pytest.approx((L3 + 0 + 1 + 1 / math.log2(6)) / 4)  # 0.504446
+    assert agg.metrics["ndcg_at_k"] == pytest.approx(0.504446, abs=1e-6)
+    assert agg.metrics["recall_at_k"] == 0.75
+    assert agg.metrics["map_at_k"] == pytest.approx((0.5 + 0 + 1 + 0.2) / 4)
+    assert agg.metrics["context_precision"] == pytest.approx((0.2 + 0 + 0.4 + 0.2) / 4)
+    json.dumps(agg.to_json(), allow_nan=False)  # strict JSON
 
 
 def test_stored_row_fields_are_kept():
     stored = replace(ROWS[0], doc_rank=1, hit_at_k=True, rr=1 / 3, rr_doc=1.0, ndcg_at_k=1.0, recall_at_k=1.0,
                      ap_at_k=1.0, context_precision=0.2)
     agg = aggregate([stored], index_time_s=0.0)
-    assert (agg.mrr_doc, agg.ndcg_at_k, agg.map_at_k) == (1.0, 1.0, 1.0)
-    assert agg.mrr == pytest.approx(1 / 3)  # chunk level comes from rank, as before
+    assert (agg.metrics["mrr_doc"], agg.metrics["ndcg_at_k"], agg.metrics["map_at_k"]) == (1.0, 1.0, 1.0)
+    assert agg.metrics["mrr"] == pytest.approx(1 / 3)  # chunk level comes from rank, as before
 
 
 def test_confidence_intervals_are_scipys_percentile_bootstrap():
@@ -81,7 +88,7 @@ def test_confidence_intervals_are_scipys_percentile_bootstrap():
     assert agg.ci95["avg_llm_grade"] == pytest.approx(scipy_ci([8, 3, 9] * 5), abs=1e-6)  # graded questions only
     assert agg.ci95["pass_rate_7"] == pytest.approx(scipy_ci([100, 0, 100, 0] * 5), abs=1e-6)  # all questions
     for name, (lo, hi) in agg.ci95.items():
-        assert lo <= getattr(agg, name) <= hi, name
+        assert lo <= agg.metrics[name] <= hi, name
 
 
 def test_no_interval_below_two_questions():
@@ -91,7 +98,7 @@ def test_no_interval_below_two_questions():
     assert agg.ci95["mrr"] is not None and agg.ci95["avg_llm_grade"] is None
     empty = aggregate([], index_time_s=0.0)
     assert empty.ci95 == {name: None for name in QUALITY_METRICS} and empty.groups == {}
-    assert (empty.mrr_doc, empty.ndcg_at_k, empty.recall_at_k, empty.map_at_k, empty.context_precision) == (0.0,) * 5
+    assert (empty.metrics["mrr_doc"], empty.metrics["ndcg_at_k"], empty.metrics["recall_at_k"], empty.metrics["map_at_k"], empty.metrics["context_precision"]) == (0.0,) * 5
 
 
 def test_groups_by_default_fields_the_rows_carry():

@@ -58,21 +58,22 @@ def test_hand_computed_comparison():
     c = compare_runs([A, B])
     assert [s.label for s in c.runs] == ["base", "new"] and c.question_ids == ["q1", "q2", "q3", "q4"]
     assert c.warnings == [] and c.left_out == {"base": 0, "new": 0}
-    rr = metric(c, "rr")  # RR 1, .5, 0, 1 → 1, 1, 1/3, 1: deltas 0, .5, 1/3, 0
+    rr = metric(c, "mrr")  # RR 1, .5, 0, 1 → 1, 1, 1/3, 1: deltas 0, .5, 1/3, 0
     assert (rr.n, rr.wins, rr.ties, rr.losses) == (4, 2, 2, 0)
     assert rr.mean_baseline == pytest.approx(0.625) and rr.mean_other == pytest.approx(2.5 / 3)
     assert rr.delta == pytest.approx(5 / 24)
     # exact sign flips (16 patterns): sums ±.5 ±1/3 reach 5/6 in 4 of 16 → p = 2 × 4/16
     assert rr.p == pytest.approx(0.5) and rr.p_holm is None and rr.verdict == SAME
-    grade = metric(c, "grade")  # deltas 1, 1, 2, 0: only +,+,+ of ±1 ±1 ±2 reaches 4 → p = 2 × 1/8
+    grade = metric(c, "avg_llm_grade")  # deltas 1, 1, 2, 0: only +,+,+ of ±1 ±1 ±2 reaches 4 → p = 2 × 1/8
     assert (grade.delta, grade.p, grade.wins, grade.ties) == (1.0, 0.25, 3, 1)
     assert grade.mde == pytest.approx(2.801585 * 0.816497 / 2, abs=1e-5)  # z · sd / √n = 1.1437
     assert grade.questions_needed == 21  # (2.801585 · 0.816497 / 0.5)² = 20.9
-    total = metric(c, "total_score")  # 8, 5.7, 1.8, 9 → 9, 7, 4.75, 9
+    total = metric(c, "avg_total_score")  # 8, 5.7, 1.8, 9 → 9, 7, 4.75, 9
     assert total.delta == pytest.approx((1 + 1.3 + 2.95 + 0) / 4)
-    pass7 = metric(c, "pass_7")  # passes 1,0,0,1 → 1,1,0,1
-    assert (pass7.mean_baseline, pass7.mean_other, pass7.wins) == (0.5, 0.75, 1)
-    assert metric(c, "hit_at_5").delta == pytest.approx(0.25) and metric(c, "hit_at_1").delta == pytest.approx(0.25)
+    pass7 = metric(c, "pass_rate_7")  # passes 1,0,0,1 → 1,1,0,1
+    assert (pass7.mean_baseline, pass7.mean_other, pass7.wins) == (50.0, 75.0, 1)  # percent
+    assert metric(c, "hit_at_5_rate").delta == pytest.approx(25.0)  # percentage points
+    assert metric(c, "hit_at_1_rate").delta == pytest.approx(25.0)
     pc = c.comparisons[0]
     assert [q.question_id for q in pc.better] == ["q3", "q2", "q1"] and pc.worse == []
     assert (pc.better[0].rank_before, pc.better[0].rank_after, pc.better[0].grade_before) == (None, 3, 3.0)
@@ -85,23 +86,23 @@ def test_intervals_are_scipys_paired_bootstrap():
     b = np.array([1, 1, 1 / 3, 1])
     res = stats.bootstrap((a, b), lambda x, y, axis: np.mean(y - x, axis=axis), paired=True, method="percentile",
                           n_resamples=S.RESAMPLES, rng=np.random.default_rng(S.BOOTSTRAP_SEED))
-    assert metric(c, "rr").ci95 == pytest.approx([res.confidence_interval.low, res.confidence_interval.high])
+    assert metric(c, "mrr").ci95 == pytest.approx([res.confidence_interval.low, res.confidence_interval.high])
     p = stats.permutation_test((b - a,), np.mean, permutation_type="samples", vectorized=True).pvalue
-    assert metric(c, "rr").p == pytest.approx(p)
+    assert metric(c, "mrr").p == pytest.approx(p)
 
 
 def test_verdicts_better_and_worse():
     base = results([row(f"q{i}", 3, 5) for i in range(8)], "base")
     new = results([row(f"q{i}", 1, 8) for i in range(8)], "new")
     up = compare_runs([base, new])
-    assert metric(up, "rr").p == pytest.approx(2 / 256) and metric(up, "rr").verdict == BETTER
-    assert metric(up, "grade").verdict == BETTER and metric(up, "hit_at_5").verdict == SAME  # 8 ties
-    assert metric(up, "hit_at_5").questions_needed is None  # no spread: cannot say
+    assert metric(up, "mrr").p == pytest.approx(2 / 256) and metric(up, "mrr").verdict == BETTER
+    assert metric(up, "avg_llm_grade").verdict == BETTER and metric(up, "hit_at_5_rate").verdict == SAME  # 8 ties
+    assert metric(up, "hit_at_5_rate").questions_needed is None  # no spread: cannot say
     down = compare_runs([new, base])
-    assert metric(down, "rr").verdict == WORSE and [q.question_id for q in down.comparisons[0].worse][:1] == ["q0"]
+    assert metric(down, "mrr").verdict == WORSE and [q.question_id for q in down.comparisons[0].worse][:1] == ["q0"]
     text = format_comparison(up)
     assert "MRR: better (Δ +0.667" in text
-    assert ("Hit@5: no detectable difference (Δ +0.000, 95% CI [+0.000, +0.000], p 1.000); every question moved by "
+    assert ("hit@5: no detectable difference (Δ +0.0, 95% CI [+0.0, +0.0], p 1.000); every question moved by "
             "the same amount") in text
 
 
@@ -127,8 +128,8 @@ def test_question_sets_and_runs_that_differ_are_named():
 def test_three_runs_get_holm():
     C = results([row("q1", 2, 7), row("q2", 2, 6), row("q3", 1, 9), row("q4", 1, 9)], "third")
     c = compare_runs([A, B, C])
-    raw = [metric(c, "rr", 0).p, metric(c, "rr", 1).p]
-    assert [metric(c, "rr", 0).p_holm, metric(c, "rr", 1).p_holm] == pytest.approx(S.holm(raw))
+    raw = [metric(c, "mrr", 0).p, metric(c, "mrr", 1).p]
+    assert [metric(c, "mrr", 0).p_holm, metric(c, "mrr", 1).p_holm] == pytest.approx(S.holm(raw))
     assert [pc.other for pc in c.comparisons] == ["new", "third"]
 
 
@@ -139,14 +140,14 @@ def test_reference_systems_are_rank_only_runs():
     assert [(s.label, s.kind) for s in c.runs] == [("base", "run"), ("new", "run"), ("ref:plm", "reference"),
                                                     ("ref:naive", "reference")]
     plm = c.runs[2]
-    assert plm.means["rr"] == pytest.approx((1 + 0.5 + 0 + 1) / 4) and plm.means["grade"] is None
+    assert plm.means["mrr"] == pytest.approx((1 + 0.5 + 0 + 1) / 4) and plm.means["avg_llm_grade"] is None
     assert plm.means["ndcg_at_k"] == pytest.approx((1 + 1 / np.log2(3) + 0 + 1) / 4)
     naive = c.comparisons[2]
-    assert naive.kind == "reference" and metric(c, "rr", 2).n == 3  # q4 has no naive rank
-    assert metric(c, "grade", 2).n == 0 and metric(c, "grade", 2).verdict == NOT_COMPARABLE
+    assert naive.kind == "reference" and metric(c, "mrr", 2).n == 3  # q4 has no naive rank
+    assert metric(c, "avg_llm_grade", 2).n == 0 and metric(c, "avg_llm_grade", 2).verdict == NOT_COMPARABLE
     assert naive.worse == naive.better == []
     # the user's run is not Holm-adjusted by the reference family
-    assert metric(c, "rr", 0).p_holm is None and metric(c, "rr", 1).p_holm is not None
+    assert metric(c, "mrr", 0).p_holm is None and metric(c, "mrr", 1).p_holm is not None
     assert "ref:plm" in format_comparison(c)
 
 
@@ -155,8 +156,8 @@ def test_schema_1_rows_get_document_level_values():
     base = results([row("q1", 3, 8, repeat=True), row("q2", 1, 8)], "base")
     new = results([row("q1", 1, 8), row("q2", 1, 8)], "new")
     c = compare_runs([base, new])
-    assert c.runs[0].means["rr"] == pytest.approx((1 / 3 + 1) / 2)
-    assert c.runs[0].means["rr_doc"] == pytest.approx((1 / 2 + 1) / 2)
+    assert c.runs[0].means["mrr"] == pytest.approx((1 / 3 + 1) / 2)
+    assert c.runs[0].means["mrr_doc"] == pytest.approx((1 / 2 + 1) / 2)
     assert c.comparisons[0].better[0].doc_rank_before == 2
     assert c.comparisons[0].better[0].top_docs_before == ["o1", "n", "o2"]
 
@@ -165,12 +166,12 @@ def test_judge_repeats_make_the_grade_interval_two_level():
     rows_a = [row(f"q{i}", 1, 6, llm_grades=[4, 8]) for i in range(20)]
     rows_b = [row(f"q{i}", 1, 6, llm_grades=[6, 6]) for i in range(20)]
     c = compare_runs([results(rows_a, "a"), results(rows_b, "b")])
-    g = metric(c, "grade")
+    g = metric(c, "avg_llm_grade")
     assert g.delta == 0.0 and g.p == 1.0
     lo, hi = g.ci95  # each question's delta is +2 or -2 with equal odds: ± 1.96 · 2 / √20 ≈ ± 0.88
     assert -1.2 < lo < -0.6 and 0.6 < hi < 1.2
     plain = compare_runs([results([dict(r, llm_grades=None) for r in rows_a], "a"), results(rows_b, "b")])
-    assert metric(plain, "grade").ci95 == (0.0, 0.0)
+    assert metric(plain, "avg_llm_grade").ci95 == (0.0, 0.0)
 
 
 def test_json_is_strict_and_complete():
@@ -183,13 +184,13 @@ def test_json_is_strict_and_complete():
     m = data["comparisons"][0]["metrics"][0]
     assert set(m) == {"metric", "n", "mean_baseline", "mean_other", "delta", "ci95", "p", "p_holm", "wins", "ties",
                       "losses", "verdict", "mde", "effect", "questions_needed"}
-    assert isinstance(m["ci95"], list) and data["metrics"][4]["label"] == "NDCG@5"
+    assert isinstance(m["ci95"], list) and data["metrics"][4]["label"] == "nDCG@5"
 
 
 def test_the_table():
     text = format_comparison(compare_runs([A, B]))
     assert "new vs base (Δ = new − base, paired over questions)" in text
-    assert "you would need about 21 questions to detect a 0.5 grade change" in text
+    assert "you would need about 21 questions to detect a 0.5 avg grade change" in text
     assert "q2  rank 2 → 1, grade 6 → 7, total 5.70 → 7.00" in text
     assert "top docs: o1, n, o2 → n, o1, o2" in text
     assert "Worse in new: none" in text
@@ -252,11 +253,11 @@ def test_cli_needs_two_runs_and_a_json_folder(tmp_path: Path):
 def test_a_run_that_graded_nothing_has_no_pass_rate():
     ungraded = results([dict(r, llm_grade=None, total_score=None) for r in A["results"]], "base")
     c = compare_runs([ungraded, B])
-    assert metric(c, "pass_7").verdict == NOT_COMPARABLE and c.runs[0].means["pass_7"] is None
-    assert metric(c, "rr").n == 4
+    assert metric(c, "pass_rate_7").verdict == NOT_COMPARABLE and c.runs[0].means["pass_rate_7"] is None
+    assert metric(c, "mrr").n == 4
     text = format_comparison(c)
     assert "q2  rank 2 → 1, grade - → 7  question q2?" in text
-    assert "pass@7: not comparable" in text
+    assert "pass ≥ 7: not comparable" in text
 
 
 def test_a_bad_reference_rank_is_an_input_error():

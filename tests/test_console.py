@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from utils.results import RunResult
 from utils.console import Progress, escape_control, question_line, summary_table
 
 
@@ -68,27 +69,42 @@ SCHEMA1 = {
 }
 
 
+def table(report: dict) -> str:
+    return summary_table(RunResult.from_json(report))
+
+
 def test_summary_schema1():
-    assert summary_table(SCHEMA1) == (
-        "status            completed\n"
-        "judge             offline lexical-idf-v1\n"
+    assert table(SCHEMA1) == (
         "questions         2  (graded 2, ungraded 0)\n"
-        "hit@1 / @5        50.0% / 100.0%\n"
+        "k                 5\n"
+        "judge             offline lexical-idf-v1 (grades are a lexical proxy, not an LLM's)\n"
+        "status            completed\n"
+        "hit@1             50.0%\n"
+        "hit@5             100.0%\n"
         "MRR               0.750\n"
-        "avg grade / total 8.50 / 8.25\n"
-        "pass 8 / 7 / 6.5  50.0% / 100.0% / 100.0%\n"
+        "avg grade         8.50 (lexical proxy)\n"
+        "avg total         8.25 (lexical proxy)\n"
+        "pass ≥ 8          50.0% (lexical proxy)\n"
+        "pass ≥ 7          100.0% (lexical proxy)\n"
+        "pass ≥ 6.5        100.0% (lexical proxy)\n"
         "retrieval         1.5 ms/question, index 0.50 s\n")
+
+
+def test_summary_says_what_was_run():
+    report = {**SCHEMA1, "run": {**SCHEMA1["run"], "strategy": "baseline", "questions_file": "q.json",
+                                 "corpus": {"source": "docs", "documents": 3, "chunks": 7}}}
+    assert table(report).startswith("strategy          baseline\ncorpus            docs (3 documents, 7 chunks)\n"
+                                    "questions         q.json: 2  (graded 2, ungraded 0)\nk                 5\n")
 
 
 def test_summary_nothing_graded():
     report = {**SCHEMA1, "graded_count": 0, "ungraded_count": 2, "avg_llm_grade": None, "avg_total_score": None,
               "pass_rate_8": 0.0, "pass_rate_7": 0.0, "pass_rate_6_5": 0.0,
               "grade_errors": {"no_expected_answer": 2}}
-    table = summary_table(report)
-    assert "avg grade / total n/a (nothing graded)\n" in table
-    assert "pass 8 / 7 / 6.5  n/a (nothing graded)\n" in table
-    assert "ungraded because  no_expected_answer x2\n" in table
-    assert " 0.0%" not in table
+    text = table(report)
+    assert "avg grade, avg total, ... n/a (nothing graded)\n" in text
+    assert "ungraded because  no_expected_answer x2\n" in text
+    assert " 0.0%" not in text and "pass ≥" not in text
 
 
 SCHEMA2 = {
@@ -99,7 +115,7 @@ SCHEMA2 = {
     "graded_count": 1, "ungraded_count": 1, "grade_errors": {"timeout": 1},
     "hit_at_k_rate": 100.0, "mrr_doc": 0.8, "ndcg_at_k": 0.9,
     "ci95": {"mrr": [0.5, 1.0], "hit_at_1_rate": [0.0, 100.0], "ndcg_at_k": None},
-    "chunk_relevance_proxy": 0.42,
+    "proxy_ndcg_at_k": 0.42,
     "diagnosis_counts": {"vocabulary_mismatch": 0, "distractor": 1, "wrong_chunk": 2},
     "groups": {"difficulty": {"easy": {"count": 1, "hit_at_1_rate": 100.0, "mrr": 1.0},
                               "hard": {"count": 1, "hit_at_1_rate": 0.0, "mrr": 0.5}}},
@@ -107,46 +123,54 @@ SCHEMA2 = {
 
 
 def test_summary_schema2():
-    assert summary_table(SCHEMA2) == (
-        "status            interrupted\n"
-        "judge             anthropic claude-sonnet-4-5\n"
+    assert table(SCHEMA2) == (
         "questions         2  (graded 1, ungraded 1)\n"
-        "hit@1 / @5 / @10  50.0% [0.0, 100.0] / 100.0% / 100.0%\n"
+        "k                 10\n"
+        "judge             anthropic claude-sonnet-4-5\n"
+        "status            interrupted\n"
+        "hit@1             50.0% [0.0, 100.0]\n"
+        "hit@5             100.0%\n"
+        "hit@10            100.0%\n"
         "MRR               0.750 [0.50, 1.00]\n"
         "MRR (document)    0.800\n"
-        "nDCG@k            0.900\n"
-        "avg grade / total 8.50 / 8.25\n"
-        "pass 8 / 7 / 6.5  50.0% / 100.0% / 100.0%\n"
+        "nDCG@10           0.900\n"
+        "avg grade         8.50\n"
+        "avg total         8.25\n"
+        "pass ≥ 8          50.0%\n"
+        "pass ≥ 7          100.0%\n"
+        "pass ≥ 6.5        100.0%\n"
+        "proxy nDCG (judge-rated chunks) 0.420\n"
         "ungraded because  timeout x1\n"
-        "chunk relevance proxy 0.420\n"
         "retrieval         1.5 ms/question, index 0.50 s\n"
         "judge usage       2 calls, 1,200 in / 300 out tokens, $0.0081\n"
         "cost              $0.0081\n"
         "diagnosis         distractor 1, wrong_chunk 2\n"
         "groups\n"
-        "  difficulty        n    hit@1      MRR\n"
-        "  easy              1   100.0%    1.000\n"
-        "  hard              1     0.0%    0.500\n")
+        "  difficulty    n     hit@1       MRR\n"
+        "  easy          1    100.0%     1.000\n"
+        "  hard          1      0.0%     0.500\n")
 
 
 def test_summary_hit_at_k_not_repeated_for_k5():
     report = {**SCHEMA1, "hit_at_k_rate": 100.0}
-    assert "hit@1 / @5        50.0% / 100.0%\n" in summary_table(report)
+    assert "hit@k" not in table(report) and "hit@5             100.0%\n" in table(report)
 
 
 def test_summary_unknown_cost_and_no_diagnosis():
-    report = {**SCHEMA1, "run": {**SCHEMA1["run"], "cost_usd": None}, "diagnosis_counts": {"distractor": 0}}
-    table = summary_table(report)
-    assert "cost              unknown\n" in table and "diagnosis         none\n" in table
+    report = {**SCHEMA1, "run": {**SCHEMA1["run"], "cost_usd": None, "usage": {"judge": {"calls": 1}}},
+              "diagnosis_counts": {"distractor": 0}}
+    text = table(report)
+    assert "cost              unknown\n" in text and "diagnosis         none\n" in text
 
 
 def test_summary_escapes_input_text():
     report = {**SCHEMA1, "run": {**SCHEMA1["run"], "status": "ok\nfake | ERROR"}}
-    assert "status            ok\\nfake | ERROR\n" in summary_table(report)
+    assert "status            ok\\nfake | ERROR\n" in table(report)
 
 
-def test_summary_empty_dict():
-    assert summary_table({}) == "\n"
+def test_summary_of_an_empty_run():
+    assert table({"results": []}) == ("questions         0  (graded 0, ungraded 0)\nk                 5\n"
+                                      "judge             ? ?\n")
 
 
 # ---- Progress

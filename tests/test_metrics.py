@@ -8,7 +8,7 @@ import pytest
 from poc.chunking import Chunk
 from poc.retriever import ScoredChunk
 from utils.metrics import RetrievalMetrics as M
-from utils.results import aggregate
+from utils.results import RunInfo, build_report
 
 
 def chunk(doc_id: str) -> Chunk:
@@ -63,9 +63,9 @@ def test_empty_input():
     assert M.calculate_pass_rates([]) == {8.0: 0.0, 7.0: 0.0, 6.5: 0.0}
     assert M.calculate_average([]) is None
     assert M.calculate_average([None, None]) is None
-    agg = aggregate([], index_time_s=0.0)
-    assert (agg.mrr, agg.accuracy, agg.avg_llm_grade, agg.avg_total_score, agg.graded_count) == (0.0, 0.0, None,
-                                                                                              None, 0)
+    agg = build_report(RunInfo(), [], index_time_s=0.0)
+    assert (agg.metrics["mrr"], agg.metrics["accuracy"], agg.metrics["avg_llm_grade"], agg.metrics["avg_total_score"],
+            agg.graded_count) == (0.0, 0.0, None, None, 0)
 
 
 def test_against_pytrec_eval():

@@ -7,6 +7,7 @@ import math
 import pytest
 import pytrec_eval
 
+from utils import metrics as registry
 from utils.metrics import RetrievalMetrics as M
 
 # [3, 0, 2, 1, 0]: DCG = 3/log2(2) + 2/log2(4) + 1/log2(5) = 3 + 1 + 0.430677 = 4.430677
@@ -46,13 +47,20 @@ def test_proxy_precision(scores, precision):
     assert M.proxy_precision_at_k(scores) == pytest.approx(precision)
 
 
+def relevance_aggregates(rows):
+    """The run's proxy aggregates, as build_report computes them: each proxy metric of the registry."""
+    out = {m.key: m.aggregate(rows, 5) for m in registry.metrics(level="proxy")}
+    out["chunk_relevance_count"] = sum(1 for r in rows if registry._get(r, "chunk_relevance") is not None)
+    return out
+
+
 def test_relevance_aggregates_hand_computed():
     rows = [
         {"chunk_relevance": [3, 0, 2, 1, 0]},  # ndcg 0.930451, precision 0.4
         {"chunk_relevance": [0, 3, 3]},  # DCG 3/log2(3) + 3/2 = 3.392789; IDCG 3 + 3/log2(3) = 4.892789
         {"chunk_relevance": None},  # not scored: left out
     ]
-    agg = M.relevance_aggregates(rows)
+    agg = relevance_aggregates(rows)
     assert agg["chunk_relevance_count"] == 2
     assert agg["proxy_ndcg_at_k"] == pytest.approx((NDCG_30210 + 3.392789 / 4.892789) / 2, abs=1e-6)
     assert agg["proxy_precision_at_k"] == pytest.approx((0.4 + 2 / 3) / 2)
@@ -66,23 +74,24 @@ def test_relevance_aggregates_reads_attributes():
     class Row:
         chunk_relevance = [2, 2]
 
-    assert M.relevance_aggregates([Row()])["proxy_precision_at_k"] == 1.0
+    assert relevance_aggregates([Row()])["proxy_precision_at_k"] == 1.0
 
 
 @pytest.mark.parametrize("rows", [[], [{"chunk_relevance": None}]])
 def test_relevance_aggregates_nothing_scored(rows):
-    agg = M.relevance_aggregates(rows)
+    agg = relevance_aggregates(rows)
     assert agg == {"proxy_avg_chunk_relevance": None, "proxy_highly_relevant_rate": None,
                    "proxy_irrelevant_rate": None, "proxy_ndcg_at_k": None, "proxy_precision_at_k": None,
                    "chunk_relevance_count": 0}
 
 
 def test_relevance_aggregates_question_without_chunks():
-    agg = M.relevance_aggregates([{"chunk_relevance": []}, {"chunk_relevance": [3]}])
+    agg = relevance_aggregates([{"chunk_relevance": []}, {"chunk_relevance": [3]}])
     assert agg["chunk_relevance_count"] == 2
     assert agg["proxy_ndcg_at_k"] == 0.5 and agg["proxy_precision_at_k"] == 0.5
     assert agg["proxy_avg_chunk_relevance"] == 3.0 and agg["proxy_highly_relevant_rate"] == 100.0
 
 
 def test_every_proxy_key_is_named_proxy():
-    assert all(key.startswith("proxy_") for key in M.PROXY_AGGREGATES)
+    keys = [m.key for m in registry.metrics(level="proxy")]
+    assert len(keys) == 5 and all(key.startswith("proxy_") for key in keys)

@@ -130,7 +130,7 @@ def test_nothing_graded_shows_na():
     report = copy.deepcopy(SCHEMA1)
     report.update(graded_count=0, pass_rate_7=0.0, avg_llm_grade=None)
     page = render_report([report], ["x"])
-    assert "<th>pass ≥ 7</th><td class=num>n/a (nothing graded)</td>" in page
+    assert ">pass ≥ 7</th><td class=num>n/a (nothing graded)</td>" in page
 
 
 def test_rank_derived_when_absent():
@@ -188,15 +188,15 @@ def test_self_contained():
 
 def test_paired_deltas_by_hand():
     deltas = paired_deltas(baseline_run(), other_run(), ["q1", "q2", "q3"])
-    assert [q for q, _ in deltas["rr"]] == ["q1", "q2", "q3"]
-    assert [d for _, d in deltas["rr"]] == pytest.approx([-0.5, 0.5, 1.0])
-    assert [q for q, _ in deltas["total_score"]] == ["q1", "q2"]  # q3 is ungraded in the baseline
-    assert [d for _, d in deltas["total_score"]] == pytest.approx([-0.45, 5.15])
+    assert [q for q, _ in deltas["mrr"]] == ["q1", "q2", "q3"]
+    assert [d for _, d in deltas["mrr"]] == pytest.approx([-0.5, 0.5, 1.0])
+    assert [q for q, _ in deltas["avg_total_score"]] == ["q1", "q2"]  # q3 is ungraded in the baseline
+    assert [d for _, d in deltas["avg_total_score"]] == pytest.approx([-0.45, 5.15])
     comp = comparison()
     for key, values in deltas.items():  # the plotted differences are those compare's statistics used
         assert metric(comp, key)["n"] == len(values)
         assert metric(comp, key)["delta"] == pytest.approx(sum(d for _, d in values) / len(values))
-    assert paired_deltas(baseline_run(), other_run(), []) == {"rr": [], "total_score": []}
+    assert paired_deltas(baseline_run(), other_run(), []) == {"mrr": [], "avg_total_score": []}
 
 
 def test_render_comparison():
@@ -210,12 +210,12 @@ def test_render_comparison():
         in section
     assert "<li>warning: the runs have different question sets" in section
     # MRR by hand: baseline 1, 1/2, 0 → 0.5; other 1/2, 1, 1 → 0.833; wins q2, q3, loss q1
-    mrr = metric(comp, "rr")
+    mrr = metric(comp, "mrr")
     ci = f"[{mrr['ci95'][0]:+.3f}, {mrr['ci95'][1]:+.3f}]"
     assert (f"<tr><th>MRR</th><td class=num>3</td><td class=num>0.500</td><td class=num>0.833</td>"
             f"<td class=num>+0.333</td><td class=ci>{ci}</td><td class=num>{mrr['p']:.3f}</td><td class=num>-</td>"
             f"<td class=num>2/0/1</td><td class='verdict muted'>no detectable difference</td></tr>") in section
-    assert "<th>total score</th><td class=num>2</td>" in section and "<td class=num>+2.35</td>" in section
+    assert "<th>avg total</th><td class=num>2</td>" in section and "<td class=num>+2.35</td>" in section
     means = "<th>MRR</th><td class=num>0.500</td><td class=num>0.833</td><td class=num>0.444</td></tr>"
     assert means in section  # the reference system's ranks 1, 3, none: MRR 0.444
     assert (f"MRR: 3 questions detect a change of about {mrr['mde']:.3f}; you would need about "
@@ -234,7 +234,7 @@ def test_render_comparison():
     # the reference system: its own block, rank-only, no question lists
     ref = section[section.index("<div class='pair ref'>"):]
     assert "ref:bm25&lt;i&gt; <span class='badge ref'>reference system</span> against modular-no-llm" in ref
-    assert "Not comparable (no question has it in both): grade, total score, pass@7" in ref and "Worse in" not in ref
+    assert "Not comparable (no question has it in both): avg grade, avg total, pass ≥ 7" in ref and "Worse in" not in ref
     plots = Elements(section).find("figure", "plot")
     assert [p["data-plot"] for p in plots] == ["paired-delta-0"]
     assert "MRR: 3 questions, mean Δ +0.333; total score: 2 questions, mean Δ +2.350</figcaption>" in section
@@ -262,7 +262,7 @@ def test_report_command(tmp_path: Path):
 
 
 @pytest.mark.parametrize("content,message", [
-    (None, "no such results file"), ("{not json", "not JSON (line 1"), ('{"run": {}}', 'no "results" list'),
+    (None, "no such results file"), ("{not json", "not valid JSON (line 1"), ('{"run": {}}', 'no "results" list'),
 ])
 def test_report_bad_input(tmp_path: Path, content, message):
     src = tmp_path / "run.json"

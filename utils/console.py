@@ -1,9 +1,8 @@
 """What the console shows: question lines, the summary table, a progress bar.
 
 Pure functions of their arguments (the caller writes the strings): :func:`question_line` for a
-question's log line, :func:`summary_table` for the table a run (or ``report``) prints on stdout,
-built from the results JSON dict so that it reads today's schema-1 files and the schema-2 ones
-(absent keys are skipped). :func:`escape_control` makes any text from an input file safe to print
+question's log line, :func:`summary_table` for the table a run prints on stdout, built from its
+:class:`utils.results.RunResult` (a metric a file lacks is skipped). :func:`escape_control` makes any text from an input file safe to print
 on one console line. :class:`Progress` draws a bar with rate and ETA on a terminal, nothing
 elsewhere.
 """
@@ -17,9 +16,9 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-PASS_MARK = 7.0  # a total score at or above this passes: the ✓ of a question line, no diagnosis at rank 1
+from utils.metrics import PASS_MARK
+
 TEXT_WIDTH = 70
-NOTHING_GRADED = "n/a (nothing graded)"
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # bidirectional overrides/isolates and marks: they can make a line read as another one
@@ -74,14 +73,9 @@ def question_line(i: int, n: int, rank: int | None, grade: int | None, total: fl
 
 # ---- the summary table
 
-_LABEL = 18
-_PERCENT = {"accuracy", "hit_at_1_rate", "hit_at_5_rate", "hit_at_k_rate", "pass_rate_8", "pass_rate_7",
-            "pass_rate_6_5"}
-_DOC_METRICS = (("mrr_doc", "MRR (document)"), ("ndcg_at_k", "nDCG@k"), ("recall_at_k", "recall@k"),
-                ("map_at_k", "MAP@k"), ("context_precision", "context precision"))
-_GROUP_COLUMNS = (("count", "n"), ("hit_at_1_rate", "hit@1"), ("hit_at_5_rate", "hit@5"), ("mrr", "MRR"),
-                  ("ndcg_at_k", "nDCG@k"), ("avg_llm_grade", "grade"), ("avg_total_score", "total"),
-                  ("pass_rate_7", "pass 7"))
+NOTHING_GRADED = "n/a (nothing graded)"
+_GROUP_COLUMNS = ("hit_at_1_rate", "hit_at_5_rate", "mrr", "ndcg_at_k", "avg_llm_grade", "avg_total_score",
+                  "pass_rate_7")  # metric keys of the per-group table, those a group has
 
 
 def is_number(x: Any) -> bool:
@@ -89,137 +83,129 @@ def is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def format_value(name: str, x: Any) -> str:
-    """A metric's value: percents with one decimal and ``%``, MRR-like with three, grades with two."""
-    if not is_number(x):
-        return "-"
-    if name in _PERCENT or name.endswith("_rate"):
-        return f"{x:.1f}%"
-    if name.startswith("avg_"):
-        return f"{x:.2f}"
-    return f"{x:.3f}"
-
-
-def format_ci(name: str, ci: Any) -> str:
-    """``[lo, hi]`` in the metric's unit (one decimal for percents, two otherwise); ``""`` when
-    ``ci`` is not a pair of numbers."""
+def format_ci(metric: Any, ci: Any) -> str:
+    """``[lo, hi]`` of ``metric`` (a :class:`utils.metrics.Metric`) with one decimal for percents and
+    two otherwise; ``""`` when ``ci`` is not a pair of numbers."""
     if not (isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_number(v) for v in ci)):
         return ""
-    digits = 1 if (name in _PERCENT or name.endswith("_rate")) else 2
+    digits = 1 if metric.unit == "percent" else 2
     return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
-def _with_ci(name: str, x: Any, ci95: Mapping) -> str:
-    ci = format_ci(name, ci95.get(name))
-    return format_value(name, x) + (f" {ci}" if ci else "")
+def _is_proxy_judge(provider: str) -> bool:
+    """Whether the judge ``provider`` calls no model (its grades are the lexical proxy's)."""
+    from components.judges.providers import providers
+
+    cls = providers().get(provider)
+    return cls is not None and not cls.calls_models
 
 
-def _row(label: str, value: str) -> str:
-    return f"{label:<{_LABEL - 1}} {value}"
+def shown_metrics(result: Any) -> list:
+    """The metrics a summary shows for ``result``: the run's metrics marked ``summary`` in the
+    registry, in its order; hit@k only when k is not 5 (then it is not hit@5 again)."""
+    from utils.metrics import METRICS
+
+    return [m for key, m in METRICS.items() if m.summary and key in result.metrics
+            and not (key == "hit_at_k_rate" and result.run.k == 5)]
 
 
-def _groups(groups: Mapping) -> list[str]:
+def _groups(groups: Mapping, k: int | None) -> list[str]:
+    from utils.metrics import METRICS
+
     lines = []
     for field_name, values in groups.items():
         if not isinstance(values, Mapping) or not values:
             continue
         stats = [v for v in values.values() if isinstance(v, Mapping)]
-        cols = [(k, head) for k, head in _GROUP_COLUMNS if any(k in s for s in stats)]
+        cols = [METRICS[key] for key in _GROUP_COLUMNS if key in METRICS and any(key in s for s in stats)]
         names = [escape_control(str(v)) for v in values]
         width = max(len(field_name), *(len(n) for n in names))
-        head = f"  {escape_control(field_name):<{width}}" + "".join(f"{h:>9}" for _, h in cols)
-        lines.append(head)
+        heads = [m.label_at(k) for m in cols]
+        lines.append(f"  {escape_control(field_name):<{width}}{'n':>5}" + "".join(f"{h:>10}" for h in heads))
         for name, stat in zip(names, values.values(), strict=True):
             stat = stat if isinstance(stat, Mapping) else {}
-            cells = [(str(stat[k]) if k == "count" and k in stat else format_value(k, stat.get(k))) for k, _ in cols]
-            lines.append(f"  {name:<{width}}" + "".join(f"{c:>9}" for c in cells))
+            count = str(stat["count"]) if "count" in stat else "-"
+            lines.append(f"  {name:<{width}}{count:>5}" + "".join(f"{m.format(stat.get(m.key)):>10}" for m in cols))
     return lines
 
 
-def _usage(run: Mapping) -> list[str]:
+def _usage(run: Any, row: Callable[[str, str], str]) -> list[str]:
     lines = []
-    usage = run.get("usage")
-    if isinstance(usage, Mapping):
-        for who, u in usage.items():
-            if not isinstance(u, Mapping):
-                continue
-            parts = [f"{u.get('calls', 0)} calls"]
-            if u.get("input_tokens") is not None or u.get("output_tokens") is not None:
-                parts.append(f"{u.get('input_tokens') or 0:,} in / {u.get('output_tokens') or 0:,} out tokens")
-            if is_number(u.get("cost_usd")):
-                parts.append(f"${u['cost_usd']:.4f}")
-            lines.append(_row(f"{escape_control(str(who))} usage", ", ".join(parts)))
-    if "cost_usd" in run:
-        lines.append(_row("cost", f"${run['cost_usd']:.4f}" if is_number(run["cost_usd"]) else "unknown"))
+    for who, u in (run.usage or {}).items():
+        if not isinstance(u, Mapping):
+            continue
+        parts = [f"{u.get('calls', 0)} calls"]
+        if u.get("input_tokens") is not None or u.get("output_tokens") is not None:
+            parts.append(f"{u.get('input_tokens') or 0:,} in / {u.get('output_tokens') or 0:,} out tokens")
+        if is_number(u.get("cost_usd")):
+            parts.append(f"${u['cost_usd']:.4f}")
+        lines.append(row(f"{escape_control(str(who))} usage", ", ".join(parts)))
+    if run.usage:
+        lines.append(row("cost", f"${run.cost_usd:.4f}" if is_number(run.cost_usd) else "unknown"))
     return lines
 
 
-def summary_table(report: Mapping) -> str:
-    """The run's summary from its results JSON dict (schema 1 or 2; an absent key's line is left
-    out). Pass rates read ``n/a (nothing graded)`` when nothing was graded (the JSON keeps its
-    numbers); a CI from ``ci95`` follows its value as ``[lo, hi]``."""
-    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
-    ci95 = report.get("ci95") if isinstance(report.get("ci95"), Mapping) else {}
+def summary_table(result: Any) -> str:
+    """The run's summary from its :class:`utils.results.RunResult`: first what was run (strategy,
+    corpus, questions, k, judge), then each metric of the run with its 95% interval, the counts,
+    cost, diagnosis and groups. A metric that needs a grade reads ``n/a (nothing graded)`` when
+    nothing was graded (the results file keeps its numbers); with a judge that calls no model, the
+    grades are marked as the lexical proxy they are."""
+    run = result.run
+    metrics = shown_metrics(result)
+    labels = {m.key: m.label_at(run.k) for m in metrics}
+    width = max([17, *(len(label) + 1 for label in labels.values() if len(label) < 24)])
+
+    def row(label: str, value: str) -> str:
+        return f"{label:<{width}} {value}"
+
     lines = []
-    if "status" in run:
-        lines.append(_row("status", escape_control(str(run["status"]))))
-    judge = run.get("judge")
-    if isinstance(judge, Mapping):
-        lines.append(_row("judge", escape_control(f"{judge.get('provider', '?')} {judge.get('model', '?')}")))
-    if "question_count" in report:
-        lines.append(_row("questions", f"{report['question_count']}  (graded {report.get('graded_count', 0)}, "
-                                       f"ungraded {report.get('ungraded_count', 0)})"))
-    hits = [("hit_at_1_rate", "@1"), ("hit_at_5_rate", "@5")]
-    k = run.get("k")
-    if "hit_at_k_rate" in report and k != 5:
-        hits.append(("hit_at_k_rate", f"@{k if k is not None else 'k'}"))
-    hits = [(name, at) for name, at in hits if name in report]
-    if hits:
-        lines.append(_row("hit" + " / ".join(at for _, at in hits),
-                          " / ".join(_with_ci(name, report[name], ci95) for name, _ in hits)))
-    if "mrr" in report:
-        lines.append(_row("MRR", _with_ci("mrr", report["mrr"], ci95)))
-    for name, label in _DOC_METRICS:
-        if name in report:
-            lines.append(_row(label, _with_ci(name, report[name], ci95)))
-    nothing_graded = report.get("graded_count") == 0
-    if "avg_llm_grade" in report or "avg_total_score" in report:
-        lines.append(_row("avg grade / total", NOTHING_GRADED if nothing_graded else
-                          f"{_with_ci('avg_llm_grade', report.get('avg_llm_grade'), ci95)} / "
-                          f"{_with_ci('avg_total_score', report.get('avg_total_score'), ci95)}"))
-    passes = [name for name in ("pass_rate_8", "pass_rate_7", "pass_rate_6_5") if name in report]
-    if passes:
-        label = "pass " + " / ".join(n.removeprefix("pass_rate_").replace("_", ".") for n in passes)
-        if nothing_graded:
-            lines.append(_row(label, NOTHING_GRADED))
-        else:
-            lines.append(_row(label, " / ".join(_with_ci(n, report[n], ci95) for n in passes)))
-    errors = report.get("grade_errors")
-    if isinstance(errors, Mapping) and errors:
-        lines.append(_row("ungraded because", ", ".join(f"{escape_control(str(kind))} x{n}"
-                                                        for kind, n in errors.items())))
-    for name in sorted(n for n in report if "proxy" in n and n != "ci95"):
-        value = report[name]
-        if is_number(value) or value is None:
-            lines.append(_row(name.replace("_", " "), _with_ci(name, value, ci95)))
-        elif isinstance(value, Mapping):
-            lines.append(_row(name.replace("_", " "), ", ".join(
-                f"{escape_control(str(key))} {format_value(str(key), v)}" for key, v in value.items() if is_number(v))))
-    if is_number(report.get("avg_latency_ms")) or is_number(report.get("index_time_s")):
+    if run.strategy:
+        lines.append(row("strategy", escape_control(run.strategy)))
+    corpus = run.corpus
+    if corpus.source:
+        lines.append(row("corpus", escape_control(f"{corpus.source} ({corpus.documents} documents, "
+                                                  f"{corpus.chunks} chunks)")))
+    questions = f"{result.question_count}  (graded {result.graded_count}, ungraded {result.ungraded_count})"
+    lines.append(row("questions", (escape_control(run.questions_file) + ": " if run.questions_file else "") + questions))
+    lines.append(row("k", str(run.k)))
+    proxy = _is_proxy_judge(run.judge.provider)
+    lines.append(row("judge", escape_control(f"{run.judge.provider} {run.judge.model}")
+                     + (" (grades are a lexical proxy, not an LLM's)" if proxy else "")))
+    if run.status:
+        lines.append(row("status", escape_control(run.status)))
+    nothing_graded = result.graded_count == 0
+    judged = [m for m in metrics if m.graded_only]
+    for m in metrics:
+        if m.graded_only and nothing_graded:
+            if m is judged[0]:
+                lines.append(row(", ".join(labels[j.key] for j in judged[:2]) + ", ...", NOTHING_GRADED))
+            continue
+        value = m.format(result.metrics.get(m.key))
+        ci = format_ci(m, result.ci95.get(m.key))
+        marks = (f" {ci}" if ci else "") + (" (lexical proxy)" if proxy and m.level == "judge" else "")
+        lines.append(row(labels[m.key], value + marks))
+    if result.grade_errors:
+        lines.append(row("ungraded because", ", ".join(f"{escape_control(str(kind))} x{n}"
+                                                        for kind, n in result.grade_errors.items())))
+    consistency = result.judge_consistency
+    if consistency:
+        lines.append(row("judge repeats", f"grade moved by 2 or more in {consistency['moved_2_or_more_rate']:.1f}% of "
+                                          f"{consistency['questions']} questions, mean SD {consistency['mean_sd']:.2f}"))
+    if is_number(result.avg_latency_ms) or is_number(result.index_time_s):
         parts = []
-        if is_number(report.get("avg_latency_ms")):
-            parts.append(f"{report['avg_latency_ms']:.1f} ms/question")
-        if is_number(report.get("index_time_s")):
-            parts.append(f"index {report['index_time_s']:.2f} s")
-        lines.append(_row("retrieval", ", ".join(parts)))
-    lines.extend(_usage(run))
-    counts = report.get("diagnosis_counts")
+        if is_number(result.avg_latency_ms):
+            parts.append(f"{result.avg_latency_ms:.1f} ms/question")
+        if is_number(result.index_time_s):
+            parts.append(f"index {result.index_time_s:.2f} s")
+        lines.append(row("retrieval", ", ".join(parts)))
+    lines.extend(_usage(run, row))
+    counts = result.diagnosis_counts
     if isinstance(counts, Mapping):
         fired = [(tag, n) for tag, n in counts.items() if is_number(n) and n]
-        lines.append(_row("diagnosis", ", ".join(f"{escape_control(str(t))} {n}" for t, n in fired) or "none"))
-    groups = report.get("groups")
-    if isinstance(groups, Mapping) and groups:
-        group_lines = _groups(groups)
+        lines.append(row("diagnosis", ", ".join(f"{escape_control(str(t))} {n}" for t, n in fired) or "none"))
+    if result.groups:
+        group_lines = _groups(result.groups, run.k)
         if group_lines:
             lines.append("groups")
             lines.extend(group_lines)

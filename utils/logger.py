@@ -187,6 +187,8 @@ def add_sinks(level: str, log_file: Path | None, secrets: Iterable[str] = ()) ->
     """
     redact = Redactor(secrets)
     _logger.remove()
+    for name in ("components", "utils", "poc"):  # the library's records (components.api disables them)
+        _logger.enable(name)
     logging.basicConfig(handlers=[_InterceptHandler()], level=logging.INFO, force=True)
     console = _ConsoleWriter(sys.stderr, redact)
     _logger.add(console, level=level.upper(), format=lambda record: CONSOLE_FORMAT, colorize=False,

@@ -210,6 +210,11 @@ def load_questions(path: str | Path) -> QuestionSet:
     else:
         name = str(path)
         data = _read_file(Path(path))
+    return parse_questions(data, name)
+
+
+def parse_questions(data: bytes, name: str) -> QuestionSet:
+    """A questions file's bytes (``name`` for messages) as a validated :class:`QuestionSet`."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:

@@ -4,7 +4,7 @@ Each argument is a results file or a run id (``runs/<id>.json`` under the curren
 file there whose ``run.id`` is it). The first run is the baseline; every other run is compared with
 it, question by question (paired by question id, on the questions all runs share):
 
-- for each metric of :data:`METRICS`: each run's mean, the delta (other − baseline), its paired 95%
+- for each compared metric: each run's mean, the delta (other − baseline), its paired 95%
   percentile-bootstrap CI, the two-sided p of a paired sign-flip test, wins / ties / losses; with
   more than one other run, Holm-adjusted p-values across them;
 - one verdict per metric: ``better`` / ``worse`` when the (Holm-adjusted) p is below α = .05,
@@ -14,13 +14,13 @@ it, question by question (paired by question id, on the questions all runs share
 - the questions that got worse and better, largest first (by total score, then by RR);
 - when the questions carry ``reference_ranks``, every reference system as a rank-only run.
 
-Metric values per question: ``rr`` = 1/rank (chunk level), ``rr_doc`` = 1/doc_rank (document
-level), ``hit_at_1``/``hit_at_5`` 0 or 1, ``ndcg_at_k`` (document level), ``grade`` (llm_grade, graded
-questions only), ``total_score`` (graded only) and ``pass_7`` (1 when total score ≥ 7; an ungraded
-question does not pass; null for every question of a run that graded none). Shares are 0-1 here
-(results files give rates in percent). Files of schema version 1 get the document-level values
-derived from ``retrieved`` + ``needle_doc_ids``. Rows with ``llm_grades`` (judge repeats) make the
-grade-based intervals two-level (see statistics).
+The metrics are the registry's compared ones (:mod:`utils.metrics`: MRR, MRR (document), hit@1,
+hit@5, nDCG@k, avg grade, avg total, pass ≥ 7 by default), each question's value computed by the
+metric's own per-question function, in its unit (percent for rates, so a Δ of hit@1 is in
+percentage points). A metric that needs a grade is null for every question of a run that graded
+none. Files of schema version 1 get the document-level values derived from ``retrieved`` +
+``needle_doc_ids``. Rows with ``llm_grades`` (judge repeats) make the grade-based intervals
+two-level (see statistics).
 
 Holm families: the user's runs compared with the baseline form one family per metric, the
 reference systems another (so adding reference ranks to a questions file does not change the
@@ -42,38 +42,17 @@ import numpy as np
 from loguru import logger
 
 from components.analysis import statistics as S
+from utils import metrics as M
+from utils.console import shorten
 from utils.errors import InputError
-from utils.metrics import RetrievalMetrics as M
-from utils.console import PASS_MARK, shorten
-from utils.results import grade_repeats
 from utils.output import check_writable, write_json_atomic
+from utils.results import QuestionResult, RunResult, load_run, read_json_file
 
 ALPHA = 0.05
 POWER = 0.8
 TOP_DOCS = 3  # documents shown per question
 BETTER, WORSE, SAME, NOT_COMPARABLE = "better", "worse", "no detectable difference", "not comparable"
-COMPARE_SCHEMA_VERSION = 1
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    key: str  # JSON key
-    label: str  # console name
-    level: str  # "chunk" | "document" | "judge"
-    effect: float  # the change "you would need about N questions to detect" is about
-    digits: int
-
-
-METRICS = (
-    MetricSpec("rr", "MRR", "chunk", 0.05, 3),
-    MetricSpec("rr_doc", "MRR_doc", "document", 0.05, 3),
-    MetricSpec("hit_at_1", "Hit@1", "chunk", 0.05, 3),
-    MetricSpec("hit_at_5", "Hit@5", "chunk", 0.05, 3),
-    MetricSpec("ndcg_at_k", "NDCG@k", "document", 0.05, 3),
-    MetricSpec("grade", "grade", "judge", 0.5, 2),
-    MetricSpec("total_score", "total score", "judge", 0.5, 2),
-    MetricSpec("pass_7", "pass@7", "judge", 0.05, 3),
-)
+COMPARE_SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -88,7 +67,7 @@ class QuestionView:
     total_score: float | None
     top_docs: tuple[str, ...]
     values: dict[str, float | None]  # metric key → the question's value (None: not part of that metric)
-    repeats: dict[str, list[float]]  # grade-based metric key → per judge repeat, when the row has llm_grades
+    repeats: dict[str, list[float]]  # metric key → one value per judge repeat, when the row has llm_grades
 
 
 @dataclass(frozen=True)
@@ -157,17 +136,29 @@ class PairComparison:
 
 @dataclass(frozen=True)
 class Comparison:
+    """The comparison of runs with their baseline (the first): ``str()`` is the console table,
+    :meth:`to_json` the ``--json`` file."""
+
     runs: list[RunSummary]
     question_ids: list[str]  # common to all runs, in the baseline's order
     left_out: dict[str, int]  # label → questions of that run not compared
     warnings: list[str]
     comparisons: list[PairComparison]
     k: int
+    metrics: list[str] = field(default_factory=list)  # the compared metrics' keys, in order
     alpha: float = ALPHA
     power: float = POWER
+    bootstrap_seed: int = S.BOOTSTRAP_SEED
+    permutation_seed: int = S.PERMUTATION_SEED
+
+    def specs(self) -> list[M.Metric]:
+        return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
+
+    def __str__(self) -> str:
+        return format_comparison(self)
 
     def to_json(self) -> dict:
-        """Strict-JSON-ready dict (see the README for the schema)."""
+        """Strict-JSON-ready dict (see the compare documentation for the schema)."""
         return _finite({
             "schema_version": COMPARE_SCHEMA_VERSION,
             "runs": [asdict(r) for r in self.runs],
@@ -175,14 +166,14 @@ class Comparison:
             "question_ids": list(self.question_ids),
             "left_out": dict(self.left_out),
             "warnings": list(self.warnings),
-            "metrics": [{"key": m.key, "label": _label(m, self.k), "level": m.level, "effect": m.effect}
-                        for m in METRICS],
+            "metrics": [{"key": m.key, "label": m.label_at(self.k), "level": m.level, "unit": m.unit,
+                         "effect": m.effect, "digits": m.digits} for m in self.specs()],
             "comparisons": [asdict(c) for c in self.comparisons],
             "settings": {
                 "alpha": self.alpha, "power": self.power,
-                "bootstrap": {"resamples": S.RESAMPLES, "seed": S.BOOTSTRAP_SEED, "method": S.METHOD,
+                "bootstrap": {"resamples": S.RESAMPLES, "seed": self.bootstrap_seed, "method": S.METHOD,
                               "level": S.LEVEL},
-                "permutation": {"permutations": S.PERMUTATIONS, "seed": S.PERMUTATION_SEED,
+                "permutation": {"permutations": S.PERMUTATIONS, "seed": self.permutation_seed,
                                 "test": "paired sign-flip, two-sided"},
             },
         })
@@ -201,99 +192,60 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _label(spec: MetricSpec, k: int) -> str:
-    return spec.label.replace("@k", f"@{k}")
-
-
 # ---- reading runs -------------------------------------------------------------------------------
 
-def _needles(row: dict) -> list[str]:
-    if row.get("needle_doc_ids"):
-        return list(row["needle_doc_ids"])
-    return [row["needle_doc_id"]] if row.get("needle_doc_id") else []
+def question_view(row: QuestionResult, k: int, graded_run: bool = True,
+                  specs: Sequence[M.Metric] | None = None) -> QuestionView:
+    """A results row as compare sees it: each metric's value by the registry's formula; values a
+    schema-1 row lacks are derived from ``retrieved`` + ``needle_doc_ids``. ``graded_run`` False (no
+    question of the run was graded, e.g. the offline judge without expected answers): the metrics
+    that need a grade are null rather than 0 for every question."""
+    from utils.results import with_row_metrics
 
-
-def question_view(row: dict, k: int, graded_run: bool = True) -> QuestionView:
-    """A results row as compare sees it; values a schema-1 row lacks are derived from ``retrieved`` +
-    ``needle_doc_ids`` with RetrievalMetrics. ``graded_run`` False (no question of the run was graded,
-    e.g. the offline judge without expected answers): pass@7 is null rather than 0 for every question."""
-    retrieved = list(row.get("retrieved") or [])
-    needles = _needles(row)
-    derived: dict[str, Any] = {}
-
-    def stored(name: str) -> Any:
-        if row.get(name) is not None:
-            return row[name]
-        if not derived:
-            derived.update(M.row_metrics(retrieved, needles, k))
-        return derived[name]
-
-    rank = row["rank"] if "rank" in row else M.calculate_rank(retrieved[:k], needles)
-    grade, total = row.get("llm_grade"), row.get("total_score")
-    values: dict[str, float | None] = {
-        "rr": float(row["rr"]) if row.get("rr") is not None else M.reciprocal_rank(rank),
-        "rr_doc": float(stored("rr_doc")),
-        "hit_at_1": 1.0 if rank == 1 else 0.0,
-        "hit_at_5": 1.0 if rank is not None and rank <= 5 else 0.0,
-        "ndcg_at_k": float(stored("ndcg_at_k")),
-        "grade": None if grade is None else float(grade),
-        "total_score": None if total is None else float(total),
-        "pass_7": (1.0 if total is not None and total >= PASS_MARK else 0.0) if graded_run else None,
-    }
+    row = with_row_metrics(row, k)
+    specs = list(specs) if specs is not None else M.metrics(compared=True)
+    values: dict[str, float | None] = {}
     repeats: dict[str, list[float]] = {}
-    grades = grade_repeats(row) if grade is not None else None
-    if grades:
-        totals = [M.calculate_total_score(g, rank) for g in grades]
-        repeats = {"grade": grades, "total_score": totals, "pass_7": [1.0 if t >= PASS_MARK else 0.0 for t in totals]}
-        if total is None:
-            del repeats["total_score"]
+    for m in specs:
+        if m.graded_only and not graded_run:
+            values[m.key] = None
+            continue
+        value = m.value(row, k)
+        values[m.key] = None if value is None else float(value)
+        if m.repeats is not None and value is not None:
+            extra = m.repeats(row, k)
+            if extra:
+                repeats[m.key] = [float(x) for x in extra]
+    grade = None if row.llm_grade is None else float(row.llm_grade)
     return QuestionView(
-        question_id=str(row["question_id"]), question=str(row.get("question") or ""), rank=rank,
-        doc_rank=stored("doc_rank"), grade=values["grade"], total_score=values["total_score"],
-        top_docs=tuple(M.doc_ranking(retrieved[:k])[:TOP_DOCS]), values=values, repeats=repeats)
+        question_id=row.question_id, question=row.question, rank=row.rank, doc_rank=row.doc_rank, grade=grade,
+        total_score=row.total_score, top_docs=tuple(M.doc_ranking(row.retrieved[:k])[:TOP_DOCS]), values=values,
+        repeats=repeats)
 
 
-def reference_view(question: QuestionView, needles: list[str], rank: int | None, k: int) -> QuestionView:
-    """A reference system's rank (document level, 1-5 or null) as a rank-only question: MRR and
-    MRR_doc are both 1/rank, NDCG@k is computed for single-needle questions only, grade metrics null."""
-    ndcg = None
-    if len(needles) == 1:
-        placed = [f"\0other{i}" for i in range(1, rank)] + needles if rank is not None else []
-        ndcg = M.ndcg_at_k(placed, needles, k)
-    rr = M.reciprocal_rank(rank)
-    values = {"rr": rr, "rr_doc": rr, "hit_at_1": 1.0 if rank == 1 else 0.0,
-              "hit_at_5": 1.0 if rank is not None and rank <= 5 else 0.0, "ndcg_at_k": ndcg,
-              "grade": None, "total_score": None, "pass_7": None}
+def reference_view(question: QuestionView, needles: list[str], rank: int | None, k: int,
+                   specs: Sequence[M.Metric]) -> QuestionView:
+    """A reference system's rank (document level, 1-5 or null) as a rank-only question: its chunk
+    and document ranks are both that rank; nDCG@k, recall and AP are computed for single-needle
+    questions only; context precision and the judge's metrics are null."""
+    single = len(needles) == 1
+    placed = ([f"\0other{i}" for i in range(1, rank)] + needles if rank is not None else []) if single else []
+    row = QuestionResult(
+        question_id=question.question_id, question=question.question, needle_doc_ids=list(needles), rank=rank,
+        doc_rank=rank, hit_at_k=rank is not None and rank <= k, rr=M.reciprocal_rank(rank),
+        rr_doc=M.reciprocal_rank(rank), ndcg_at_k=M.ndcg_at_k(placed, needles, k) if single else None,
+        recall_at_k=M.recall_at_k(placed, needles, k) if single else None,
+        ap_at_k=M.average_precision_at_k(placed, needles, k) if single else None)
+    values = {}
+    for m in specs:
+        value = None if m.graded_only or m.level in ("judge", "proxy") else m.value(row, k)
+        values[m.key] = None if value is None else float(value)
     return QuestionView(question.question_id, question.question, rank, rank, None, None, (), values, {})
 
 
-def _rows(run: dict, name: str) -> list[dict]:
-    rows = run.get("results") if isinstance(run, dict) else None
-    if not isinstance(rows, list):
-        raise InputError(f"{name}: not a results file (no \"results\" list): pass a results file written by "
-                         "benchmark.py")
-    seen: set[str] = set()
-    for i, row in enumerate(rows):
-        if not isinstance(row, dict) or row.get("question_id") in (None, ""):
-            raise InputError(f"{name}: result #{i + 1} has no question_id: pass a results file written by "
-                             "benchmark.py")
-        qid = str(row["question_id"])
-        if qid in seen:
-            raise InputError(f"{name}: question id {qid!r} appears twice: pass a results file written by "
-                             "benchmark.py")
-        seen.add(qid)
-    return rows
-
-
-def default_labels(runs: Sequence[dict], names: Sequence[str] | None = None) -> list[str]:
+def default_labels(runs: Sequence[RunResult], names: Sequence[str] | None = None) -> list[str]:
     """Each run's strategy; when two runs share one, their run ids (else the given names, else #i)."""
-    def info(run: dict) -> dict:
-        return run.get("run") or {}
-
-    candidates = [
-        [info(r).get("strategy"), info(r).get("id"), (names[i] if names else None), f"#{i + 1}"]
-        for i, r in enumerate(runs)
-    ]
+    candidates = [[r.run.strategy, r.run.id, (names[i] if names else None), f"#{i + 1}"] for i, r in enumerate(runs)]
     for level in range(4):
         labels = [next((c for c in cands[level:] if c), f"#{i + 1}") for i, cands in enumerate(candidates)]
         if len(set(labels)) == len(labels):
@@ -307,14 +259,15 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
-def _pair_stats(base: list[QuestionView], others: list[list[QuestionView]]) -> list[dict[str, dict]]:
+def _pair_stats(base: list[QuestionView], others: list[list[QuestionView]], specs: Sequence[M.Metric], *,
+                alpha: float, power: float, bootstrap_seed: int, permutation_seed: int) -> list[dict[str, dict]]:
     """Raw per-metric statistics of each ``other − base`` (no Holm, no verdict). Every (comparison,
     metric) over the same questions shares one bootstrap pass and one set of sign patterns: the
     streams restart from the fixed seeds for each question set, so the numbers are those each
     comparison would get alone, at a fraction of the cost."""
-    by_mask: dict[tuple[bool, ...], list[tuple[int, MetricSpec]]] = {}
+    by_mask: dict[tuple[bool, ...], list[tuple[int, M.Metric]]] = {}
     for i, other in enumerate(others):
-        for spec in METRICS:
+        for spec in specs:
             mask = tuple(a.values[spec.key] is not None and b.values[spec.key] is not None
                          for a, b in zip(base, other))
             by_mask.setdefault(mask, []).append((i, spec))
@@ -326,8 +279,8 @@ def _pair_stats(base: list[QuestionView], others: list[list[QuestionView]]) -> l
         samples = [S.paired_deltas([base[q].repeats.get(s.key, base[q].values[s.key]) for q in keep],
                                    [others[i][q].repeats.get(s.key, others[i][q].values[s.key]) for q in keep])
                    for i, s in members]
-        cis = S.bootstrap_cis(samples)
-        ps = S.sign_flip_tests(points)
+        cis = S.bootstrap_cis(samples, seed=bootstrap_seed)
+        ps = S.sign_flip_tests(points, seed=permutation_seed)
         for j, (i, spec) in enumerate(members):
             d = points[:, j]
             out[i][spec.key] = {
@@ -339,16 +292,16 @@ def _pair_stats(base: list[QuestionView], others: list[list[QuestionView]]) -> l
                 "p": ps[j],
                 "wins": int((d > 1e-12).sum()), "ties": int((np.abs(d) <= 1e-12).sum()),
                 "losses": int((d < -1e-12).sum()),
-                "mde": S.min_detectable_delta(d, ALPHA, POWER),
-                "questions_needed": S.questions_needed(d, spec.effect, ALPHA, POWER),
+                "mde": S.min_detectable_delta(d, alpha, power),
+                "questions_needed": S.questions_needed(d, spec.effect, alpha, power),
             }
     return out
 
 
-def _verdict(delta: float | None, p: float | None) -> str:
+def _verdict(delta: float | None, p: float | None, alpha: float = ALPHA) -> str:
     if p is None or delta is None:
         return NOT_COMPARABLE
-    if p < ALPHA:
+    if p < alpha:
         return BETTER if delta > 0 else WORSE if delta < 0 else SAME
     return SAME
 
@@ -359,7 +312,7 @@ def _changes(base: list[QuestionView], other: list[QuestionView]) -> tuple[list[
     keyed = []
     for a, b in zip(base, other):
         d_total = None if a.total_score is None or b.total_score is None else round(b.total_score - a.total_score, 6)
-        d_rr = round(b.values["rr"] - a.values["rr"], 6)
+        d_rr = round(M.reciprocal_rank(b.rank) - M.reciprocal_rank(a.rank), 6)
         change = QuestionChange(a.question_id, a.question, a.rank, b.rank, a.doc_rank, b.doc_rank, a.grade, b.grade,
                                 a.total_score, b.total_score, d_total, d_rr, list(a.top_docs), list(b.top_docs))
         keyed.append(((d_total or 0.0, d_rr), change))
@@ -368,15 +321,17 @@ def _changes(base: list[QuestionView], other: list[QuestionView]) -> tuple[list[
     return worse, better
 
 
-def _summary(label: str, kind: str, run: dict | None, source: str | None, count: int,
-             views: list[QuestionView]) -> RunSummary:
-    info = (run or {}).get("run") or {}
-    judge = info.get("judge") or {}
-    means = {s.key: _mean([v.values[s.key] for v in views if v.values[s.key] is not None]) for s in METRICS}
-    return RunSummary(label=label, kind=kind, run_id=info.get("id"), strategy=info.get("strategy"), source=source,
-                      k=info.get("k"), status=info.get("status"), question_count=count,
-                      corpus_sha256=(info.get("corpus") or {}).get("sha256"), judge_provider=judge.get("provider"),
-                      judge_model=judge.get("model"), judge_prompt_sha256=judge.get("prompt_sha256"), means=means)
+def _summary(label: str, kind: str, run: RunResult | None, source: str | None, count: int,
+             views: list[QuestionView], specs: Sequence[M.Metric]) -> RunSummary:
+    info = run.run if run is not None else None
+    means = {s.key: _mean([v.values[s.key] for v in views if v.values[s.key] is not None]) for s in specs}
+    return RunSummary(label=label, kind=kind, run_id=info.id if info else None,
+                      strategy=info.strategy if info else None, source=source, k=info.k if info else None,
+                      status=info.status if info else None, question_count=count,
+                      corpus_sha256=info.corpus.sha256 if info else None,
+                      judge_provider=info.judge.provider if info else None,
+                      judge_model=info.judge.model if info else None,
+                      judge_prompt_sha256=info.judge.prompt_sha256 if info else None, means=means)
 
 
 def _short_hash(h: str | None) -> str:
@@ -406,48 +361,65 @@ def _meta_warnings(summaries: list[RunSummary]) -> list[str]:
     return out
 
 
-def _reference_runs(common: list[str], rows: dict[str, dict], views: list[QuestionView], k: int
-                    ) -> list[tuple[str, list[QuestionView]]]:
+def _reference_runs(common: list[str], rows: dict[str, QuestionResult], views: list[QuestionView], k: int,
+                    specs: Sequence[M.Metric]) -> list[tuple[str, list[QuestionView]]]:
     """``(ref:<system>, views)`` for every system named in the baseline rows' ``reference_ranks``
     (a question property); a question without that system's entry has no values for it."""
-    systems = list(dict.fromkeys(name for q in common for name in (rows[q].get("reference_ranks") or {})))
+    def ranks_of(q: str) -> dict:
+        ranks = rows[q].extra.get("reference_ranks")
+        return ranks if isinstance(ranks, dict) else {}
+
+    systems = list(dict.fromkeys(name for q in common for name in ranks_of(q)))
     out = []
     for name in systems:
         ref_views = []
         for q, view in zip(common, views):
-            ranks = rows[q].get("reference_ranks") or {}
+            ranks = ranks_of(q)
             rank = ranks.get(name)
             if name not in ranks:
                 ref_views.append(QuestionView(q, view.question, None, None, None, None, (),
-                                              {s.key: None for s in METRICS}, {}))
+                                              {s.key: None for s in specs}, {}))
                 continue
             if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool) or rank < 1):
                 raise InputError(f"question {q!r}: reference_ranks[{name!r}] is {rank!r}: a reference rank is a "
                                  "positive integer or null (fix the questions file the run used)")
-            ref_views.append(reference_view(view, _needles(rows[q]), rank, k))
+            ref_views.append(reference_view(view, list(rows[q].needle_doc_ids), rank, k, specs))
         out.append((f"ref:{name}", ref_views))
     return out
 
 
-def compare_runs(runs: list[dict], labels: list[str] | None = None, *, sources: list[str] | None = None
-                 ) -> Comparison:
-    """Compare results dicts (as written to results files); the first is the baseline. Pure: no I/O."""
+def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None = None, *,
+                 sources: Sequence[str] | None = None, alpha: float = ALPHA, power: float = POWER,
+                 seed: int | None = None, metrics: Sequence[str] | None = None) -> Comparison:
+    """Compare runs (:class:`RunResult`, or results dicts, read with :meth:`RunResult.from_json`);
+    the first is the baseline. ``metrics``: the registry keys to compare (default: those marked
+    ``compared``); ``seed``: the bootstrap's seed (the sign-flip test's is ``seed + 1``; default
+    the fixed ones recorded in the output). Pure: no I/O."""
     if len(runs) < 2:
         raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
-    names = sources or [f"run #{i + 1}" for i in range(len(runs))]
+    names = list(sources) if sources else [f"run #{i + 1}" for i in range(len(runs))]
+    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, name) for r, name in zip(runs, names)]
     labels = list(labels) if labels else default_labels(runs, sources)
     if len(labels) != len(runs) or len(set(labels)) != len(labels):
         raise InputError(f"compare: labels {labels} must be distinct, one per run")
-    rows = [{str(r["question_id"]): r for r in _rows(run, name)} for run, name in zip(runs, names)]
+    if metrics is None:
+        specs = M.metrics(compared=True)
+    else:
+        unknown = [key for key in metrics if key not in M.METRICS]
+        if unknown:
+            raise InputError(f"compare: unknown metric {unknown[0]!r}: choose among {', '.join(M.METRICS)}")
+        specs = [M.METRICS[key] for key in metrics]
+    bootstrap_seed = S.BOOTSTRAP_SEED if seed is None else seed
+    permutation_seed = S.PERMUTATION_SEED if seed is None else seed + 1
+    rows = [{r.question_id: r for r in run.rows} for run in runs]
     common = [q for q in rows[0] if all(q in other for other in rows[1:])]
     if not common:
         raise InputError("the runs have no question id in common: compare runs of the same questions file")
-    k = int(((runs[0].get("run") or {}).get("k")) or 5)
-    ks = [int(((run.get("run") or {}).get("k")) or 5) for run in runs]
-    graded = [any(row.get("llm_grade") is not None for row in r.values()) for r in rows]
-    views = [[question_view(r[q], kk, g) for q in common] for r, kk, g in zip(rows, ks, graded)]
-    summaries = [_summary(label, "run", run, src, len(r), v)
-                 for label, run, src, r, v in zip(labels, runs, sources or [None] * len(runs), rows, views)]
+    k = runs[0].run.k
+    graded = [any(row.llm_grade is not None for row in r.values()) for r in rows]
+    views = [[question_view(r[q], run.run.k, g, specs) for q in common] for r, run, g in zip(rows, runs, graded)]
+    summaries = [_summary(label, "run", run, src, len(r), v, specs)
+                 for label, run, src, r, v in zip(labels, runs, list(sources or [None] * len(runs)), rows, views)]
     warnings = _meta_warnings(summaries)
     left_out = {label: len(r) - len(common) for label, r in zip(labels, rows)}
     if any(left_out.values()):
@@ -460,37 +432,40 @@ def compare_runs(runs: list[dict], labels: list[str] | None = None, *, sources: 
             warnings.append(f"{n} shared question ids have a different question text in {labels[0]} and {label}: "
                             "check that both runs used the same questions file")
 
-    references = _reference_runs(common, rows[0], views[0], k)
-    summaries += [_summary(label, "reference", None, "reference_ranks", len(common), v) for label, v in references]
+    references = _reference_runs(common, rows[0], views[0], k, specs)
+    summaries += [_summary(label, "reference", None, "reference_ranks", len(common), v, specs)
+                  for label, v in references]
 
     # raw statistics, then Holm within each family (the user's runs; the reference systems), then verdicts
     pairs = [(labels[i], "run", views[i]) for i in range(1, len(runs))] + [(lab, "reference", v)
                                                                           for lab, v in references]
-    raw = _pair_stats(views[0], [v for _, _, v in pairs])
+    raw = _pair_stats(views[0], [v for _, _, v in pairs], specs, alpha=alpha, power=power,
+                      bootstrap_seed=bootstrap_seed, permutation_seed=permutation_seed)
     holm: list[dict[str, float | None]] = [{} for _ in pairs]
     for kind in ("run", "reference"):
         members = [i for i, (_, kd, _) in enumerate(pairs) if kd == kind]
         if len(members) < 2:
             continue
-        for spec in METRICS:
+        for spec in specs:
             adjusted = S.holm([raw[i][spec.key]["p"] for i in members])
             for i, p in zip(members, adjusted):
                 holm[i][spec.key] = p
     comparisons = []
     for i, (label, kind, v) in enumerate(pairs):
         results = []
-        for spec in METRICS:
+        for spec in specs:
             r = raw[i][spec.key]
             p_holm = holm[i].get(spec.key)
             p_used = p_holm if p_holm is not None else r["p"]
             results.append(MetricResult(
                 metric=spec.key, n=r["n"], mean_baseline=r["mean_baseline"], mean_other=r["mean_other"],
                 delta=r["delta"], ci95=r["ci95"], p=r["p"], p_holm=p_holm, wins=r["wins"], ties=r["ties"],
-                losses=r["losses"], verdict=_verdict(r["delta"], p_used), mde=r["mde"], effect=spec.effect,
+                losses=r["losses"], verdict=_verdict(r["delta"], p_used, alpha), mde=r["mde"], effect=spec.effect,
                 questions_needed=r["questions_needed"]))
         worse, better = _changes(views[0], v) if kind == "run" else ([], [])
         comparisons.append(PairComparison(labels[0], label, kind, results, worse, better))
-    return Comparison(summaries, common, left_out, warnings, comparisons, k)
+    return Comparison(summaries, common, left_out, warnings, comparisons, k, [s.key for s in specs], alpha, power,
+                      bootstrap_seed, permutation_seed)
 
 
 # ---- the table ----------------------------------------------------------------------------------
@@ -519,16 +494,17 @@ def _grade(g: float | None) -> str:
     return "-" if g is None else f"{g:g}"
 
 
-def _verdict_line(spec: MetricSpec, r: MetricResult, k: int) -> str:
-    label = _label(spec, k)
+def _verdict_line(spec: M.Metric, r: MetricResult, k: int) -> str:
+    label = spec.label_at(k)
     if r.verdict == NOT_COMPARABLE:
         return f"  {label}: not comparable (no question has it in both runs)"
     ci = _ci(r.ci95, spec.digits)
     p = f"p {_p(r.p)}" + (f", Holm {_p(r.p_holm)}" if r.p_holm is not None else "")
     line = f"  {label}: {r.verdict} (Δ {_num(r.delta, spec.digits, True)}, 95% CI {ci}, {p})"
+    unit = " points" if spec.unit == "percent" else ""
     if r.questions_needed is not None:
-        line += (f"; {r.n} questions detect a change of about {_num(r.mde, spec.digits)}; you would need about "
-                 f"{r.questions_needed} questions to detect a {spec.effect:g} {label} change")
+        line += (f"; {r.n} questions detect a change of about {_num(r.mde, spec.digits)}{unit}; you would need about "
+                 f"{r.questions_needed} questions to detect a {spec.effect:g}{unit} {label} change")
     elif r.n >= 2:
         line += "; every question moved by the same amount, so there is no spread to size a detectable change"
     return line + "."
@@ -542,9 +518,10 @@ def _change_lines(title: str, changes: list[QuestionChange], top: int) -> list[s
         grade = "" if c.grade_before is None and c.grade_after is None else \
             f", grade {_grade(c.grade_before)} → {_grade(c.grade_after)}"
         total = "" if c.delta_total is None else f", total {_num(c.total_before, 2)} → {_num(c.total_after, 2)}"
-        lines.append(f"  {c.question_id}  rank {_rank(c.rank_before)} → {_rank(c.rank_after)}{grade}{total}  "
-                     f"{shorten(c.question, 60)}")
-        lines.append(f"      top docs: {', '.join(c.top_docs_before) or '-'} → {', '.join(c.top_docs_after) or '-'}")
+        lines.append(f"  {shorten(c.question_id, 40)}  rank {_rank(c.rank_before)} → {_rank(c.rank_after)}{grade}"
+                     f"{total}  {shorten(c.question, 60)}")
+        lines.append(f"      top docs: {shorten(', '.join(c.top_docs_before) or '-', 100)} → "
+                     f"{shorten(', '.join(c.top_docs_after) or '-', 100)}")
     if len(changes) > top:
         lines.append(f"  ... and {len(changes) - top} more (see --json)")
     return lines
@@ -553,88 +530,102 @@ def _change_lines(title: str, changes: list[QuestionChange], top: int) -> list[s
 def format_comparison(c: Comparison, top: int = 10) -> str:
     """The console report of a comparison (also usable in other reports): runs, warnings, means,
     one table and one verdict line per metric for each comparison, the questions that changed."""
+    specs = c.specs()
     out = ["Runs (the first is the baseline):"]
     for s in c.runs:
+        label = shorten(s.label, 60)
         if s.kind == "reference":
-            out.append(f"  {s.label}  reference system: ranks from the questions' reference_ranks (rank only)")
+            out.append(f"  {label}  reference system: ranks from the questions' reference_ranks (rank only)")
         else:
-            judge = f", judge {s.judge_provider} {s.judge_model}" if s.judge_model else ""
-            out.append(f"  {s.label}  {s.question_count} questions, {s.source or s.run_id or 'in memory'}{judge}")
+            judge = f", judge {shorten(f'{s.judge_provider} {s.judge_model}', 80)}" if s.judge_model else ""
+            out.append(f"  {label}  {s.question_count} questions, {shorten(s.source or s.run_id or 'in memory', 120)}"
+                       f"{judge}")
     out.append(f"Compared on {len(c.question_ids)} questions (paired by question id).")
-    out += [f"warning: {w}" for w in c.warnings]
+    out += [f"warning: {shorten(w, 400)}" for w in c.warnings]
 
-    width = max(len(s.label) for s in c.runs) + 2
-    out += ["", "Means over the compared questions (grade and total score 1-10, the rest 0-1)",
-            f"{'metric':<14}" + "".join(f"{s.label:>{width}}" for s in c.runs)]
-    for spec in METRICS:
-        out.append(f"{_label(spec, c.k):<14}" + "".join(f"{_num(s.means[spec.key], spec.digits):>{width}}"
-                                                         for s in c.runs))
-    by_key = {s.key: s for s in METRICS}
+    labels = [shorten(s.label, 30) for s in c.runs]
+    width = max(len(label) for label in labels) + 2
+    name_width = max([14, *(len(m.label_at(c.k)) + 1 for m in specs)])
+    out += ["", "Means over the compared questions (percent for rates; grade 1-10; total 0-10; the rest 0-1)",
+            f"{'metric':<{name_width}}" + "".join(f"{label:>{width}}" for label in labels)]
+    for spec in specs:
+        out.append(f"{spec.label_at(c.k):<{name_width}}" + "".join(f"{_num(s.means.get(spec.key), spec.digits):>{width}}"
+                                                                   for s in c.runs))
+    by_key = {s.key: s for s in specs}
     for pc in c.comparisons:
+        baseline, other = shorten(pc.baseline, 30), shorten(pc.other, 30)
         holm = any(r.p_holm is not None for r in pc.metrics)
-        w = max(9, len(pc.baseline), len(pc.other)) + 2
-        header = (f"{'metric':<14}{'n':>5}{pc.baseline:>{w}}{pc.other:>{w}}{'Δ':>9}  {'95% CI':<20}{'p':>7}"
+        w = max(9, len(baseline), len(other)) + 2
+        header = (f"{'metric':<{name_width}}{'n':>5}{baseline:>{w}}{other:>{w}}{'Δ':>9}  {'95% CI':<20}{'p':>7}"
                   + (f"{'Holm':>8}" if holm else "") + f"{'W/T/L':>10}")
-        out += ["", f"{pc.other} vs {pc.baseline} (Δ = {pc.other} − {pc.baseline}, paired over questions)", header]
+        out += ["", f"{other} vs {baseline} (Δ = {other} − {baseline}, paired over questions)", header]
         for r in pc.metrics:
             spec = by_key[r.metric]
             if r.n == 0:
                 continue
             ci = _ci(r.ci95, spec.digits)
-            line = (f"{_label(spec, c.k):<14}{r.n:>5}{_num(r.mean_baseline, spec.digits):>{w}}"
+            line = (f"{spec.label_at(c.k):<{name_width}}{r.n:>5}{_num(r.mean_baseline, spec.digits):>{w}}"
                     f"{_num(r.mean_other, spec.digits):>{w}}{_num(r.delta, spec.digits, True):>9}  {ci:<20}"
                     f"{_p(r.p):>7}" + (f"{_p(r.p_holm):>8}" if holm else "") + f"{f'{r.wins}/{r.ties}/{r.losses}':>10}")
             out.append(line + ("" if pc.kind == "run" else f"  {r.verdict}"))
         if pc.kind != "run":
             continue
-        out.append("Verdicts (α 0.05" + (", Holm-adjusted" if holm else "") + "; detectable change at power 0.8):")
+        out.append(f"Verdicts (α {c.alpha:g}" + (", Holm-adjusted" if holm else "")
+                   + f"; detectable change at power {c.power:g}):")
         out += [_verdict_line(by_key[r.metric], r, c.k) for r in pc.metrics]
-        out += _change_lines(f"Worse in {pc.other}", pc.worse, top)
-        out += _change_lines(f"Better in {pc.other}", pc.better, top)
+        out += _change_lines(f"Worse in {other}", pc.worse, top)
+        out += _change_lines(f"Better in {other}", pc.better, top)
     return "\n".join(out) + "\n"
 
 
 # ---- the command --------------------------------------------------------------------------------
 
-def resolve_run(arg: str, cwd: Path) -> Path:
-    """A results file path, or a run id: ``runs/<id>.json`` under ``cwd``, or the file in ``runs/``
-    whose ``run.id`` is ``arg``."""
+def _runs_dirs(cwd: Path, args: Sequence[str]) -> list[Path]:
+    """Where run ids are looked up: ``runs/`` of the current folder, the history folder a results
+    file of the current folder records (``run.runs_dir``), and that of every results file given."""
+    folders = [cwd / "runs"]
+    for candidate in [cwd / "benchmark_results.json", *(Path(a) for a in args)]:
+        if not candidate.is_file():
+            continue
+        try:
+            runs_dir = (read_json_file(candidate).get("run") or {}).get("runs_dir")  # type: ignore[union-attr]
+        except (InputError, AttributeError):
+            continue
+        if isinstance(runs_dir, str) and runs_dir:
+            folder = Path(runs_dir) if Path(runs_dir).is_absolute() else candidate.parent / Path(runs_dir).name
+            if folder not in folders:
+                folders.append(folder)
+    return folders
+
+
+def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
+    """A results file path, or a run id: ``<runs dir>/<id>.json``, or the file there whose ``run.id``
+    is ``arg``, in the history folders of :func:`_runs_dirs`."""
     path = Path(arg)
     if path.is_file():
         return path
-    runs_dir = cwd / "runs"
-    candidate = runs_dir / f"{arg}.json"
-    if candidate.is_file():
-        return candidate
-    if runs_dir.is_dir():
+    folders = _runs_dirs(cwd, others)
+    for runs_dir in folders:
+        candidate = runs_dir / f"{arg}.json"
+        if candidate.is_file():
+            return candidate
+    for runs_dir in folders:
+        if not runs_dir.is_dir():
+            continue
         for file in sorted(runs_dir.glob("*.json")):
             try:
+                if not file.is_file() or file.stat().st_size > 64 * 1024 * 1024:
+                    continue
                 text = file.read_text(encoding="utf-8")
                 if arg in text and (json.loads(text).get("run") or {}).get("id") == arg:
                     return file
-            except (OSError, ValueError, AttributeError):
+            except (OSError, ValueError, AttributeError, RecursionError):
                 continue
     if path.is_dir():
         raise InputError(f"compare: {arg} is a folder: pass a results JSON file or a run id")
-    raise InputError(f"compare: {arg} is neither a results file nor a run id in {runs_dir}: pass a results JSON "
+    where = " or ".join(str(f) for f in folders)
+    raise InputError(f"compare: {arg} is neither a results file nor a run id in {where}: pass a results JSON "
                      "path or a run id (the names in runs/ without .json)")
-
-
-def load_run(path: Path) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InputError(f"{path}: not valid UTF-8 (byte {err.start}): pass a results file written by "
-                         "benchmark.py") from None
-    except OSError as err:
-        raise InputError(f"{path}: cannot be read ({err.strerror}): check the path and its permissions") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}): pass a "
-                         "results file written by benchmark.py") from None
-    _rows(data, str(path))
-    return data
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -643,6 +634,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the comparison as JSON")
     parser.add_argument("--top", type=int, default=10, metavar="N",
                         help="questions listed per direction in the table (default 10; --json has all)")
+    parser.add_argument("--alpha", type=float, default=ALPHA, help="significance level (default %(default)s)")
+    parser.add_argument("--metrics", default=None, metavar="KEYS",
+                        help="metric keys to compare, comma-separated (default: "
+                             f"{','.join(m.key for m in M.metrics(compared=True))})")
 
 
 def run(args: argparse.Namespace, settings: object) -> int:
@@ -650,11 +645,15 @@ def run(args: argparse.Namespace, settings: object) -> int:
         raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
     if args.top < 0:
         raise InputError(f"--top {args.top} is negative: give 0 or more")
+    if not 0 < args.alpha < 1:
+        raise InputError(f"--alpha {args.alpha:g} is not between 0 and 1: give e.g. 0.05")
     if args.json is not None:
         check_writable(args.json, "--json", "comparison.json")
-    paths = [resolve_run(arg, Path.cwd()) for arg in args.runs]
+    paths = [resolve_run(arg, Path.cwd(), args.runs) for arg in args.runs]
     runs = [load_run(p) for p in paths]
-    comparison = compare_runs(runs, default_labels(runs, args.runs), sources=[str(p) for p in paths])
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    comparison = compare_runs(runs, default_labels(runs, args.runs), sources=[str(p) for p in paths],
+                              alpha=args.alpha, metrics=metrics)
     for warning in comparison.warnings:
         logger.debug("compare warning: {}", warning)
     sys.stdout.write(format_comparison(comparison, top=args.top))

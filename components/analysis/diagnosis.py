@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 
 from components.judges.lexical_judge import TermStats, chunk_terms, key_terms
 from poc.chunking import Chunk
-from utils.console import PASS_MARK
+from utils.metrics import PASS_MARK
 
 VOCABULARY_MIN_SHARE = 0.5
 SPECIFICITY_MAX_MEAN_IDF = 1 + math.log(20)

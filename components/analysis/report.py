@@ -33,24 +33,16 @@ from typing import Any
 from loguru import logger
 
 from components.analysis.compare import BETTER, WORSE, compare_runs, default_labels, question_view
-from components.analysis.compare import METRICS as COMPARE_METRICS
 from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
-from utils.console import NOTHING_GRADED, PASS_MARK, escape_control, format_ci, format_value, is_number, shorten
-from utils.errors import InputError
-from utils.metrics import RetrievalMetrics as M
-from utils.results import GROUP_FIELDS
+from utils import metrics as M
+from utils.console import NOTHING_GRADED, escape_control, format_ci, is_number, shorten
+from utils.metrics import PASS_MARK
 from utils.output import check_writable, write_text_atomic
+from utils.results import GROUP_FIELDS, RunResult, load_run
 
 MAX_GROUP_VALUES = 12
-METRICS = (  # (key, label) of the metric table, in order; a key the run lacks is left out
-    ("hit_at_1_rate", "hit@1"), ("hit_at_5_rate", "hit@5"), ("hit_at_k_rate", "hit@k"), ("mrr", "MRR"),
-    ("mrr_doc", "MRR (document)"), ("ndcg_at_k", "nDCG@k"), ("recall_at_k", "recall@k"), ("map_at_k", "MAP@k"),
-    ("context_precision", "context precision"), ("avg_llm_grade", "avg grade"), ("avg_total_score", "avg total"),
-    ("pass_rate_8", "pass ≥ 8"), ("pass_rate_7", "pass ≥ 7"), ("pass_rate_6_5", "pass ≥ 6.5"),
-)
-DELTA_METRICS = (("rr", "MRR"), ("total_score", "total score"))  # (compare key, label) of the paired-delta plot
-_DIGITS = {spec.key: spec.digits for spec in COMPARE_METRICS}  # decimals per compare metric, as its console shows
-_GRADED_ONLY = {"avg_llm_grade", "avg_total_score", "pass_rate_8", "pass_rate_7", "pass_rate_6_5"}
+DELTA_METRICS = (("mrr", "MRR"), ("avg_total_score", "total score"))  # (metric key, label) of the paired-delta plot
+CARDS = ("hit_at_1_rate", "mrr", "avg_llm_grade", "pass_rate_7")  # the metric keys shown large at the top of a run
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _COLORS = {"bar": "#3b6ea8", "good": "#2e8b57", "bad": "#c0392b", "warn": "#e67e22", "grey": "#8a8f98"}
 
@@ -84,24 +76,8 @@ def run(args: argparse.Namespace, settings: object) -> int:
 
 # ---- input
 
-def load_run(path: Path) -> dict:
-    """A results file as a dict; InputError naming the problem when it is not one."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such results file: give the --output file of a benchmark run") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot read it ({err}): give a readable results file") from None
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path}: not JSON (line {err.lineno}: {err.msg}): give a benchmark results file") from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise InputError(f"{path}: no \"results\" list: give a file written by benchmark.py --output")
-    return data
-
-
-def run_label(report: Mapping, path: Path | str) -> str:
-    run_info = report.get("run") if isinstance(report.get("run"), Mapping) else {}
-    return str(run_info.get("id") or Path(path).stem)
+def run_label(result: RunResult, path: Path | str) -> str:
+    return str(result.run.id or Path(path).stem)
 
 
 def _rows(report: Mapping) -> list[dict]:
@@ -116,7 +92,7 @@ def _rows(report: Mapping) -> list[dict]:
         retrieved = [r for r in row.get("retrieved") or [] if isinstance(r, Mapping) and "doc_id" in r]
         row["retrieved"] = retrieved
         if "rank" not in row:
-            row["rank"] = M.calculate_rank(retrieved, needles)
+            row["rank"] = M.chunk_rank(retrieved, needles)
         rows.append(row)
     return rows
 
@@ -188,50 +164,43 @@ def _metadata(report: Mapping, label: str) -> str:
     return _kv_table(pairs)
 
 
-def _metric_rows(report: Mapping) -> str:
-    ci95 = report.get("ci95") if isinstance(report.get("ci95"), Mapping) else {}
-    nothing_graded = report.get("graded_count") == 0
-    k = (report.get("run") or {}).get("k") if isinstance(report.get("run"), Mapping) else None
+def _metric_rows(result: RunResult) -> str:
+    """Each metric of the run (the registry's order) with its 95% interval; a metric that needs a
+    grade reads "n/a (nothing graded)" when nothing was graded; its description is the row's tooltip."""
+    from utils.console import shown_metrics
+
+    nothing_graded = result.graded_count == 0
     body = []
-    for key, label in METRICS:
-        if key not in report:
-            continue
-        if key == "hit_at_k_rate" and k == 5:
-            continue  # the same figure as hit@5
-        if key == "hit_at_k_rate" and k is not None:
-            label = f"hit@{k}"
-        if nothing_graded and key in _GRADED_ONLY:
+    for m in shown_metrics(result):
+        if nothing_graded and m.graded_only:
             value, ci = NOTHING_GRADED, ""
         else:
-            value, ci = format_value(key, report[key]), format_ci(key, ci95.get(key))
-        body.append(f"<tr><th>{_h(label)}</th><td class=num>{_h(value)}</td><td class=ci>{_h(ci)}</td></tr>")
-    for key in sorted(k for k in report if "proxy" in k and is_number(report[k])):
-        body.append(f"<tr><th>{_h(key)}</th><td class=num>{_h(format_value(key, report[key]))}</td>"
-                    f"<td class=ci>{_h(format_ci(key, ci95.get(key)))}</td></tr>")
-    if is_number(report.get("question_count")):
-        graded, ungraded = _h(report.get("graded_count", "?")), _h(report.get("ungraded_count", "?"))
-        body.append(f"<tr><th>questions</th><td colspan=2>{report['question_count']} (graded {graded}, "
-                    f"ungraded {ungraded})</td></tr>")
-    errors = report.get("grade_errors")
-    if isinstance(errors, Mapping) and errors:
+            value, ci = m.format(result.metrics.get(m.key)), format_ci(m, result.ci95.get(m.key))
+        body.append(f"<tr><th title=\"{_h(m.description)}\">{_h(m.label_at(result.run.k))}</th>"
+                    f"<td class=num>{_h(value)}</td><td class=ci>{_h(ci)}</td></tr>")
+    body.append(f"<tr><th>questions</th><td colspan=2>{result.question_count} (graded {result.graded_count}, "
+                f"ungraded {result.ungraded_count})</td></tr>")
+    if result.grade_errors:
         body.append(f"<tr><th>ungraded because</th><td colspan=2>"
-                    f"{_h(', '.join(f'{k} ×{v}' for k, v in errors.items()))}</td></tr>")
-    if is_number(report.get("avg_latency_ms")):
-        body.append(f"<tr><th>retrieval latency</th><td colspan=2>{report['avg_latency_ms']:.1f} ms/question</td></tr>")
-    if is_number(report.get("index_time_s")):
-        body.append(f"<tr><th>index time</th><td colspan=2>{report['index_time_s']:.2f} s</td></tr>")
+                    f"{_h(', '.join(f'{k} ×{v}' for k, v in result.grade_errors.items()))}</td></tr>")
+    if is_number(result.avg_latency_ms):
+        body.append(f"<tr><th>retrieval latency</th><td colspan=2>{result.avg_latency_ms:.1f} ms/question</td></tr>")
+    if is_number(result.index_time_s):
+        body.append(f"<tr><th>index time</th><td colspan=2>{result.index_time_s:.2f} s</td></tr>")
     head = "<tr><th>metric</th><th>value</th><th>95% CI</th></tr>"
     return f'<table class="metrics"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def _cards(report: Mapping) -> str:
-    nothing_graded = report.get("graded_count") == 0
+def _cards(result: RunResult) -> str:
+    nothing_graded = result.graded_count == 0
     cards = []
-    for key, label in (("hit_at_1_rate", "hit@1"), ("mrr", "MRR"), ("avg_llm_grade", "avg grade"),
-                       ("pass_rate_7", "pass ≥ 7")):
-        if key in report:
-            shown = "n/a" if nothing_graded and key in _GRADED_ONLY else format_value(key, report[key])
-            cards.append(f'<div class="card"><div class="big">{_h(shown)}</div><div>{_h(label)}</div></div>')
+    for key in CARDS:
+        m = M.METRICS.get(key)
+        if m is None or key not in result.metrics:
+            continue
+        shown = "n/a" if nothing_graded and m.graded_only else m.format(result.metrics[key])
+        cards.append(f'<div class="card" title="{_h(m.description)}"><div class="big">{_h(shown)}</div>'
+                     f'<div>{_h(m.label_at(result.run.k))}</div></div>')
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
@@ -336,11 +305,12 @@ def _quadrant_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
 
 def _group_stats(report: Mapping, rows: Sequence[Mapping]) -> dict[str, dict[str, dict]]:
     """``groups`` of the run when it has them, else derived from the rows' fields in GROUP_FIELDS
-    (2 to MAX_GROUP_VALUES distinct values) with the metrics of :mod:`utils.metrics`."""
+    (2 to MAX_GROUP_VALUES distinct values) with the registry's hit@1, hit@5 and MRR."""
     groups = report.get("groups")
     if isinstance(groups, Mapping) and groups:
         return {str(f): {str(v): dict(s) for v, s in values.items() if isinstance(s, Mapping)}
                 for f, values in groups.items() if isinstance(values, Mapping)}
+    derived = [M.METRICS[key] for key in ("hit_at_1_rate", "hit_at_5_rate", "mrr") if key in M.METRICS]
     out: dict[str, dict[str, dict]] = {}
     for field_name in GROUP_FIELDS:
         by_value: dict[str, list[Mapping]] = {}
@@ -349,8 +319,7 @@ def _group_stats(report: Mapping, rows: Sequence[Mapping]) -> dict[str, dict[str
             if isinstance(value, (str, int)) and not isinstance(value, bool):
                 by_value.setdefault(str(value), []).append(row)
         if 2 <= len(by_value) <= MAX_GROUP_VALUES:
-            out[field_name] = {v: {"count": len(rs), "hit_at_1_rate": M.calculate_hit_rate(rs, 1),
-                                   "hit_at_5_rate": M.calculate_hit_rate(rs, 5), "mrr": M.calculate_mrr(rs)}
+            out[field_name] = {v: {"count": len(rs), **{m.key: m.aggregate(rs, 5) for m in derived}}
                                for v, rs in sorted(by_value.items())}
     return out
 
@@ -444,10 +413,9 @@ def _question_html(row: Mapping, k: int) -> str:
             f'{summary}<div class="detail">{"".join(parts)}</div></details>')
 
 
-def _questions(rows: Sequence[Mapping], k: int) -> str:
+def _questions(rows: Sequence[Mapping], k: int, has_diagnosis: bool) -> str:
     counts = {tag: n for tag, n in count_tags(rows).items() if n or tag not in TAGS}
     diagnosed = sum(1 for r in rows if isinstance(r.get("diagnosis"), Mapping))
-    has_diagnosis = any("diagnosis" in r for r in rows)
     buttons = [f'<button type=button data-tag="" class="on">all ({len(rows)})</button>']
     if has_diagnosis:
         buttons.append(f'<button type=button data-tag="_diagnosed">diagnosed ({diagnosed})</button>')
@@ -484,19 +452,20 @@ def _verdict_class(verdict: Any) -> str:
     return {BETTER: "good", WORSE: "bad"}.get(str(verdict), "muted")
 
 
-def paired_deltas(baseline: Mapping, other: Mapping, question_ids: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
-    """Per question ``other − baseline`` of each metric in :data:`DELTA_METRICS` (RR, total score), paired
-    by question id over ``question_ids`` (the comparison's common questions), with each row's values as
-    compare reads them (:func:`components.analysis.compare.question_view`, so schema-1 rows work too). A
-    question that lacks the value in either run (e.g. ungraded) is left out of that metric; empty lists
-    when nothing pairs. Differences only, for plotting: means, intervals and p-values are compare's."""
+def paired_deltas(baseline: RunResult | Mapping, other: RunResult | Mapping, question_ids: Sequence[str]
+                  ) -> dict[str, list[tuple[str, float]]]:
+    """Per question ``other − baseline`` of each metric in :data:`DELTA_METRICS` (MRR, total score),
+    paired by question id over ``question_ids`` (the comparison's common questions), with each row's
+    values as compare reads them (:func:`components.analysis.compare.question_view`, so schema-1 rows
+    work too). A question that lacks the value in either run (e.g. ungraded) is left out of that
+    metric; empty lists when nothing pairs. Differences only, for plotting: means, intervals and
+    p-values are compare's."""
+    specs = [M.METRICS[key] for key, _ in DELTA_METRICS]
     views = []
     for run in (baseline, other):
-        run_info = run.get("run") if isinstance(run.get("run"), Mapping) else {}
-        k = int(run_info.get("k") or 5)  # as compare_runs reads it
-        rows = {str(r["question_id"]): r for r in run.get("results") or []
-                if isinstance(r, Mapping) and r.get("question_id") not in (None, "")}
-        views.append({q: question_view(dict(rows[q]), k).values for q in question_ids if q in rows})
+        result = run if isinstance(run, RunResult) else RunResult.from_json(run)
+        rows = {r.question_id: r for r in result.rows}
+        views.append({q: question_view(rows[q], result.run.k, specs=specs).values for q in question_ids if q in rows})
     before, after = views
     return {key: [(q, after[q][key] - before[q][key]) for q in question_ids
                   if q in before and q in after and before[q][key] is not None and after[q][key] is not None]
@@ -565,15 +534,22 @@ def _means_table(summaries: Sequence[Mapping], metrics: Sequence[Mapping], count
     ) + "</tr>"
     body = []
     for m in metrics:
-        key, digits = m.get("key"), _DIGITS.get(str(m.get("key")), 3)
+        key, digits = m.get("key"), _digits(m)
         cells = "".join(f"<td class=num>{_h(_fmt((s.get('means') or {}).get(key), digits))}</td>" for s in summaries)
         body.append(f"<tr><th>{_h(m.get('label') or key)}</th>{cells}</tr>")
-    return (f"<h3>Means over the {_h(count)} compared questions</h3><p class=muted>grade and total score 1-10, "
-            f"the others 0-1</p><table class='metrics compare'><thead>{head}</thead><tbody>{''.join(body)}"
+    return (f"<h3>Means over the {_h(count)} compared questions</h3><p class=muted>rates in percent, grade 1-10, "
+            f"total score 0-10, the others 0-1</p><table class='metrics compare'><thead>{head}</thead><tbody>{''.join(body)}"
             f"</tbody></table>")
 
 
-def _pair_table(comp: Mapping, labels: Mapping[str, str]) -> tuple[str, list[str], list[str]]:
+def _digits(metric: Mapping) -> int:
+    """The decimals of a metric of the comparison's JSON (its ``digits``; 3 when absent)."""
+    digits = metric.get("digits")
+    return digits if isinstance(digits, int) and not isinstance(digits, bool) and 0 <= digits <= 6 else 3
+
+
+def _pair_table(comp: Mapping, labels: Mapping[str, str], digits_of: Mapping[str, int]
+                ) -> tuple[str, list[str], list[str]]:
     """The metric table of one comparison, its "you would need about N questions" sentences and
     the labels of the metrics no question has in both runs."""
     rows, power, absent = [], [], []
@@ -581,7 +557,7 @@ def _pair_table(comp: Mapping, labels: Mapping[str, str]) -> tuple[str, list[str
         if not isinstance(m, Mapping):
             continue
         key = str(m.get("metric"))
-        label, digits = labels.get(key, key), _DIGITS.get(key, 3)
+        label, digits = labels.get(key, key), digits_of.get(key, 3)
         if not m.get("n"):
             absent.append(label)
             continue
@@ -633,17 +609,18 @@ def _changes_table(title: str, changes: Sequence[Any], cls: str) -> str:
             f"</summary><table class=changes><thead>{head}</thead><tbody>{''.join(body)}</tbody></table></details>")
 
 
-def render_comparison(comparison: Mapping, runs: Sequence[Mapping] = ()) -> str:
+def render_comparison(comparison: Mapping, runs: Sequence[RunResult | Mapping] = ()) -> str:
     """The comparison section (HTML) from ``compare_runs(...).to_json()``: the runs (reference systems
     marked), the questions compared and left out, the warnings, their means, then per comparison a
     table (means, Δ, 95% CI, p, Holm-adjusted p, wins/ties/losses, verdict), the "you would need
     about N questions" sentences, the questions that got worse and better, and the paired-delta plot.
-    ``runs`` are the results dicts in the order given to compare_runs: the per-question deltas of
+    ``runs`` are the runs (or results dicts) in the order given to compare_runs: the per-question deltas of
     the plot come from their rows (the comparison JSON holds only the changed questions); without
     them there is no plot. Absent values show as ``-``."""
     summaries = [s for s in comparison.get("runs") or [] if isinstance(s, Mapping)]
     metrics = [m for m in comparison.get("metrics") or [] if isinstance(m, Mapping)]
     labels = {str(m.get("key")): str(m.get("label") or m.get("key")) for m in metrics}
+    digits_of = {str(m.get("key")): _digits(m) for m in metrics}
     user_runs = [s for s in summaries if s.get("kind") != "reference"]
     results_of = ({str(s.get("label")): r for s, r in zip(user_runs, runs, strict=True)}
                   if len(runs) == len(user_runs) else {})
@@ -667,7 +644,7 @@ def render_comparison(comparison: Mapping, runs: Sequence[Mapping] = ()) -> str:
     for i, comp in enumerate(c for c in comparison.get("comparisons") or [] if isinstance(c, Mapping)):
         baseline, other = comp.get("baseline"), comp.get("other")
         reference = comp.get("kind") == "reference"
-        table, power, absent = _pair_table(comp, labels)
+        table, power, absent = _pair_table(comp, labels, digits_of)
         badge = " <span class='badge ref'>reference system</span>" if reference else ""
         parts.append(f"<div class='pair{' ref' if reference else ''}'><h3>{_h(other)}{badge} against "
                      f"{_h(baseline)}</h3>")
@@ -780,26 +757,27 @@ ERROR_HOOK = ("window.addEventListener('error',function(e){var d=document.docume
               "d.setAttribute('data-errors',(d.getAttribute('data-errors')||'')+(e.message||'error')+';');});")
 
 
-def _run_section(report: Mapping, label: str, index: int) -> str:
+def _run_section(result: RunResult, label: str, index: int) -> str:
+    report = result.to_json()
     rows = _rows(report)
-    run_info = report.get("run") if isinstance(report.get("run"), Mapping) else {}
-    k = run_info.get("k")
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:  # not recorded: the longest retrieved list
-        k = max([len(r["retrieved"]) for r in rows] + [1])
+    k = result.run.k if result.run.k >= 1 else max([len(r["retrieved"]) for r in rows] + [1])
     plots = [_rank_plot(rows, k, f"r{index}-rank"), _grade_plot(rows, f"r{index}-grade"),
              _quadrant_plot(rows, k, f"r{index}-quadrant")]
     groups = _group_stats(report, rows)
     plots += [_group_plot(f, stats, f"r{index}-group-{j}") for j, (f, stats) in enumerate(groups.items()) if stats]
     schema = report.get("schema_version", "?")
     return (f'<section class="run" id="run-{index}"><h2>Run {_h(label)} <span class=muted>(schema {_h(schema)})'
-            f'</span></h2>{_cards(report)}<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
-            f'<div><h3>Metrics</h3>{_metric_rows(report)}</div></div>'
-            f'<div class="plots">{"".join(plots)}</div><h3>Questions</h3>{_questions(rows, k)}</section>')
+            f'</span></h2>{_cards(result)}<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
+            f'<div><h3>Metrics</h3>{_metric_rows(result)}</div></div>'
+            f'<div class="plots">{"".join(plots)}</div><h3>Questions</h3>{_questions(rows, k, result.diagnosis_counts is not None)}</section>')
 
 
-def render_report(runs: Sequence[Mapping], labels: Sequence[str], comparison: Mapping | None = None) -> str:
-    """The whole page for ``runs`` (results dicts) named by ``labels``; ``comparison`` is
+def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], comparison: Mapping | None = None
+                  ) -> str:
+    """The whole page for ``runs`` (:class:`RunResult`, or results dicts: read with
+    :meth:`RunResult.from_json`) named by ``labels``; ``comparison`` is
     ``compare_runs(runs, labels).to_json()`` when there are several (same runs, same order)."""
+    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, label) for r, label in zip(runs, labels)]
     title = "Retrieval benchmark report — " + ", ".join(labels)
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     body = [f"<h1>Retrieval benchmark report</h1><p class=muted>{len(runs)} run{'s' if len(runs) != 1 else ''}: "

@@ -23,6 +23,7 @@ Nothing graded is lost:
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import time
@@ -40,7 +41,7 @@ from poc.retriever import Retriever, ScoredChunk
 from utils.errors import JudgeError
 from utils.metrics import RetrievalMetrics as M
 from utils.questions import Question
-from utils.console import question_line
+from utils.console import escape_control
 from utils.results import QuestionResult, RetrievedItem
 
 MAX_RETRY_WAIT_S = 60.0  # the retry pass waits the longest retry-after seen, at most this
@@ -125,7 +126,7 @@ class Budget:
 
 
 @dataclass
-class _Partial:
+class Partial:
     """What is known of a question so far: enough to write its row whatever fails later."""
 
     q: Question
@@ -149,7 +150,7 @@ class BenchmarkLoop:
                  max_cost_usd: float | None = None,
                  keep_text: bool = True,
                  retry_wait_max_s: float = MAX_RETRY_WAIT_S,
-                 on_row: Callable[[], None] = lambda: None) -> None:
+                 on_row: Callable[[QuestionResult, int, int], None] | None = None) -> None:
         self.retriever, self.judge, self.k = retriever, judge, k
         self.rewriter = rewriter
         self.should_stop = should_stop
@@ -159,7 +160,7 @@ class BenchmarkLoop:
         self.repeats = max(1, repeats)
         self.keep_text = keep_text
         self.retry_wait_max_s = retry_wait_max_s
-        self.on_row = on_row  # after each question's line (a progress bar advances)
+        self.on_row = on_row  # after each row is kept and recorded: (row, i, n), e.g. its console line
         self.judge_usage = Usage()
         self.rewriter_usage = Usage()
         self.budget = Budget(max_cost_usd, self.judge_usage) if max_cost_usd is not None else None
@@ -167,11 +168,11 @@ class BenchmarkLoop:
         self.rewriter_failure: JudgeError | None = None  # the first fatal rewriter error
         self.budget_exhausted = False
         self.recovered = 0
-        self.results: list[QuestionResult | dict] = []
-        self._graded_with: dict[str, _Partial] = {}  # for the retry pass: questions graded transiently
+        self.results: list[QuestionResult] = []
+        self._graded_with: dict[str, Partial] = {}  # for the retry pass: questions graded transiently
         self._longest_retry_after = 0.0
 
-    def _stop_if_signalled(self, err: BaseException) -> None:
+    def stop_if_signalled(self, err: BaseException) -> None:
         """Raise KeyboardInterrupt (from ``err``) when a signal was received: ``err`` may be the
         signal's own KeyboardInterrupt, wrapped by the code it interrupted (module docstring)."""
         if self.should_stop():
@@ -191,7 +192,7 @@ class BenchmarkLoop:
         try:
             result = self.judge.grade(q.question, q.expected_answer, chunks)
         except JudgeError as err:  # fatal: stop calling the judge
-            self._stop_if_signalled(err)
+            self.stop_if_signalled(err)
             self.judge_failure = err
             logger.error("judge unusable ({}): {}", err.kind, err)
             return GradeResult(None, None, 0.0, f"{err.kind}: {err}", None)
@@ -199,7 +200,7 @@ class BenchmarkLoop:
             self._longest_retry_after = max(self._longest_retry_after, result.retry_after)
         return result
 
-    def _grade(self, p: _Partial, chunks: list[Chunk]) -> None:
+    def _grade(self, p: Partial, chunks: list[Chunk]) -> None:
         for _ in range(self.repeats):
             if self.should_stop():
                 raise KeyboardInterrupt("stop requested")
@@ -208,11 +209,11 @@ class BenchmarkLoop:
             cost = self.judge_usage.add(g.reply)
             if cost is not None:
                 p.cost = (p.cost or 0.0) + cost
-        p.grade = _combine(p.grades)
+        p.grade = combine_grades(p.grades)
 
     # ------------------------------------------------------------------ one question
 
-    def _retrieve(self, p: _Partial) -> str | None:
+    def retrieve(self, p: Partial) -> str | None:
         query = p.q.question
         if self.rewriter is not None:
             if self.rewriter_failure is not None:
@@ -220,7 +221,7 @@ class BenchmarkLoop:
             try:
                 p.rewrite = self.rewriter.rewrite(query)
             except JudgeError as err:
-                self._stop_if_signalled(err)
+                self.stop_if_signalled(err)
                 self.rewriter_failure = err
                 logger.error("query rewriter unusable ({}): {}", err.kind, err)
                 return f"rewriter_unusable: {err.kind}: {err}"
@@ -229,22 +230,25 @@ class BenchmarkLoop:
         start = time.perf_counter()
         try:
             raw = self.retriever.retrieve(query, self.k)
-            p.retrieved = [_as_scored(x) for x in list(raw)[: self.k]]
+            # cut at k while reading: a plug-in's endless iterator must not grow without bound
+            p.retrieved = [_as_scored(x) for x in itertools.islice(raw, self.k)]
         except (Exception, SystemExit) as err:
-            self._stop_if_signalled(err)
+            self.stop_if_signalled(err)
             p.latency_ms = (time.perf_counter() - start) * 1000
-            logger.opt(exception=err).error("[{}] retrieval failed: {}: {}", p.q.id, type(err).__name__, err)
+            logger.opt(exception=err).error("[{}] retrieval failed: {}: {}", escape_control(p.q.id),
+                                            type(err).__name__, escape_control(str(err)[:300]))
             return f"retrieval_error: {type(err).__name__}: {err}"
         p.latency_ms = (time.perf_counter() - start) * 1000
         return None
 
     def _question(self, i: int, n: int, q: Question) -> QuestionResult:
-        p = _Partial(q)
+        p = Partial(q)
         try:
-            error = self._retrieve(p)
+            error = self.retrieve(p)
             chunks = [s.chunk for s in p.retrieved]
             rank = M.calculate_rank(p.retrieved, q.needle_doc_ids)
-            logger.trace("[{}/{}] retrieved: {}", i, n, [s.chunk.doc_id for s in p.retrieved])
+            logger.trace("[{}/{}] retrieved: {}", i, n, ", ".join(
+                f"{s.chunk.chunk_id} ({'-' if s.score is None else f'{s.score:.4f}'})" for s in p.retrieved))
             logger.trace("[{}/{}] needle {} rank: {}", i, n, "/".join(q.needle_doc_ids), rank)
             if self.should_stop():  # the current question is abandoned, as on KeyboardInterrupt
                 raise KeyboardInterrupt("stop requested")
@@ -259,13 +263,13 @@ class BenchmarkLoop:
                     try:
                         p.relevance = self.relevance_judge.relevance(q.question, q.expected_answer, chunks)
                     except JudgeError as err:  # fatal: stop calling the judge
-                        self._stop_if_signalled(err)
+                        self.stop_if_signalled(err)
                         self.judge_failure = err
                         logger.error("judge unusable ({}): {}", err.kind, err)
                     cost = self.judge_usage.add(getattr(p.relevance, "reply", None))
                     if cost is not None:
                         p.cost = (p.cost or 0.0) + cost
-            row = self._row(p, rank, None)
+            row = self.row(p, rank, None)
             if chunks and p.grade is not None and p.grade.error \
                     and p.grade.error.split(":", 1)[0] in TRANSIENT_KINDS:
                 self._graded_with[q.id] = p
@@ -273,16 +277,17 @@ class BenchmarkLoop:
                 row = replace(row, **self.annotate(q, chunks, row))
             return row
         except (Exception, SystemExit) as err:
-            self._stop_if_signalled(err)
-            return self._failed_row(p, err)
+            self.stop_if_signalled(err)
+            return self.failed_row(p, err)
 
-    def _failed_row(self, p: _Partial, err: BaseException) -> QuestionResult:
+    def failed_row(self, p: Partial, err: BaseException) -> QuestionResult:
         """The row of a question whose handling raised ``err`` (contained: the run goes on), with
         ``grade_error: "internal_error: <type>: <message>"`` and whatever ``p`` already holds."""
-        logger.opt(exception=err).error("[{}] internal error: {}: {}", p.q.id, type(err).__name__, err)
-        return self._row(p, None, f"internal_error: {type(err).__name__}: {str(err)[:300]}", safe=True)
+        logger.opt(exception=err).error("[{}] internal error: {}: {}", escape_control(p.q.id), type(err).__name__,
+                                        escape_control(str(err)[:300]))
+        return self.row(p, None, f"internal_error: {type(err).__name__}: {str(err)[:300]}", safe=True)
 
-    def _row(self, p: _Partial, rank: int | None, internal_error: str | None, safe: bool = False) -> QuestionResult:
+    def row(self, p: Partial, rank: int | None, internal_error: str | None, safe: bool = False) -> QuestionResult:
         q = p.q
         if safe:  # after an exception: recompute what may not have been computed
             try:
@@ -332,32 +337,28 @@ class BenchmarkLoop:
 
     # ------------------------------------------------------------------ the run
 
-    def _finish(self, i: int, n: int, row: QuestionResult | dict, position: int | None = None) -> None:
-        """Keep ``row``, record it (the journal: durable), then log its line.
+    def finish(self, i: int, n: int, row: QuestionResult, position: int | None = None) -> None:
+        """Keep ``row``, record it (the journal: durable), then hand it to ``on_row``.
 
         Kept first, so that an interrupt while it is recorded still leaves it in the results the
         interrupted run writes. A record that fails (a full disk) ends the run with that OSError
-        and without the row's line: the console only reports questions the journal holds, and a
-        run whose rows cannot be kept stops spending on the judge."""
-        data = row if isinstance(row, dict) else row.to_json()
+        and without ``on_row``: the console only reports questions the journal holds, and a run
+        whose rows cannot be kept stops spending on the judge."""
         if position is None:
             self.results.append(row)
         else:
             self.results[position] = row
         try:
-            self.record(data)
+            self.record(row.to_json())
         except OSError as err:
             logger.error("could not append question {} to the journal ({}): the run stops here",
-                         data.get("question_id"), err.strerror or err)
+                         escape_control(row.question_id), err.strerror or err)
             raise
-        self._log_line(i, n, data)
+        if self.on_row is not None:
+            self.on_row(row, i, n)
 
-    def _log_line(self, i: int, n: int, row: dict) -> None:
-        logger.info("{}", question_line(i, n, row.get("rank"), row.get("llm_grade"), row.get("total_score"),
-                                        row.get("latency_ms") or 0.0, str(row.get("question", ""))))
-        self.on_row()
-
-    def run(self, questions: Sequence[Question], done: dict[str, dict] | None = None) -> list[QuestionResult | dict]:
+    def run(self, questions: Sequence[Question], done: dict[str, QuestionResult] | None = None
+            ) -> list[QuestionResult]:
         """Every question in order; a question in ``done`` (``--resume``: a graded row) is taken
         over as it is, without a judge call."""
         self.results = []
@@ -365,7 +366,7 @@ class BenchmarkLoop:
         n = len(questions)
         for i, q in enumerate(questions, start=1):
             if q.id in done:
-                self._finish(i, n, done[q.id])
+                self.finish(i, n, done[q.id])
                 continue
             if self.should_stop():
                 break
@@ -381,7 +382,7 @@ class BenchmarkLoop:
             logger.debug("[{}/{}] grade={} reasoning={}", i, n, grade_line, row.llm_reasoning or row.grade_error)
             logger.debug("[{}/{}] total = grade × weight = {} × {} = {}", i, n, row.llm_grade,
                          M.rank_weight(row.rank), row.total_score)
-            self._finish(i, n, row)
+            self.finish(i, n, row)
         return self.results
 
     def retry_transient(self, sleep: Callable[[float], None] = time.sleep) -> int:
@@ -407,16 +408,16 @@ class BenchmarkLoop:
             self._grade(p, chunks)
             if p.grade is None or p.grade.grade is None:
                 continue
-            new = replace(self._row(p, row.rank, None), recovered=True)
+            new = replace(self.row(p, row.rank, None), recovered=True)
             if self.annotate is not None:
                 new = replace(new, **self.annotate(p.q, chunks, new))
             self.recovered += 1
-            self._finish(pos + 1, n, new, position=pos)
+            self.finish(pos + 1, n, new, position=pos)
         logger.info("Retry pass: {} of {} recovered", self.recovered, len(todo))
         return self.recovered
 
 
-def _combine(grades: list[GradeResult]) -> GradeResult:
+def combine_grades(grades: list[GradeResult]) -> GradeResult:
     """One :class:`GradeResult` from repeated grades: the median grade (rounded half up) of those
     that graded, with the reasoning and reply of the call closest to it; the first error when none
     graded."""

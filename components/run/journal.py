@@ -27,6 +27,7 @@ from pathlib import Path
 
 from utils.errors import InputError
 from utils.output import strict_json_value
+from utils.results import MAX_RESULTS_BYTES, QuestionResult, RunResult, parse_json, read_json_file
 
 JOURNAL_VERSION = 1
 GROUP_SYNC_S = 1.0  # inside Journal.grouped(), fsync at least this often
@@ -85,45 +86,55 @@ class Journal:
             self.path.unlink(missing_ok=True)
 
 
-def read_rows(path: Path) -> tuple[dict, dict[str, dict]]:
-    """``(run identity, {question id: row})`` from a journal or a results file.
+def read_rows(path: Path) -> tuple[dict, dict[str, QuestionResult]]:
+    """``(run identity, {question id: row})`` from a journal or a results file, every row checked
+    (:meth:`QuestionResult.from_json`) before anything is graded.
 
     A results file gives its ``run`` and ``results``; a journal its header and rows (last wins),
     and its batch lines as the run's ``judge_batch`` (a list, as in a results file; absent when
-    the journal has none).
-    Raises :class:`InputError` naming the fix when ``path`` is neither."""
+    the journal has none). Raises :class:`InputError` naming the file, the line or field, and the
+    fix, when ``path`` is neither or holds a row that is not one."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"--resume {path}: no such file: pass a results file or a run's .journal.jsonl")
     try:
-        text = path.read_text(encoding="utf-8")
+        doc = read_json_file(path, "results file or journal", fix="pass a results file or a run's .journal.jsonl")
+    except InputError:
+        doc = None  # a journal is JSON lines: read below
+    if isinstance(doc, dict) and isinstance(doc.get("results"), list) and isinstance(doc.get("run"), dict):
+        result = RunResult.from_json(doc, f"--resume {path}")
+        return result.run.to_json(), {r.question_id: r for r in result.rows}
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_RESULTS_BYTES + 1)
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"--resume {path}: cannot be read ({type(err).__name__}): pass a results file or "
                          "a journal") from None
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        doc = None
-    if isinstance(doc, dict) and isinstance(doc.get("results"), list) and isinstance(doc.get("run"), dict):
-        rows = {str(r["question_id"]): r for r in doc["results"] if isinstance(r, dict) and "question_id" in r}
-        return doc["run"], rows
+    if len(data) > MAX_RESULTS_BYTES:
+        raise InputError(f"--resume {path}: over the {MAX_RESULTS_BYTES:,}-byte limit of a journal: pass its "
+                         "results file instead")
     lines = text.splitlines()
     try:
         header = json.loads(lines[0]) if lines else None
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("journal") != JOURNAL_VERSION:
         raise InputError(f"--resume {path}: neither a results file nor a journal: pass benchmark_results.json, "
                          "a file from runs/, or a runs/*.journal.jsonl")
-    rows: dict[str, dict] = {}
+    rows: dict[str, QuestionResult] = {}
     batches: dict[str, dict] = {}  # batch id → its last line (insertion order: first submission)
-    for line in lines[1:]:
+    last = len(lines) - 1
+    for n, line in enumerate(lines[1:], start=2):
         try:
-            row = json.loads(line)
-        except ValueError:  # a torn last line
-            continue
+            row = parse_json(line, f"--resume {path}: line {n}")
+        except InputError:
+            if n - 1 == last:  # a torn last line: the process was killed while writing it
+                continue
+            raise
         if isinstance(row, dict) and "question_id" in row:
-            rows[str(row["question_id"])] = row
+            result = QuestionResult.from_json(row, f"--resume {path}: line {n}")
+            rows[result.question_id] = result
         elif isinstance(row, dict) and isinstance(row.get("batch"), dict) and isinstance(row["batch"].get("id"), str):
             batches[row["batch"]["id"]] = {**batches.get(row["batch"]["id"], {}), **row["batch"]}
     run = dict(header.get("run") or {})

@@ -72,7 +72,7 @@ from loguru import logger
 
 from components.judges.llm import LLMReply
 from components.judges.retrieval_grader import GradeResult, build_prompt, grade_reply, prompt_variant
-from components.run.benchmark_loop import _combine, _Partial
+from components.run.benchmark_loop import Partial, combine_grades
 from utils.errors import InputError, JudgeError
 from utils.metrics import RetrievalMetrics as M
 from utils.questions import Question
@@ -465,7 +465,7 @@ class _Item:
     q: Question
     done: dict | None = None
     row: Any = None  # a QuestionResult already complete (retrieval error, internal error)
-    partial: Any = None  # the loop's _Partial
+    partial: Any = None  # the loop's Partial
     chunks: list[Chunk] = field(default_factory=list)
     rank: int | None = None
     entries: dict[int, BatchEntry] = field(default_factory=dict)  # repeat → entry
@@ -533,12 +533,12 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
             _grade(loop, judge, waiting, adopted=bool(owned), settled=set(done))
         with grouped():
             for it in items:
-                loop._finish(it.index + 1, n, _final_row(loop, judge, it))
+                loop.finish(it.index + 1, n, _final_row(loop, judge, it))
         for record in judge.records:
             if record.status in ("collected", "partial"):
                 judge.mark(record, record.status)  # the journal learns what --resume need not collect again
     except KeyboardInterrupt:
-        # Items are finished in order and each row is kept before anything else (loop._finish):
+        # Items are finished in order and each row is kept before anything else (loop.finish):
         # the ones past len(loop.results) are exactly those not finished yet.
         _write_unfinished(loop, judge, items[len(loop.results):], n)
         raise
@@ -546,18 +546,18 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
 
 
 def _retrieve(loop: BenchmarkLoop, index: int, q: Question) -> _Item:
-    item = _Item(index, q, partial=_Partial(q))
+    item = _Item(index, q, partial=Partial(q))
     p = item.partial
     try:
-        error = loop._retrieve(p)
+        error = loop.retrieve(p)
         item.chunks = [s.chunk for s in p.retrieved]
         item.rank = M.calculate_rank(p.retrieved, q.needle_doc_ids)
         if error is not None:
             p.grade = GradeResult(None, None, 0.0, error, None)
-            item.row = _annotated(loop, item, loop._row(p, item.rank, None))
+            item.row = _annotated(loop, item, loop.row(p, item.rank, None))
     except (Exception, SystemExit) as err:
-        loop._stop_if_signalled(err)
-        item.row = loop._failed_row(p, err)
+        loop.stop_if_signalled(err)
+        item.row = loop.failed_row(p, err)
     return item
 
 
@@ -578,8 +578,8 @@ def _requests(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item]) ->
             out.extend([judge.request(custom_id(it.index, r, loop.repeats), it.q.id, prompt)
                         for r in range(loop.repeats)])
         except Exception as err:  # noqa: BLE001 - one question's failure stays in its row
-            loop._stop_if_signalled(err)
-            it.row = loop._failed_row(it.partial, err)
+            loop.stop_if_signalled(err)
+            it.row = loop.failed_row(it.partial, err)
     return out
 
 
@@ -737,13 +737,13 @@ def _final_row(loop: BenchmarkLoop, judge: BatchJudge, it: _Item):
             cost = loop.judge_usage.add(g.reply)
             if cost is not None:
                 p.cost = (p.cost or 0.0) + cost
-        p.grade = _combine(p.grades)
-        row = loop._row(p, it.rank, None)
+        p.grade = combine_grades(p.grades)
+        row = loop.row(p, it.rank, None)
         if it.recovered and row.llm_grade is not None:
             row = replace(row, recovered=True)
         return _annotated(loop, it, row)
     except (Exception, SystemExit) as err:  # its grades are in hand: kept in the row, even after a signal
-        return loop._failed_row(p, err)
+        return loop.failed_row(p, err)
 
 
 def _write_unfinished(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item], n: int) -> None:
@@ -754,12 +754,12 @@ def _write_unfinished(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_I
         graded = (len(it.entries) == loop.repeats and bool(it.sources)
                   and all(s.status in ("collected", "partial") for s in it.sources))
         if not it.waiting or graded:  # complete, or graded by batches all collected, not yet written
-            loop._finish(it.index + 1, n, it.done if it.done is not None else it.row if it.row is not None
+            loop.finish(it.index + 1, n, it.done if it.done is not None else it.row if it.row is not None
                          else _final_row(loop, judge, it))
             continue
         p = it.partial
         try:
             p.grade = GradeResult(None, None, 0.0, _pending_error(it), None, prompt_variant(it.q.expected_answer))
-            loop.results.append(loop._row(p, it.rank, None))
+            loop.results.append(loop.row(p, it.rank, None))
         except Exception as err:  # noqa: BLE001 - a row that cannot be built is left out
             logger.debug("[{}] pending row not written: {}: {}", it.q.id, type(err).__name__, err)
