@@ -22,15 +22,16 @@ from pathlib import Path
 
 from loguru import logger
 
+from components.judges.providers import load_provider_modules
 from utils.console import escape_control
-from utils.errors import InputError, JudgeError, ResultsWriteError
+from utils.errors import (EXIT_BUDGET, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK, EXIT_WRITE,
+                          BenchmarkError, InputError, ResultsWriteError)
 from utils.logger import add_sinks
 from utils.output import DEFAULT_OUTPUT_NAME, remove_temp_files, resolve_output
 from utils.settings import Settings, secrets_in
 
 ROOT = Path(__file__).resolve().parent
 LOG_DIR = Path("logs")  # --log-dir's default: in the current folder, like every output
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_JUDGE, EXIT_BUDGET, EXIT_WRITE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 STATUS_EXIT = {"completed": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "judge_failed": EXIT_JUDGE,
                "budget_exhausted": EXIT_BUDGET}
 
@@ -246,6 +247,11 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     args.argv = argv
     env = dict(os.environ if env is None else env)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    try:  # plug-in providers first: their secrets are redacted like the built-in ones'
+        load_provider_modules([m.strip() for m in (env.get("BENCHMARK_PROVIDERS") or "").split(",") if m.strip()])
+        early_error = None
+    except InputError as err:
+        early_error = err
     sinks = add_sinks(args.log_level, args.log_dir / f"benchmark_{stamp}_{os.getpid()}.log",
                       secrets=secrets_in(env))
     log_path = sinks.path  # None: console only (add_sinks said why, once)
@@ -255,6 +261,12 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     guard = SignalGuard()
     code = EXIT_OK
     try:
+        if early_error is not None:
+            raise early_error
+        if command is None and args.resume is not None:
+            from components.run.benchmark_run import resume_defaults
+
+            resume_defaults(args, env, given={a.split("=", 1)[0] for a in argv if a.startswith("--")})
         settings = Settings.from_env(env)
         if command is not None:
             code = command.run(args, settings)
@@ -274,18 +286,11 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
                     # turns one into a SchemaError; a plug-in may raise its own error instead)
                     logger.opt(exception=err).debug("after {}: {}", guard.received, type(err).__name__)
                     raise KeyboardInterrupt(guard.received) from err
-    except InputError as err:  # messages quote paths, ids, file names: escaped, so one line stays one line
-        logger.opt(exception=err).debug("input error")
+    except BenchmarkError as err:  # bad input (2), the judge at start-up (3), a write (5): err.exit_code
+        # messages quote paths, ids, file names: escaped, so one line stays one line
+        logger.opt(exception=err).debug("{}", type(err).__name__)
         logger.error("error: {}", escape_control(str(err)))
-        code = EXIT_INPUT
-    except JudgeError as err:  # at start-up: the API could not be reached
-        logger.opt(exception=err).debug("judge error")
-        logger.error("error: {}", escape_control(str(err)))
-        code = EXIT_JUDGE
-    except ResultsWriteError as err:
-        logger.opt(exception=err).debug("results could not be written")
-        logger.error("error: {}", escape_control(str(err)))
-        code = EXIT_WRITE
+        code = err.exit_code
     except KeyboardInterrupt:
         if state.journal or state.written:  # the lines below name the journal, or the results written
             logger.error("interrupted")

@@ -80,6 +80,35 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180)
     return CliRun(proc.returncode, proc.stdout, proc.stderr)
 
 
+LIBRARY_LOGGERS = ("components", "utils", "poc")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _library_logs_on():
+    """The library keeps its log records off (components.api disables them on import, as a library
+    should); the tests read them, as the command line does, so they are on during the session."""
+    import components.api  # noqa: F401 - its import disables them
+    from loguru import logger
+
+    for name in LIBRARY_LOGGERS:
+        logger.enable(name)
+    yield
+
+
+@pytest.fixture
+def quiet_library():
+    """The library's log records off, as a notebook user gets them, for one test."""
+    from loguru import logger
+
+    for name in LIBRARY_LOGGERS:
+        logger.disable(name)
+    try:
+        yield
+    finally:
+        for name in LIBRARY_LOGGERS:
+            logger.enable(name)
+
+
 @pytest.fixture
 def few_questions(tmp_path: Path) -> Path:
     """The first three questions of the project's questions.json, as their own file."""

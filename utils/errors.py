@@ -6,17 +6,20 @@ Every message is one line that names the problem and the fix.
 
 from __future__ import annotations
 
+# The exit codes of every command: one source (the exceptions carry theirs as ``exit_code``).
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_JUDGE, EXIT_BUDGET, EXIT_WRITE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
+
 
 class BenchmarkError(Exception):
     """Base class: ``str(err)`` is the one line shown to the user."""
 
-    exit_code = 1
+    exit_code = EXIT_INTERNAL
 
 
 class InputError(BenchmarkError):
     """Bad usage or bad input (questions, corpus, strategy, output path): exit 2, nothing written."""
 
-    exit_code = 2
+    exit_code = EXIT_INPUT
 
 
 class JudgeError(BenchmarkError):
@@ -28,7 +31,7 @@ class JudgeError(BenchmarkError):
     only cost the current question its grade.
     """
 
-    exit_code = 3
+    exit_code = EXIT_JUDGE
 
     def __init__(self, kind: str, message: str, *, fatal: bool, retry_after: float | None = None) -> None:
         super().__init__(message)
@@ -46,7 +49,7 @@ class ResultsWriteError(BenchmarkError):
     cause, and the edge adds where the run is kept (the journal) and how to continue it.
     """
 
-    exit_code = 5
+    exit_code = EXIT_WRITE
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"could not write {path}: {reason}")

@@ -435,13 +435,18 @@ def read_json_file(path: str | os.PathLike, what: str = "results file", max_byte
         raise InputError(f"{path} is a folder, not a {what}: give a file") from None
     except OSError as err:
         raise InputError(f"{path}: cannot be read ({err.strerror}): check the path and its permissions") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a FIFO, a device or a socket)"
             raise InputError(f"{path} is {kind}: give a {what}")
         if info.st_size > max_bytes:
             raise InputError(f"{path} is {info.st_size:,} bytes, over the {max_bytes:,}-byte limit of a {what}: {fix}")
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise InputError(f"{path} is over the {max_bytes:,}-byte limit of a {what}: {fix}")
@@ -611,3 +616,58 @@ def _check_json(doc: object, source: str) -> None:
                 raise InputError(f"{source}: the JSON is nested more than {MAX_READ_DEPTH} levels deep: {_FIX}")
             children = [*value.keys(), *value.values()] if isinstance(value, dict) else value
             stack.extend((child, depth + 1) for child in children)
+
+
+# --------------------------------------------------------------------------- the JSON Schema of a results file
+
+SCHEMA_ID = "https://retrieval-benchmark.invalid/results.schema.json"
+
+
+def _type_schema(tp: Any) -> dict:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return {}
+    if origin in (Union, types.UnionType):
+        return {"anyOf": [_type_schema(a) for a in args]}
+    if tp is type(None):
+        return {"type": "null"}
+    simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
+    if tp in simple:
+        return {"type": simple[tp]}
+    if origin is list or tp is list:
+        return {"type": "array", **({"items": _type_schema(args[0])} if args else {})}
+    if origin is dict or tp is dict:
+        return {"type": "object", **({"additionalProperties": _type_schema(args[1])} if args else {})}
+    if is_dataclass(tp):
+        return _record_schema(tp)
+    raise TypeError(f"no JSON Schema for {tp}")  # pragma: no cover - a programming error
+
+
+def _record_schema(cls: type, flattened: str | None = None) -> dict:
+    hints = _hints(cls)
+    names = [f.name for f in fields(cls) if f.name not in ("extra", "details", "source")]
+    return {"type": "object", "properties": {n: _type_schema(hints[n]) for n in names}, "required": names,
+            "additionalProperties": True}
+
+
+def json_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of a results file this version writes, derived from the
+    records' types and the metric registry; ``docs/results.schema.json`` is this, as JSON."""
+    number = {"type": ["number", "null"]}
+    metrics = {m.key: {**number, "description": f"{m.label} ({M.UNITS[m.unit]}; {m.level} level): {m.description}"}
+               for m in M.metrics()}
+    hints = _hints(RunResult)
+    top = {name: _type_schema(hints[name]) for name in ("question_count", "graded_count", "ungraded_count",
+                                                        "grade_errors", "avg_latency_ms", "index_time_s", "bootstrap",
+                                                        "groups", "diagnosis_counts", "chunk_relevance_count",
+                                                        "judge_consistency")}
+    top["ci95"] = {"type": "object", "additionalProperties": {
+        "anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}]}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+        "title": "Retrieval benchmark results", "type": "object",
+        "properties": {"schema_version": {"const": SCHEMA_VERSION}, "run": _record_schema(RunInfo), **metrics, **top,
+                       "results": {"type": "array", "items": _record_schema(QuestionResult)}},
+        "required": ["schema_version", "run", "question_count", "graded_count", "ungraded_count", "ci95", "results"],
+        "additionalProperties": True,
+    }

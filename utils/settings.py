@@ -12,6 +12,8 @@ Which provider and model serve each role:
 * judge: ``BENCHMARK_JUDGE`` (a provider name), or the provider of ``BENCHMARK_JUDGE_MODEL=<provider>/<model>``;
   unset, the default provider when its key is set, else the offline judge. The model:
   ``BENCHMARK_JUDGE_MODEL``'s, else the provider's own variable for the role, else its default.
+* providers of your own: ``BENCHMARK_PROVIDERS=package.module[,...]`` imports modules that register
+  one (``components.judges.providers.register_provider``).
 * rewriter (strategies that rewrite queries): ``BENCHMARK_REWRITER_MODEL=<provider>/<model>``, else
   the judge's provider when it calls models, else the default provider when its key is set.
 """
@@ -57,9 +59,11 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        from components.judges.providers import default_judge, provider_class, providers, secrets_in
+        from components.judges.providers import (default_judge, load_provider_modules, provider_class, providers,
+                                                 secrets_in)
 
         env = dict(env)
+        load_provider_modules([m.strip() for m in (env.get("BENCHMARK_PROVIDERS") or "").split(",") if m.strip()])
         judge_spec = (env.get("BENCHMARK_JUDGE_MODEL") or "").strip()
         named = (env.get("BENCHMARK_JUDGE") or "").strip().lower()
         spec_provider, spec_model = _split_model(judge_spec)

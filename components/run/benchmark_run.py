@@ -149,6 +149,34 @@ def _continue_command(argv: list[str], path: Path) -> str:
     return shlex.join(["python", "benchmark.py", *args, "--resume", str(path)])
 
 
+def resume_defaults(args, env: dict[str, str], given: set[str]) -> None:
+    """``--resume FILE`` without ``--questions``, ``--corpus``, ``--strategy``, ``--k`` or a judge
+    setting: take them from what FILE recorded (``args`` and ``env`` are updated; a value given on
+    the command line stays, and :func:`_check_resume` refuses a real conflict later)."""
+    from poc.corpus import BUILTIN_SOURCE
+    from utils.questions import STDIN_NAME
+
+    run, _ = read_rows(args.resume)
+    recorded = identity_of(run)
+    if "--questions" not in given and recorded.get("questions_file") not in (None, STDIN_NAME):
+        args.questions = Path(recorded["questions_file"])
+    if "--corpus" not in given and recorded.get("corpus"):
+        args.corpus = None if recorded["corpus"] == BUILTIN_SOURCE else Path(recorded["corpus"])
+    if "--strategy" not in given and recorded.get("strategy"):
+        args.strategy = recorded["strategy"]
+    if "--k" not in given and isinstance(recorded.get("k"), int):
+        args.k = recorded["k"]
+    provider, model = recorded.get("judge_provider"), recorded.get("judge_model")
+    if provider and not env.get("BENCHMARK_JUDGE") and not env.get("BENCHMARK_JUDGE_MODEL"):
+        from components.judges.providers import providers
+
+        cls = providers().get(provider)
+        if cls is not None and not cls.calls_models:
+            env["BENCHMARK_JUDGE"] = provider
+        elif cls is not None and model:
+            env["BENCHMARK_JUDGE_MODEL"] = f"{provider}/{model}"
+
+
 class BenchmarkRun:
     def __init__(self, options: RunOptions, settings: Settings, *, should_stop: Callable[[], bool],
                  deferred_signals: Callable[[], object], state: RunState) -> None:

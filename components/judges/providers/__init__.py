@@ -158,6 +158,17 @@ def _load_builtin() -> None:
             importlib.import_module(module)
 
 
+def load_provider_modules(names: Sequence[str], variable: str = "BENCHMARK_PROVIDERS") -> None:
+    """Import each module of ``names`` (``package.module``), whose import registers its provider(s)
+    with :func:`register_provider`. Raises :class:`InputError` naming the module when one fails."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as err:  # ImportError, or the module raising while importing
+            raise InputError(f"{variable}: cannot import provider module {name!r} ({type(err).__name__}: "
+                             f"{str(err)[:200]}): check the module path and that it is importable") from None
+
+
 def providers() -> dict[str, type[Provider]]:
     """Every registered provider class by name (the built-in ones first)."""
     _load_builtin()

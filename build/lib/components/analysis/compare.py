@@ -1,0 +1,663 @@
+"""``python benchmark.py compare A B [C ...] [--json OUT]``: did it get better, or is it noise?
+
+Each argument is a results file or a run id (``runs/<id>.json`` under the current folder, or the
+file there whose ``run.id`` is it). The first run is the baseline; every other run is compared with
+it, question by question (paired by question id, on the questions all runs share):
+
+- for each compared metric: each run's mean, the delta (other − baseline), its paired 95%
+  percentile-bootstrap CI, the two-sided p of a paired sign-flip test, wins / ties / losses; with
+  more than one other run, Holm-adjusted p-values across them;
+- one verdict per metric: ``better`` / ``worse`` when the (Holm-adjusted) p is below α = .05,
+  else ``no detectable difference`` (``not comparable`` when no question has the metric in both
+  runs), and the smallest change this many questions could detect (α .05, power .8, from the
+  spread of the paired deltas) with the number of questions a 0.05 change would need;
+- the questions that got worse and better, largest first (by total score, then by RR);
+- when the questions carry ``reference_ranks``, every reference system as a rank-only run.
+
+The metrics are the registry's compared ones (:mod:`utils.metrics`: MRR, MRR (document), hit@1,
+hit@5, nDCG@k, avg grade, avg total, pass ≥ 7 by default), each question's value computed by the
+metric's own per-question function, in its unit (percent for rates, so a Δ of hit@1 is in
+percentage points). A metric that needs a grade is null for every question of a run that graded
+none. Files of schema version 1 get the document-level values derived from ``retrieved`` +
+``needle_doc_ids``. Rows with ``llm_grades`` (judge repeats) make the grade-based intervals
+two-level (see statistics).
+
+Holm families: the user's runs compared with the baseline form one family per metric, the
+reference systems another (so adding reference ranks to a questions file does not change the
+verdict between your runs). The command exits 0 whatever the verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from loguru import logger
+
+from components.analysis import statistics as S
+from utils import metrics as M
+from utils.console import shorten
+from utils.errors import InputError
+from utils.output import check_writable, write_json_atomic
+from utils.results import QuestionResult, RunResult, load_run, read_json_file
+
+ALPHA = 0.05
+POWER = 0.8
+TOP_DOCS = 3  # documents shown per question
+BETTER, WORSE, SAME, NOT_COMPARABLE = "better", "worse", "no detectable difference", "not comparable"
+COMPARE_SCHEMA_VERSION = 2
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    """One question of one run, as compare sees it."""
+
+    question_id: str
+    question: str
+    rank: int | None
+    doc_rank: int | None
+    grade: float | None
+    total_score: float | None
+    top_docs: tuple[str, ...]
+    values: dict[str, float | None]  # metric key → the question's value (None: not part of that metric)
+    repeats: dict[str, list[float]]  # metric key → one value per judge repeat, when the row has llm_grades
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    label: str
+    kind: str  # "run" | "reference"
+    run_id: str | None
+    strategy: str | None
+    source: str | None  # file path, or "reference_ranks" for a reference system
+    k: int | None
+    status: str | None
+    question_count: int  # questions in its file
+    corpus_sha256: str | None
+    judge_provider: str | None
+    judge_model: str | None
+    judge_prompt_sha256: str | None
+    means: dict[str, float | None]  # over the common questions that have the metric
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    metric: str
+    n: int  # paired questions (both runs have the metric)
+    mean_baseline: float | None
+    mean_other: float | None
+    delta: float | None  # mean(other − baseline)
+    ci95: tuple[float, float] | None
+    p: float | None  # sign-flip, two-sided
+    p_holm: float | None  # when the family has more than one comparison
+    wins: int  # questions where other > baseline
+    ties: int
+    losses: int
+    verdict: str
+    mde: float | None  # smallest detectable |delta| with these n questions
+    effect: float
+    questions_needed: int | None  # to detect ``effect``
+
+
+@dataclass(frozen=True)
+class QuestionChange:
+    question_id: str
+    question: str
+    rank_before: int | None
+    rank_after: int | None
+    doc_rank_before: int | None
+    doc_rank_after: int | None
+    grade_before: float | None
+    grade_after: float | None
+    total_before: float | None
+    total_after: float | None
+    delta_total: float | None
+    delta_rr: float
+    top_docs_before: list[str]
+    top_docs_after: list[str]
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    baseline: str
+    other: str
+    kind: str  # "run" | "reference"
+    metrics: list[MetricResult]
+    worse: list[QuestionChange] = field(default_factory=list)
+    better: list[QuestionChange] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The comparison of runs with their baseline (the first): ``str()`` is the console table,
+    :meth:`to_json` the ``--json`` file."""
+
+    runs: list[RunSummary]
+    question_ids: list[str]  # common to all runs, in the baseline's order
+    left_out: dict[str, int]  # label → questions of that run not compared
+    warnings: list[str]
+    comparisons: list[PairComparison]
+    k: int
+    metrics: list[str] = field(default_factory=list)  # the compared metrics' keys, in order
+    alpha: float = ALPHA
+    power: float = POWER
+    bootstrap_seed: int = S.BOOTSTRAP_SEED
+    permutation_seed: int = S.PERMUTATION_SEED
+
+    def specs(self) -> list[M.Metric]:
+        return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
+
+    def __str__(self) -> str:
+        return format_comparison(self)
+
+    def to_json(self) -> dict:
+        """Strict-JSON-ready dict (see the compare documentation for the schema)."""
+        return _finite({
+            "schema_version": COMPARE_SCHEMA_VERSION,
+            "runs": [asdict(r) for r in self.runs],
+            "common_question_count": len(self.question_ids),
+            "question_ids": list(self.question_ids),
+            "left_out": dict(self.left_out),
+            "warnings": list(self.warnings),
+            "metrics": [{"key": m.key, "label": m.label_at(self.k), "level": m.level, "unit": m.unit,
+                         "effect": m.effect, "digits": m.digits} for m in self.specs()],
+            "comparisons": [asdict(c) for c in self.comparisons],
+            "settings": {
+                "alpha": self.alpha, "power": self.power,
+                "bootstrap": {"resamples": S.RESAMPLES, "seed": self.bootstrap_seed, "method": S.METHOD,
+                              "level": S.LEVEL},
+                "permutation": {"permutations": S.PERMUTATIONS, "seed": self.permutation_seed,
+                                "test": "paired sign-flip, two-sided"},
+            },
+        })
+
+
+def _finite(value: Any) -> Any:
+    """Tuples → lists, non-finite floats → None, numpy scalars → Python: strict JSON."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+# ---- reading runs -------------------------------------------------------------------------------
+
+def question_view(row: QuestionResult, k: int, graded_run: bool = True,
+                  specs: Sequence[M.Metric] | None = None) -> QuestionView:
+    """A results row as compare sees it: each metric's value by the registry's formula; values a
+    schema-1 row lacks are derived from ``retrieved`` + ``needle_doc_ids``. ``graded_run`` False (no
+    question of the run was graded, e.g. the offline judge without expected answers): the metrics
+    that need a grade are null rather than 0 for every question."""
+    from utils.results import with_row_metrics
+
+    row = with_row_metrics(row, k)
+    specs = list(specs) if specs is not None else M.metrics(compared=True)
+    values: dict[str, float | None] = {}
+    repeats: dict[str, list[float]] = {}
+    for m in specs:
+        if m.graded_only and not graded_run:
+            values[m.key] = None
+            continue
+        value = m.value(row, k)
+        values[m.key] = None if value is None else float(value)
+        if m.repeats is not None and value is not None:
+            extra = m.repeats(row, k)
+            if extra:
+                repeats[m.key] = [float(x) for x in extra]
+    grade = None if row.llm_grade is None else float(row.llm_grade)
+    return QuestionView(
+        question_id=row.question_id, question=row.question, rank=row.rank, doc_rank=row.doc_rank, grade=grade,
+        total_score=row.total_score, top_docs=tuple(M.doc_ranking(row.retrieved[:k])[:TOP_DOCS]), values=values,
+        repeats=repeats)
+
+
+def reference_view(question: QuestionView, needles: list[str], rank: int | None, k: int,
+                   specs: Sequence[M.Metric]) -> QuestionView:
+    """A reference system's rank (document level, 1-5 or null) as a rank-only question: its chunk
+    and document ranks are both that rank; nDCG@k, recall and AP are computed for single-needle
+    questions only; context precision and the judge's metrics are null."""
+    single = len(needles) == 1
+    placed = ([f"\0other{i}" for i in range(1, rank)] + needles if rank is not None else []) if single else []
+    row = QuestionResult(
+        question_id=question.question_id, question=question.question, needle_doc_ids=list(needles), rank=rank,
+        doc_rank=rank, hit_at_k=rank is not None and rank <= k, rr=M.reciprocal_rank(rank),
+        rr_doc=M.reciprocal_rank(rank), ndcg_at_k=M.ndcg_at_k(placed, needles, k) if single else None,
+        recall_at_k=M.recall_at_k(placed, needles, k) if single else None,
+        ap_at_k=M.average_precision_at_k(placed, needles, k) if single else None)
+    values = {}
+    for m in specs:
+        value = None if m.graded_only or m.level in ("judge", "proxy") else m.value(row, k)
+        values[m.key] = None if value is None else float(value)
+    return QuestionView(question.question_id, question.question, rank, rank, None, None, (), values, {})
+
+
+def default_labels(runs: Sequence[RunResult], names: Sequence[str] | None = None) -> list[str]:
+    """Each run's strategy; when two runs share one, their run ids (else the given names, else #i)."""
+    candidates = [[r.run.strategy, r.run.id, (names[i] if names else None), f"#{i + 1}"] for i, r in enumerate(runs)]
+    for level in range(4):
+        labels = [next((c for c in cands[level:] if c), f"#{i + 1}") for i, cands in enumerate(candidates)]
+        if len(set(labels)) == len(labels):
+            return [str(x) for x in labels]
+    return [f"#{i + 1}" for i in range(len(runs))]
+
+
+# ---- comparing ----------------------------------------------------------------------------------
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def _pair_stats(base: list[QuestionView], others: list[list[QuestionView]], specs: Sequence[M.Metric], *,
+                alpha: float, power: float, bootstrap_seed: int, permutation_seed: int) -> list[dict[str, dict]]:
+    """Raw per-metric statistics of each ``other − base`` (no Holm, no verdict). Every (comparison,
+    metric) over the same questions shares one bootstrap pass and one set of sign patterns: the
+    streams restart from the fixed seeds for each question set, so the numbers are those each
+    comparison would get alone, at a fraction of the cost."""
+    by_mask: dict[tuple[bool, ...], list[tuple[int, M.Metric]]] = {}
+    for i, other in enumerate(others):
+        for spec in specs:
+            mask = tuple(a.values[spec.key] is not None and b.values[spec.key] is not None
+                         for a, b in zip(base, other))
+            by_mask.setdefault(mask, []).append((i, spec))
+    out: list[dict[str, dict]] = [{} for _ in others]
+    for mask, members in by_mask.items():
+        keep = [q for q, kept in enumerate(mask) if kept]
+        points = np.array([[others[i][q].values[s.key] - base[q].values[s.key] for i, s in members] for q in keep],
+                          dtype=float).reshape(len(keep), len(members))
+        samples = [S.paired_deltas([base[q].repeats.get(s.key, base[q].values[s.key]) for q in keep],
+                                   [others[i][q].repeats.get(s.key, others[i][q].values[s.key]) for q in keep])
+                   for i, s in members]
+        cis = S.bootstrap_cis(samples, seed=bootstrap_seed)
+        ps = S.sign_flip_tests(points, seed=permutation_seed)
+        for j, (i, spec) in enumerate(members):
+            d = points[:, j]
+            out[i][spec.key] = {
+                "n": len(keep),
+                "mean_baseline": _mean([base[q].values[spec.key] for q in keep]),
+                "mean_other": _mean([others[i][q].values[spec.key] for q in keep]),
+                "delta": _mean(d),
+                "ci95": cis[j],
+                "p": ps[j],
+                "wins": int((d > 1e-12).sum()), "ties": int((np.abs(d) <= 1e-12).sum()),
+                "losses": int((d < -1e-12).sum()),
+                "mde": S.min_detectable_delta(d, alpha, power),
+                "questions_needed": S.questions_needed(d, spec.effect, alpha, power),
+            }
+    return out
+
+
+def _verdict(delta: float | None, p: float | None, alpha: float = ALPHA) -> str:
+    if p is None or delta is None:
+        return NOT_COMPARABLE
+    if p < alpha:
+        return BETTER if delta > 0 else WORSE if delta < 0 else SAME
+    return SAME
+
+
+def _changes(base: list[QuestionView], other: list[QuestionView]) -> tuple[list[QuestionChange],
+                                                                            list[QuestionChange]]:
+    """Questions whose total score (then, on a tie or when ungraded, RR) went down / up, largest first."""
+    keyed = []
+    for a, b in zip(base, other):
+        d_total = None if a.total_score is None or b.total_score is None else round(b.total_score - a.total_score, 6)
+        d_rr = round(M.reciprocal_rank(b.rank) - M.reciprocal_rank(a.rank), 6)
+        change = QuestionChange(a.question_id, a.question, a.rank, b.rank, a.doc_rank, b.doc_rank, a.grade, b.grade,
+                                a.total_score, b.total_score, d_total, d_rr, list(a.top_docs), list(b.top_docs))
+        keyed.append(((d_total or 0.0, d_rr), change))
+    worse = [c for key, c in sorted(keyed, key=lambda kc: kc[0]) if key < (0.0, 0.0)]
+    better = [c for key, c in sorted(keyed, key=lambda kc: kc[0], reverse=True) if key > (0.0, 0.0)]
+    return worse, better
+
+
+def _summary(label: str, kind: str, run: RunResult | None, source: str | None, count: int,
+             views: list[QuestionView], specs: Sequence[M.Metric]) -> RunSummary:
+    info = run.run if run is not None else None
+    means = {s.key: _mean([v.values[s.key] for v in views if v.values[s.key] is not None]) for s in specs}
+    return RunSummary(label=label, kind=kind, run_id=info.id if info else None,
+                      strategy=info.strategy if info else None, source=source, k=info.k if info else None,
+                      status=info.status if info else None, question_count=count,
+                      corpus_sha256=info.corpus.sha256 if info else None,
+                      judge_provider=info.judge.provider if info else None,
+                      judge_model=info.judge.model if info else None,
+                      judge_prompt_sha256=info.judge.prompt_sha256 if info else None, means=means)
+
+
+def _short_hash(h: str | None) -> str:
+    return (h or "?")[:12]
+
+
+def _meta_warnings(summaries: list[RunSummary]) -> list[str]:
+    base = summaries[0]
+    out = []
+    for s in summaries[1:]:
+        pair = f"{base.label} and {s.label}"
+        if base.corpus_sha256 and s.corpus_sha256 and base.corpus_sha256 != s.corpus_sha256:
+            out.append(f"corpus differs between {pair} (sha256 {_short_hash(base.corpus_sha256)} vs "
+                       f"{_short_hash(s.corpus_sha256)}): ranks and grades are not comparable")
+        judge_a, judge_b = (base.judge_provider, base.judge_model), (s.judge_provider, s.judge_model)
+        if all(judge_a) and all(judge_b) and judge_a != judge_b:
+            out.append(f"judge differs between {pair} ({' '.join(judge_a)} vs {' '.join(judge_b)}): "
+                       "grades are not comparable across judges")
+        elif base.judge_prompt_sha256 and s.judge_prompt_sha256 and base.judge_prompt_sha256 != s.judge_prompt_sha256:
+            out.append(f"judge prompt differs between {pair} (sha256 {_short_hash(base.judge_prompt_sha256)} vs "
+                       f"{_short_hash(s.judge_prompt_sha256)}): grades are not comparable across judges")
+        if base.k and s.k and base.k != s.k:
+            out.append(f"k differs between {pair} ({base.k} vs {s.k}): NDCG@k covers different depths")
+    for s in summaries:
+        if s.status not in (None, "completed"):
+            out.append(f"{s.label} did not complete (status {s.status}): compared on the questions it finished")
+    return out
+
+
+def _reference_runs(common: list[str], rows: dict[str, QuestionResult], views: list[QuestionView], k: int,
+                    specs: Sequence[M.Metric]) -> list[tuple[str, list[QuestionView]]]:
+    """``(ref:<system>, views)`` for every system named in the baseline rows' ``reference_ranks``
+    (a question property); a question without that system's entry has no values for it."""
+    def ranks_of(q: str) -> dict:
+        ranks = rows[q].extra.get("reference_ranks")
+        return ranks if isinstance(ranks, dict) else {}
+
+    systems = list(dict.fromkeys(name for q in common for name in ranks_of(q)))
+    out = []
+    for name in systems:
+        ref_views = []
+        for q, view in zip(common, views):
+            ranks = ranks_of(q)
+            rank = ranks.get(name)
+            if name not in ranks:
+                ref_views.append(QuestionView(q, view.question, None, None, None, None, (),
+                                              {s.key: None for s in specs}, {}))
+                continue
+            if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool) or rank < 1):
+                raise InputError(f"question {q!r}: reference_ranks[{name!r}] is {rank!r}: a reference rank is a "
+                                 "positive integer or null (fix the questions file the run used)")
+            ref_views.append(reference_view(view, list(rows[q].needle_doc_ids), rank, k, specs))
+        out.append((f"ref:{name}", ref_views))
+    return out
+
+
+def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None = None, *,
+                 sources: Sequence[str] | None = None, alpha: float = ALPHA, power: float = POWER,
+                 seed: int | None = None, metrics: Sequence[str] | None = None) -> Comparison:
+    """Compare runs (:class:`RunResult`, or results dicts, read with :meth:`RunResult.from_json`);
+    the first is the baseline. ``metrics``: the registry keys to compare (default: those marked
+    ``compared``); ``seed``: the bootstrap's seed (the sign-flip test's is ``seed + 1``; default
+    the fixed ones recorded in the output). Pure: no I/O."""
+    if len(runs) < 2:
+        raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
+    names = list(sources) if sources else [f"run #{i + 1}" for i in range(len(runs))]
+    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, name) for r, name in zip(runs, names)]
+    labels = list(labels) if labels else default_labels(runs, sources)
+    if len(labels) != len(runs) or len(set(labels)) != len(labels):
+        raise InputError(f"compare: labels {labels} must be distinct, one per run")
+    if metrics is None:
+        specs = M.metrics(compared=True)
+    else:
+        unknown = [key for key in metrics if key not in M.METRICS]
+        if unknown:
+            raise InputError(f"compare: unknown metric {unknown[0]!r}: choose among {', '.join(M.METRICS)}")
+        specs = [M.METRICS[key] for key in metrics]
+    bootstrap_seed = S.BOOTSTRAP_SEED if seed is None else seed
+    permutation_seed = S.PERMUTATION_SEED if seed is None else seed + 1
+    rows = [{r.question_id: r for r in run.rows} for run in runs]
+    common = [q for q in rows[0] if all(q in other for other in rows[1:])]
+    if not common:
+        raise InputError("the runs have no question id in common: compare runs of the same questions file")
+    k = runs[0].run.k
+    graded = [any(row.llm_grade is not None for row in r.values()) for r in rows]
+    views = [[question_view(r[q], run.run.k, g, specs) for q in common] for r, run, g in zip(rows, runs, graded)]
+    summaries = [_summary(label, "run", run, src, len(r), v, specs)
+                 for label, run, src, r, v in zip(labels, runs, list(sources or [None] * len(runs)), rows, views)]
+    warnings = _meta_warnings(summaries)
+    left_out = {label: len(r) - len(common) for label, r in zip(labels, rows)}
+    if any(left_out.values()):
+        detail = ", ".join(f"{n} of {label}" for label, n in left_out.items())
+        warnings.insert(0, f"the runs have different question sets: compared on the {len(common)} questions they "
+                           f"share; left out {detail}")
+    texts = [sum(1 for a, b in zip(views[0], v) if a.question != b.question) for v in views[1:]]
+    for label, n in zip(labels[1:], texts):
+        if n:
+            warnings.append(f"{n} shared question ids have a different question text in {labels[0]} and {label}: "
+                            "check that both runs used the same questions file")
+
+    references = _reference_runs(common, rows[0], views[0], k, specs)
+    summaries += [_summary(label, "reference", None, "reference_ranks", len(common), v, specs)
+                  for label, v in references]
+
+    # raw statistics, then Holm within each family (the user's runs; the reference systems), then verdicts
+    pairs = [(labels[i], "run", views[i]) for i in range(1, len(runs))] + [(lab, "reference", v)
+                                                                          for lab, v in references]
+    raw = _pair_stats(views[0], [v for _, _, v in pairs], specs, alpha=alpha, power=power,
+                      bootstrap_seed=bootstrap_seed, permutation_seed=permutation_seed)
+    holm: list[dict[str, float | None]] = [{} for _ in pairs]
+    for kind in ("run", "reference"):
+        members = [i for i, (_, kd, _) in enumerate(pairs) if kd == kind]
+        if len(members) < 2:
+            continue
+        for spec in specs:
+            adjusted = S.holm([raw[i][spec.key]["p"] for i in members])
+            for i, p in zip(members, adjusted):
+                holm[i][spec.key] = p
+    comparisons = []
+    for i, (label, kind, v) in enumerate(pairs):
+        results = []
+        for spec in specs:
+            r = raw[i][spec.key]
+            p_holm = holm[i].get(spec.key)
+            p_used = p_holm if p_holm is not None else r["p"]
+            results.append(MetricResult(
+                metric=spec.key, n=r["n"], mean_baseline=r["mean_baseline"], mean_other=r["mean_other"],
+                delta=r["delta"], ci95=r["ci95"], p=r["p"], p_holm=p_holm, wins=r["wins"], ties=r["ties"],
+                losses=r["losses"], verdict=_verdict(r["delta"], p_used, alpha), mde=r["mde"], effect=spec.effect,
+                questions_needed=r["questions_needed"]))
+        worse, better = _changes(views[0], v) if kind == "run" else ([], [])
+        comparisons.append(PairComparison(labels[0], label, kind, results, worse, better))
+    return Comparison(summaries, common, left_out, warnings, comparisons, k, [s.key for s in specs], alpha, power,
+                      bootstrap_seed, permutation_seed)
+
+
+# ---- the table ----------------------------------------------------------------------------------
+
+def _num(value: float | None, digits: int, sign: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def _ci(ci: tuple[float, float] | None, digits: int) -> str:
+    return "-" if ci is None else f"[{_num(ci[0], digits, True)}, {_num(ci[1], digits, True)}]"
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _rank(r: int | None) -> str:
+    return "-" if r is None else str(r)
+
+
+def _grade(g: float | None) -> str:
+    return "-" if g is None else f"{g:g}"
+
+
+def _verdict_line(spec: M.Metric, r: MetricResult, k: int) -> str:
+    label = spec.label_at(k)
+    if r.verdict == NOT_COMPARABLE:
+        return f"  {label}: not comparable (no question has it in both runs)"
+    ci = _ci(r.ci95, spec.digits)
+    p = f"p {_p(r.p)}" + (f", Holm {_p(r.p_holm)}" if r.p_holm is not None else "")
+    line = f"  {label}: {r.verdict} (Δ {_num(r.delta, spec.digits, True)}, 95% CI {ci}, {p})"
+    unit = " points" if spec.unit == "percent" else ""
+    if r.questions_needed is not None:
+        line += (f"; {r.n} questions detect a change of about {_num(r.mde, spec.digits)}{unit}; you would need about "
+                 f"{r.questions_needed} questions to detect a {spec.effect:g}{unit} {label} change")
+    elif r.n >= 2:
+        line += "; every question moved by the same amount, so there is no spread to size a detectable change"
+    return line + "."
+
+
+def _change_lines(title: str, changes: list[QuestionChange], top: int) -> list[str]:
+    if not changes:
+        return [f"{title}: none"]
+    lines = [f"{title} ({len(changes)}), largest first:"]
+    for c in changes[:top]:
+        grade = "" if c.grade_before is None and c.grade_after is None else \
+            f", grade {_grade(c.grade_before)} → {_grade(c.grade_after)}"
+        total = "" if c.delta_total is None else f", total {_num(c.total_before, 2)} → {_num(c.total_after, 2)}"
+        lines.append(f"  {shorten(c.question_id, 40)}  rank {_rank(c.rank_before)} → {_rank(c.rank_after)}{grade}"
+                     f"{total}  {shorten(c.question, 60)}")
+        lines.append(f"      top docs: {shorten(', '.join(c.top_docs_before) or '-', 100)} → "
+                     f"{shorten(', '.join(c.top_docs_after) or '-', 100)}")
+    if len(changes) > top:
+        lines.append(f"  ... and {len(changes) - top} more (see --json)")
+    return lines
+
+
+def format_comparison(c: Comparison, top: int = 10) -> str:
+    """The console report of a comparison (also usable in other reports): runs, warnings, means,
+    one table and one verdict line per metric for each comparison, the questions that changed."""
+    specs = c.specs()
+    out = ["Runs (the first is the baseline):"]
+    for s in c.runs:
+        label = shorten(s.label, 60)
+        if s.kind == "reference":
+            out.append(f"  {label}  reference system: ranks from the questions' reference_ranks (rank only)")
+        else:
+            judge = f", judge {shorten(f'{s.judge_provider} {s.judge_model}', 80)}" if s.judge_model else ""
+            out.append(f"  {label}  {s.question_count} questions, {shorten(s.source or s.run_id or 'in memory', 120)}"
+                       f"{judge}")
+    out.append(f"Compared on {len(c.question_ids)} questions (paired by question id).")
+    out += [f"warning: {shorten(w, 400)}" for w in c.warnings]
+
+    labels = [shorten(s.label, 30) for s in c.runs]
+    width = max(len(label) for label in labels) + 2
+    name_width = max([14, *(len(m.label_at(c.k)) + 1 for m in specs)])
+    out += ["", "Means over the compared questions (percent for rates; grade 1-10; total 0-10; the rest 0-1)",
+            f"{'metric':<{name_width}}" + "".join(f"{label:>{width}}" for label in labels)]
+    for spec in specs:
+        out.append(f"{spec.label_at(c.k):<{name_width}}" + "".join(f"{_num(s.means.get(spec.key), spec.digits):>{width}}"
+                                                                   for s in c.runs))
+    by_key = {s.key: s for s in specs}
+    for pc in c.comparisons:
+        baseline, other = shorten(pc.baseline, 30), shorten(pc.other, 30)
+        holm = any(r.p_holm is not None for r in pc.metrics)
+        w = max(9, len(baseline), len(other)) + 2
+        header = (f"{'metric':<{name_width}}{'n':>5}{baseline:>{w}}{other:>{w}}{'Δ':>9}  {'95% CI':<20}{'p':>7}"
+                  + (f"{'Holm':>8}" if holm else "") + f"{'W/T/L':>10}")
+        out += ["", f"{other} vs {baseline} (Δ = {other} − {baseline}, paired over questions)", header]
+        for r in pc.metrics:
+            spec = by_key[r.metric]
+            if r.n == 0:
+                continue
+            ci = _ci(r.ci95, spec.digits)
+            line = (f"{spec.label_at(c.k):<{name_width}}{r.n:>5}{_num(r.mean_baseline, spec.digits):>{w}}"
+                    f"{_num(r.mean_other, spec.digits):>{w}}{_num(r.delta, spec.digits, True):>9}  {ci:<20}"
+                    f"{_p(r.p):>7}" + (f"{_p(r.p_holm):>8}" if holm else "") + f"{f'{r.wins}/{r.ties}/{r.losses}':>10}")
+            out.append(line + ("" if pc.kind == "run" else f"  {r.verdict}"))
+        if pc.kind != "run":
+            continue
+        out.append(f"Verdicts (α {c.alpha:g}" + (", Holm-adjusted" if holm else "")
+                   + f"; detectable change at power {c.power:g}):")
+        out += [_verdict_line(by_key[r.metric], r, c.k) for r in pc.metrics]
+        out += _change_lines(f"Worse in {other}", pc.worse, top)
+        out += _change_lines(f"Better in {other}", pc.better, top)
+    return "\n".join(out) + "\n"
+
+
+# ---- the command --------------------------------------------------------------------------------
+
+def _runs_dirs(cwd: Path, args: Sequence[str]) -> list[Path]:
+    """Where run ids are looked up: ``runs/`` of the current folder, the history folder a results
+    file of the current folder records (``run.runs_dir``), and that of every results file given."""
+    folders = [cwd / "runs"]
+    for candidate in [cwd / "benchmark_results.json", *(Path(a) for a in args)]:
+        if not candidate.is_file():
+            continue
+        try:
+            runs_dir = (read_json_file(candidate).get("run") or {}).get("runs_dir")  # type: ignore[union-attr]
+        except (InputError, AttributeError):
+            continue
+        if isinstance(runs_dir, str) and runs_dir:
+            folder = Path(runs_dir) if Path(runs_dir).is_absolute() else candidate.parent / Path(runs_dir).name
+            if folder not in folders:
+                folders.append(folder)
+    return folders
+
+
+def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
+    """A results file path, or a run id: ``<runs dir>/<id>.json``, or the file there whose ``run.id``
+    is ``arg``, in the history folders of :func:`_runs_dirs`."""
+    path = Path(arg)
+    if path.is_file():
+        return path
+    folders = _runs_dirs(cwd, others)
+    for runs_dir in folders:
+        candidate = runs_dir / f"{arg}.json"
+        if candidate.is_file():
+            return candidate
+    for runs_dir in folders:
+        if not runs_dir.is_dir():
+            continue
+        for file in sorted(runs_dir.glob("*.json")):
+            try:
+                if not file.is_file() or file.stat().st_size > 64 * 1024 * 1024:
+                    continue
+                text = file.read_text(encoding="utf-8")
+                if arg in text and (json.loads(text).get("run") or {}).get("id") == arg:
+                    return file
+            except (OSError, ValueError, AttributeError, RecursionError):
+                continue
+    if path.is_dir():
+        raise InputError(f"compare: {arg} is a folder: pass a results JSON file or a run id")
+    where = " or ".join(str(f) for f in folders)
+    raise InputError(f"compare: {arg} is neither a results file nor a run id in {where}: pass a results JSON "
+                     "path or a run id (the names in runs/ without .json)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", metavar="RUN",
+                        help="results file or run id (runs/<id>.json); the first is the baseline")
+    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the comparison as JSON")
+    parser.add_argument("--top", type=int, default=10, metavar="N",
+                        help="questions listed per direction in the table (default 10; --json has all)")
+    parser.add_argument("--alpha", type=float, default=ALPHA, help="significance level (default %(default)s)")
+    parser.add_argument("--metrics", default=None, metavar="KEYS",
+                        help="metric keys to compare, comma-separated (default: "
+                             f"{','.join(m.key for m in M.metrics(compared=True))})")
+
+
+def run(args: argparse.Namespace, settings: object) -> int:
+    if len(args.runs) < 2:
+        raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
+    if args.top < 0:
+        raise InputError(f"--top {args.top} is negative: give 0 or more")
+    if not 0 < args.alpha < 1:
+        raise InputError(f"--alpha {args.alpha:g} is not between 0 and 1: give e.g. 0.05")
+    if args.json is not None:
+        check_writable(args.json, "--json", "comparison.json")
+    paths = [resolve_run(arg, Path.cwd(), args.runs) for arg in args.runs]
+    runs = [load_run(p) for p in paths]
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    comparison = compare_runs(runs, default_labels(runs, args.runs), sources=[str(p) for p in paths],
+                              alpha=args.alpha, metrics=metrics)
+    for warning in comparison.warnings:
+        logger.debug("compare warning: {}", warning)
+    sys.stdout.write(format_comparison(comparison, top=args.top))
+    if args.json is not None:
+        write_json_atomic(args.json, comparison.to_json())  # strict JSON, written whole or not at all
+        logger.info("Comparison written to {}", args.json)
+    return 0

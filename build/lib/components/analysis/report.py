@@ -1,0 +1,793 @@
+"""``python benchmark.py report RUN [RUN ...] -o report.html``: one self-contained HTML file.
+
+The page holds, per run: its metadata (judge, model, hashes, cost when known), the metric table
+(with 95% intervals where the run has ``ci95``), four plots — needle rank distribution, grade
+histogram, grade against rank (the judge/needle disagreement quadrants of the diagnosis rules),
+per-group bars — and a per-question table whose rows expand to the retrieved chunks' text, the
+judge's reasoning and the diagnosis, filterable by diagnosis tag (and by a link:
+``report.html#tag=wrong_chunk`` filters, ``#open=q_006`` opens that question's row). With several
+runs it begins with their comparison (:func:`render_comparison` of the JSON of
+``components.analysis.compare.compare_runs``, whose labels then name the runs on the whole page):
+the runs and reference systems, one table per compared pair with its verdicts, the questions that
+got worse and better, and a paired-delta plot of the per-question RR and total-score differences.
+
+Inline CSS, inline SVG (matplotlib, imported here only) and a little inline JavaScript (expand,
+filter); no network access, no external file: it opens from disk. Every text from the results is
+HTML-escaped. Schema-1 files (no chunk text, no diagnosis, no intervals) render with what they
+have: a missing field is shown as absent, never guessed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import io
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from components.analysis.compare import BETTER, WORSE, compare_runs, default_labels, question_view
+from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
+from utils import metrics as M
+from utils.console import NOTHING_GRADED, escape_control, format_ci, is_number, shorten
+from utils.metrics import PASS_MARK
+from utils.output import check_writable, write_text_atomic
+from utils.results import GROUP_FIELDS, RunResult, load_run
+
+MAX_GROUP_VALUES = 12
+DELTA_METRICS = (("mrr", "MRR"), ("avg_total_score", "total score"))  # (metric key, label) of the paired-delta plot
+CARDS = ("hit_at_1_rate", "mrr", "avg_llm_grade", "pass_rate_7")  # the metric keys shown large at the top of a run
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_COLORS = {"bar": "#3b6ea8", "good": "#2e8b57", "bad": "#c0392b", "warn": "#e67e22", "grey": "#8a8f98"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = ("examples:\n"
+                     "  python benchmark.py report benchmark_results.json -o report.html\n"
+                     "  python benchmark.py report base.json new.json -o compare.html   # with the comparison\n"
+                     "  report.html#tag=wrong_chunk&open=q_006 in a browser: one tag's questions, one row open\n\n"
+                     "exit codes: 0 written; 2 a RUN is missing or not a results file (nothing written)")
+    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="results JSON file(s) of benchmark runs")
+    parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),
+                        help="HTML file to write (default: report.html)")
+
+
+def run(args: argparse.Namespace, settings: object) -> int:
+    check_writable(args.output)
+    runs = [load_run(path) for path in args.runs]
+    labels = [run_label(r, p) for r, p in zip(runs, args.runs, strict=True)]
+    comparison = None
+    if len(runs) > 1:  # compare's labels (strategies when distinct) name the runs everywhere on the page
+        labels = default_labels(runs, labels)
+        comparison = compare_runs(runs, labels, sources=[str(p) for p in args.runs]).to_json()
+    page = render_report(runs, labels, comparison)
+    write_text_atomic(args.output, page)
+    logger.info("Report written to {} ({} run{}, {} KB)", args.output, len(runs), "s" if len(runs) > 1 else "",
+                round(len(page.encode()) / 1024))
+    return 0
+
+
+# ---- input
+
+def run_label(result: RunResult, path: Path | str) -> str:
+    return str(result.run.id or Path(path).stem)
+
+
+def _rows(report: Mapping) -> list[dict]:
+    """The rows, with ``rank`` derived from ``retrieved`` and the needles where a row lacks it."""
+    rows = []
+    for row in report.get("results", []):
+        if not isinstance(row, Mapping):
+            continue
+        row = dict(row)
+        needles = row.get("needle_doc_ids") or ([row["needle_doc_id"]] if row.get("needle_doc_id") else [])
+        row["needle_doc_ids"] = list(needles)
+        retrieved = [r for r in row.get("retrieved") or [] if isinstance(r, Mapping) and "doc_id" in r]
+        row["retrieved"] = retrieved
+        if "rank" not in row:
+            row["rank"] = M.chunk_rank(retrieved, needles)
+        rows.append(row)
+    return rows
+
+
+# ---- HTML helpers
+
+def _h(value: Any) -> str:
+    """HTML-escaped text; control characters shown as escapes (newlines and tabs kept)."""
+    text = "" if value is None else str(value)
+    return html.escape(_CONTROL.sub(lambda m: escape_control(m.group()), text), quote=True)
+
+
+def _short_hash(value: Any) -> str:
+    text = str(value)
+    return f'<code title="{_h(text)}">{_h(text[:12])}</code>' if len(text) > 12 else f"<code>{_h(text)}</code>"
+
+
+def _kv_table(pairs: Iterable[tuple[str, str]], cls: str = "meta") -> str:
+    body = "".join(f"<tr><th>{_h(k)}</th><td>{v}</td></tr>" for k, v in pairs)
+    return f'<table class="{cls}">{body}</table>'
+
+
+def _money(x: Any) -> str:
+    return f"${x:.4f}" if is_number(x) else "unknown"
+
+
+# ---- metadata and metrics
+
+def _metadata(report: Mapping, label: str) -> str:
+    run_info = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    pairs: list[tuple[str, str]] = [("run", _h(label))]
+    for key in ("status", "strategy", "k", "started_at", "finished_at"):
+        if key in run_info:
+            pairs.append((key, _h(run_info[key])))
+    if run_info.get("judge_failure"):
+        pairs.append(("judge failure", _h(run_info["judge_failure"])))
+    judge = run_info.get("judge") if isinstance(run_info.get("judge"), Mapping) else {}
+    if judge:
+        pairs.append(("judge", _h(" ".join(str(judge[k]) for k in ("provider", "model", "mode") if judge.get(k)))))
+        if judge.get("prompt_sha256"):
+            pairs.append(("judge prompt sha256", _short_hash(judge["prompt_sha256"])))
+    usage = run_info.get("usage") if isinstance(run_info.get("usage"), Mapping) else {}
+    for who, u in usage.items():
+        if isinstance(u, Mapping):
+            text = f"{u.get('calls', 0)} calls, {u.get('input_tokens') or 0:,} in / {u.get('output_tokens') or 0:,} out"
+            if "cost_usd" in u:
+                text += f", {_money(u['cost_usd'])}"
+            pairs.append((f"{who} usage", _h(text)))
+    if "cost_usd" in run_info:
+        pairs.append(("cost", _h(_money(run_info["cost_usd"]))))
+    if run_info.get("questions_file"):
+        pairs.append(("questions", _h(run_info["questions_file"])))
+    if run_info.get("questions_sha256"):
+        pairs.append(("questions sha256", _short_hash(run_info["questions_sha256"])))
+    corpus = run_info.get("corpus") if isinstance(run_info.get("corpus"), Mapping) else {}
+    if corpus:
+        pairs.append(("corpus", _h(f"{corpus.get('source', '?')} ({corpus.get('documents', '?')} documents, "
+                                   f"{corpus.get('chunks', '?')} chunks)")))
+        if corpus.get("sha256"):
+            pairs.append(("corpus sha256", _short_hash(corpus["sha256"])))
+    index = run_info.get("index") if isinstance(run_info.get("index"), Mapping) else {}
+    if index:
+        pairs.append(("index", _h(", ".join(f"{k} {v}" for k, v in index.items()))))
+    boot = report.get("bootstrap") if isinstance(report.get("bootstrap"), Mapping) else {}
+    if boot:
+        pairs.append(("bootstrap", _h(", ".join(f"{k} {v}" for k, v in boot.items()))))
+    if run_info.get("python"):
+        pairs.append(("python", _h(run_info["python"])))
+    return _kv_table(pairs)
+
+
+def _metric_rows(result: RunResult) -> str:
+    """Each metric of the run (the registry's order) with its 95% interval; a metric that needs a
+    grade reads "n/a (nothing graded)" when nothing was graded; its description is the row's tooltip."""
+    from utils.console import shown_metrics
+
+    nothing_graded = result.graded_count == 0
+    body = []
+    for m in shown_metrics(result):
+        if nothing_graded and m.graded_only:
+            value, ci = NOTHING_GRADED, ""
+        else:
+            value, ci = m.format(result.metrics.get(m.key)), format_ci(m, result.ci95.get(m.key))
+        body.append(f"<tr><th title=\"{_h(m.description)}\">{_h(m.label_at(result.run.k))}</th>"
+                    f"<td class=num>{_h(value)}</td><td class=ci>{_h(ci)}</td></tr>")
+    body.append(f"<tr><th>questions</th><td colspan=2>{result.question_count} (graded {result.graded_count}, "
+                f"ungraded {result.ungraded_count})</td></tr>")
+    if result.grade_errors:
+        body.append(f"<tr><th>ungraded because</th><td colspan=2>"
+                    f"{_h(', '.join(f'{k} ×{v}' for k, v in result.grade_errors.items()))}</td></tr>")
+    if is_number(result.avg_latency_ms):
+        body.append(f"<tr><th>retrieval latency</th><td colspan=2>{result.avg_latency_ms:.1f} ms/question</td></tr>")
+    if is_number(result.index_time_s):
+        body.append(f"<tr><th>index time</th><td colspan=2>{result.index_time_s:.2f} s</td></tr>")
+    head = "<tr><th>metric</th><th>value</th><th>95% CI</th></tr>"
+    return f'<table class="metrics"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _cards(result: RunResult) -> str:
+    nothing_graded = result.graded_count == 0
+    cards = []
+    for key in CARDS:
+        m = M.METRICS.get(key)
+        if m is None or key not in result.metrics:
+            continue
+        shown = "n/a" if nothing_graded and m.graded_only else m.format(result.metrics[key])
+        cards.append(f'<div class="card" title="{_h(m.description)}"><div class="big">{_h(shown)}</div>'
+                     f'<div>{_h(m.label_at(result.run.k))}</div></div>')
+    return f'<div class="cards">{"".join(cards)}</div>'
+
+
+# ---- plots
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
+                         "axes.spines.right": False, "font.family": "sans-serif"})
+    return plt
+
+
+def _label(text: Any, width: int = 40) -> str:
+    """Text safe for a matplotlib label: no mathtext, no control characters, at most ``width`` long."""
+    return shorten(str(text), width).replace("$", r"\$")
+
+
+def _svg(fig: Any, name: str, title: str) -> str:
+    """The figure as an inline SVG inside ``<figure class="plot">``; ids salted with ``name``
+    so that several SVGs on one page do not share ids, and the output is reproducible."""
+    plt = _plt()
+    buf = io.StringIO()
+    with plt.rc_context({"svg.hashsalt": name}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    return f'<figure class="plot" data-plot="{_h(name)}">{svg}<figcaption>{_h(title)}</figcaption></figure>'
+
+
+def _legend_below(fig: Any, ncol: int) -> None:
+    """The figure's legend in a strip under the axes (kept clear of the x label)."""
+    strip = 0.3 / fig.get_figheight()  # one legend row of 7-point text, as a share of the figure's height
+    fig.tight_layout(rect=(0, strip, 1, 1))
+    fig.legend(loc="lower center", ncol=ncol, fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0))
+
+
+def _rank_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
+    plt = _plt()
+    ranks = Counter(r.get("rank") for r in rows)
+    xs = list(range(1, k + 1))
+    counts = [ranks.get(x, 0) for x in xs] + [sum(v for key, v in ranks.items() if key is None or key > k)]
+    labels = [str(x) for x in xs] + ["none"]
+    fig, ax = plt.subplots(figsize=(4.2, 2.8))
+    bars = ax.bar(labels, counts, color=[_COLORS["good"]] + [_COLORS["bar"]] * (k - 1) + [_COLORS["bad"]])
+    ax.bar_label(bars, fontsize=8)
+    ax.set_xlabel("rank of the first needle chunk")
+    ax.set_ylabel("questions")
+    ax.set_title("Needle rank")
+    return _svg(fig, name, "Needle rank distribution (none: not in the top k)")
+
+
+def _grade_plot(rows: Sequence[Mapping], name: str) -> str:
+    plt = _plt()
+    grades = Counter(r.get("llm_grade") for r in rows)
+    xs = list(range(1, 11))
+    fig, ax = plt.subplots(figsize=(4.2, 2.8))
+    bars = ax.bar([str(x) for x in xs], [grades.get(x, 0) for x in xs],
+                  color=[_COLORS["good"] if x >= PASS_MARK else _COLORS["bar"] for x in xs])
+    ax.bar_label(bars, fontsize=8)
+    ax.set_xlabel("judge grade")
+    ax.set_ylabel("questions")
+    ungraded = grades.get(None, 0)
+    ax.set_title("Grades" + (f" ({ungraded} ungraded, not shown)" if ungraded else ""))
+    return _svg(fig, name, "Grade histogram")
+
+
+def _quadrant_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
+    """Grade against rank: one bubble per (rank, grade) cell, sized and labelled by its count;
+    shaded: the two disagreement rules (needle in the top k with grade ≤ 4; not in it with ≥ 7)."""
+    plt = _plt()
+    cells = Counter((r["rank"] if r.get("rank") is not None and r["rank"] <= k else k + 1, r["llm_grade"])
+                    for r in rows if is_number(r.get("llm_grade")))
+    from matplotlib.patches import Rectangle
+
+    fig, ax = plt.subplots(figsize=(4.2, 3.1))
+    ax.add_patch(Rectangle((0.5, 0.5), k, LOW_GRADE_MAX, color=_COLORS["bad"], alpha=0.10, lw=0,
+                           label=f"needle_hit_low_grade (≤ {LOW_GRADE_MAX})"))
+    ax.add_patch(Rectangle((k + 0.5, HIGH_GRADE_MIN - 0.5), 1, 11 - HIGH_GRADE_MIN, color=_COLORS["warn"], alpha=0.18,
+                           lw=0, label=f"needle_miss_high_grade (≥ {HIGH_GRADE_MIN})"))
+    _legend_below(fig, ncol=2)
+    if cells:
+        xs, ys, ns = zip(*((x, y, n) for (x, y), n in sorted(cells.items())), strict=True)
+        ax.scatter(xs, ys, s=[40 + 60 * n for n in ns], color=_COLORS["bar"], alpha=0.75, edgecolors="white",
+                   clip_on=False)
+        for x, y, n in zip(xs, ys, ns, strict=True):
+            if n > 1:
+                ax.annotate(str(n), (x, y), ha="center", va="center", fontsize=7, color="white")
+    ax.set_xlim(0.5, k + 1.5)
+    ax.set_ylim(0.5, 10.5)
+    ax.set_xticks(range(1, k + 2), [str(x) for x in range(1, k + 1)] + ["none"])
+    ax.set_yticks(range(1, 11))
+    ax.set_xlabel("needle rank")
+    ax.set_ylabel("judge grade")
+    ax.set_title("Grade against rank")
+    return _svg(fig, name, "Grade against rank: shaded, where judge and needle disagree")
+
+
+def _group_stats(report: Mapping, rows: Sequence[Mapping]) -> dict[str, dict[str, dict]]:
+    """``groups`` of the run when it has them, else derived from the rows' fields in GROUP_FIELDS
+    (2 to MAX_GROUP_VALUES distinct values) with the registry's hit@1, hit@5 and MRR."""
+    groups = report.get("groups")
+    if isinstance(groups, Mapping) and groups:
+        return {str(f): {str(v): dict(s) for v, s in values.items() if isinstance(s, Mapping)}
+                for f, values in groups.items() if isinstance(values, Mapping)}
+    derived = [M.METRICS[key] for key in ("hit_at_1_rate", "hit_at_5_rate", "mrr") if key in M.METRICS]
+    out: dict[str, dict[str, dict]] = {}
+    for field_name in GROUP_FIELDS:
+        by_value: dict[str, list[Mapping]] = {}
+        for row in rows:
+            value = row.get(field_name)
+            if isinstance(value, (str, int)) and not isinstance(value, bool):
+                by_value.setdefault(str(value), []).append(row)
+        if 2 <= len(by_value) <= MAX_GROUP_VALUES:
+            out[field_name] = {v: {"count": len(rs), **{m.key: m.aggregate(rs, 5) for m in derived}}
+                               for v, rs in sorted(by_value.items())}
+    return out
+
+
+def _group_plot(field_name: str, stats: Mapping[str, Mapping], name: str) -> str:
+    """hit@1, hit@5 and pass ≥ 7 (those the groups have) per value of one field, in percent."""
+    plt = _plt()
+    values = list(stats)
+    shown = [("hit_at_1_rate", "hit@1", _COLORS["good"]), ("hit_at_5_rate", "hit@5", _COLORS["bar"]),
+             ("pass_rate_7", "pass ≥ 7", _COLORS["warn"])]
+    metrics = [m for m in shown if any(is_number(stats[v].get(m[0])) for v in values)]
+    fig, ax = plt.subplots(figsize=(4.2, 1.2 + 0.22 * len(values) * max(len(metrics), 1)))
+    height = 0.8 / max(len(metrics), 1)
+    for j, (key, label, color) in enumerate(metrics):
+        ys = [i + (j - (len(metrics) - 1) / 2) * height for i in range(len(values))]
+        widths = [stats[v][key] if is_number(stats[v].get(key)) else 0 for v in values]
+        ax.barh(ys, widths, height=height, color=color, label=label)
+    ax.set_yticks(range(len(values)), [_label(v, 24) + f" (n={stats[v].get('count', '?')})" for v in values])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of the group's questions")
+    ax.set_title(_label(f"By {field_name}"))
+    if metrics:
+        _legend_below(fig, ncol=len(metrics))
+    return _svg(fig, name, f"Per-group rates: {field_name}")
+
+
+# ---- the questions table
+
+def _chunk_html(item: Mapping, needles: set[str], best_chunk_id: str | None) -> str:
+    classes = ["chunk"]
+    if item.get("doc_id") in needles:
+        classes.append("needle")
+    if best_chunk_id and item.get("chunk_id") == best_chunk_id:
+        classes.append("best")
+    heading = item.get("heading_path")
+    heading = " > ".join(str(h) for h in heading) if isinstance(heading, list) else ""
+    score = item.get("score")
+    head = (f"<b>#{_h(item.get('rank', '?'))}</b> <code>{_h(item.get('chunk_id') or item.get('doc_id'))}</code>"
+            + (f" score {score:.3f}" if is_number(score) else "")
+            + (" <span class=badge>needle</span>" if "needle" in classes else "")
+            + (" <span class='badge best'>best needle chunk</span>" if "best" in classes else ""))
+    title = " > ".join(x for x in (str(item.get("title") or ""), heading) if x)
+    text = item.get("text")
+    if isinstance(text, str) and title and text.startswith(str(item.get("title"))):
+        title = ""  # the indexed text begins with its title and heading path already
+    body = (f"<pre>{_h(text)}</pre>" if isinstance(text, str)
+            else "<p class=muted>no chunk text in this results file (schema 1, or run with --no-text)</p>")
+    return (f'<div class="{" ".join(classes)}"><div class="chead">{head}</div>'
+            + (f"<div class=ctitle>{_h(title)}</div>" if title else "") + body + "</div>")
+
+
+def _question_html(row: Mapping, k: int) -> str:
+    diagnosis = row.get("diagnosis") if isinstance(row.get("diagnosis"), Mapping) else None
+    tags = [str(t) for t in (diagnosis or {}).get("tags") or []]
+    rank, grade, total = row.get("rank"), row.get("llm_grade"), row.get("total_score")
+    r_cls = "good" if rank == 1 else ("bad" if rank is None else "mid")
+    g_cls = "muted" if not is_number(total) else ("good" if total >= PASS_MARK else "bad")
+    needles = set(row.get("needle_doc_ids") or [])
+    best = row.get("needle_best_chunk") if isinstance(row.get("needle_best_chunk"), Mapping) else None
+    data_tags = " ".join(tags) + (" _diagnosed" if diagnosis is not None else " _clean")
+    summary = (f'<summary><span class=qid>{_h(row.get("question_id"))}</span>'
+               f'<span class="r {r_cls}">R{_h(rank if rank is not None else "-")}</span>'
+               f'<span class="g {g_cls}">G{_h(grade if grade is not None else "-")}</span>'
+               f'<span class="g {g_cls}">T{_h(f"{total:.1f}" if is_number(total) else "-")}</span>'
+               f'<span class=qtext>{_h(row.get("question"))}</span>'
+               f'<span class=tags>{"".join(f"<span class=tag>{_h(t)}</span>" for t in tags)}</span></summary>')
+    parts = [f"<p><b>Question</b> {_h(row.get('question'))}</p>"]
+    if row.get("expected_answer"):
+        parts.append(f"<p><b>Expected answer</b> {_h(row['expected_answer'])}</p>")
+    parts.append(f"<p><b>Needle</b> {_h(', '.join(sorted(needles)) or '-')}"
+                 + (f" — best chunk <code>{_h(best.get('chunk_id'))}</code> "
+                    f"({_h(' > '.join(map(str, best.get('heading_path') or [])) or 'no heading')}, overlap "
+                    f"{_h(format(best['overlap'], '.0%') if is_number(best.get('overlap')) else '?')})"
+                    if best else "") + "</p>")
+    if diagnosis is not None:
+        parts.append(f"<p class=diag><b>Diagnosis</b> {_h(diagnosis.get('sentence'))}</p>")
+    if row.get("llm_reasoning"):
+        parts.append(f"<p><b>Judge</b> {_h(row['llm_reasoning'])}</p>")
+    if row.get("grade_error"):
+        parts.append(f"<p class=bad><b>Not graded</b> {_h(row['grade_error'])}</p>")
+    extra = [(key, row[key]) for key in GROUP_FIELDS if isinstance(row.get(key), (str, int))]
+    if extra:
+        parts.append("<p class=muted>" + _h(" · ".join(f"{k2} {v}" for k2, v in extra)) + "</p>")
+    chunks = "".join(_chunk_html(item, needles, best.get("chunk_id") if best else None)
+                     for item in row.get("retrieved") or [])
+    parts.append(f"<div class=chunks>{chunks or '<p class=muted>nothing retrieved</p>'}</div>")
+    search = f"{row.get('question_id')} {row.get('question')}"
+    return (f'<details class="q" data-qid="{_h(row.get("question_id"))}" data-tags="{_h(data_tags)}" '
+            f'data-search="{_h(search)}">'
+            f'{summary}<div class="detail">{"".join(parts)}</div></details>')
+
+
+def _questions(rows: Sequence[Mapping], k: int, has_diagnosis: bool) -> str:
+    counts = {tag: n for tag, n in count_tags(rows).items() if n or tag not in TAGS}
+    diagnosed = sum(1 for r in rows if isinstance(r.get("diagnosis"), Mapping))
+    buttons = [f'<button type=button data-tag="" class="on">all ({len(rows)})</button>']
+    if has_diagnosis:
+        buttons.append(f'<button type=button data-tag="_diagnosed">diagnosed ({diagnosed})</button>')
+        buttons += [f'<button type=button data-tag="{_h(t)}">{_h(t)} ({n})</button>' for t, n in counts.items()]
+    note = "" if has_diagnosis else "<span class=muted>no diagnoses in this results file</span>"
+    bar = (f'<div class="filters">{"".join(buttons)}{note}<input type=search placeholder="filter by id or text">'
+           f'<button type=button class=expand>expand all</button><span class=shown></span></div>')
+    return bar + f'<div class="questions">{"".join(_question_html(r, k) for r in rows)}</div>'
+
+
+# ---- the comparison
+
+def _fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
+    if not is_number(x):
+        return "-"
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+
+
+def _p(p: Any) -> str:
+    if not is_number(p):
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _grade(g: Any) -> str:
+    return f"{g:g}" if is_number(g) else "-"
+
+
+def _arrow(before: Any, after: Any, fmt: Any = str) -> str:
+    return f"{'-' if before is None else fmt(before)} → {'-' if after is None else fmt(after)}"
+
+
+def _verdict_class(verdict: Any) -> str:
+    return {BETTER: "good", WORSE: "bad"}.get(str(verdict), "muted")
+
+
+def paired_deltas(baseline: RunResult | Mapping, other: RunResult | Mapping, question_ids: Sequence[str]
+                  ) -> dict[str, list[tuple[str, float]]]:
+    """Per question ``other − baseline`` of each metric in :data:`DELTA_METRICS` (MRR, total score),
+    paired by question id over ``question_ids`` (the comparison's common questions), with each row's
+    values as compare reads them (:func:`components.analysis.compare.question_view`, so schema-1 rows
+    work too). A question that lacks the value in either run (e.g. ungraded) is left out of that
+    metric; empty lists when nothing pairs. Differences only, for plotting: means, intervals and
+    p-values are compare's."""
+    specs = [M.METRICS[key] for key, _ in DELTA_METRICS]
+    views = []
+    for run in (baseline, other):
+        result = run if isinstance(run, RunResult) else RunResult.from_json(run)
+        rows = {r.question_id: r for r in result.rows}
+        views.append({q: question_view(rows[q], result.run.k, specs=specs).values for q in question_ids if q in rows})
+    before, after = views
+    return {key: [(q, after[q][key] - before[q][key]) for q in question_ids
+                  if q in before and q in after and before[q][key] is not None and after[q][key] is not None]
+            for key, _ in DELTA_METRICS}
+
+
+def _delta_plot(deltas: Mapping[str, Sequence[tuple[str, float]]], stats: Mapping[str, Mapping], baseline: str,
+                other: str, name: str) -> str:
+    """One panel per metric of :data:`DELTA_METRICS`: the per-question deltas (``other − baseline``)
+    as bars sorted from worst to best, zero marked, and compare's mean delta with its 95% CI as a
+    dashed line in a band. Empty string when no metric has a paired question."""
+    if not any(deltas.get(key) for key, _ in DELTA_METRICS):
+        return ""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(DELTA_METRICS), figsize=(7.8, 2.9), squeeze=False)
+    captions = []
+    for ax, (key, label) in zip(axes[0], DELTA_METRICS, strict=True):
+        values = sorted(d for _, d in deltas.get(key) or [])
+        ax.set_title(_label(f"Δ {label} per question"), loc="left", fontsize=9)
+        if not values:
+            ax.text(0.5, 0.5, "no question has it in both runs", ha="center", va="center", transform=ax.transAxes,
+                    color=_COLORS["grey"])
+            ax.set_axis_off()
+            continue
+        colors = [_COLORS["good"] if d > 1e-12 else _COLORS["bad"] if d < -1e-12 else _COLORS["grey"] for d in values]
+        ax.bar(range(1, len(values) + 1), values, width=0.8 if len(values) < 60 else 1.0, color=colors)
+        ax.axhline(0, color="black", lw=0.8)
+        m = stats.get(key) or {}
+        ci = m.get("ci95")
+        if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_number(v) for v in ci):
+            ax.axhspan(ci[0], ci[1], color=_COLORS["bar"], alpha=0.15, lw=0, label="95% CI of the mean Δ")
+        if is_number(m.get("delta")):
+            ax.axhline(m["delta"], color=_COLORS["bar"], lw=1.2, ls="--", label=f"mean Δ {m['delta']:+.3f}")
+            ax.legend(fontsize=7, frameon=False, loc="upper left")
+        ax.set_xlim(0.4, len(values) + 0.6)
+        ax.set_xlabel("questions, sorted by Δ")
+        ax.locator_params(axis="x", integer=True)
+        captions.append(f"{label}: {len(values)} questions, mean Δ {_fmt(m.get('delta'), 3, True)}")
+    fig.suptitle(_label(f"{other} − {baseline}", 80), fontsize=9, x=0.01, ha="left")
+    fig.tight_layout()
+    return _svg(fig, name, f"Paired deltas, {other} − {baseline} (green: better, red: worse); "
+                           + "; ".join(captions))
+
+
+def _runs_table(summaries: Sequence[Mapping]) -> str:
+    head = ("<tr><th>run</th><th>kind</th><th>strategy</th><th>run id</th><th>judge</th><th>questions</th>"
+            "<th>source</th></tr>")
+    body = []
+    for i, s in enumerate(summaries):
+        reference = s.get("kind") == "reference"
+        kind = ("<span class='badge ref'>reference system</span>" if reference
+                else "baseline" if i == 0 else "run")
+        judge = " ".join(str(s[key]) for key in ("judge_provider", "judge_model") if s.get(key))
+        if reference:
+            judge = "rank only (the questions' reference_ranks)"
+        body.append(f"<tr{' class=ref' if reference else ''}><td><b>{_h(s.get('label'))}</b></td><td>{kind}</td>"
+                    f"<td>{_h(s.get('strategy') or '-')}</td><td>{_h(s.get('run_id') or '-')}</td>"
+                    f"<td>{_h(judge or '-')}</td><td class=num>{_h(s.get('question_count', '-'))}</td>"
+                    f"<td>{_h(s.get('source') or '-')}</td></tr>")
+    return f"<table class='meta runs'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _means_table(summaries: Sequence[Mapping], metrics: Sequence[Mapping], count: Any) -> str:
+    head = "<tr><th>metric</th>" + "".join(
+        f"<th{' class=ref' if s.get('kind') == 'reference' else ''}>{_h(s.get('label'))}</th>" for s in summaries
+    ) + "</tr>"
+    body = []
+    for m in metrics:
+        key, digits = m.get("key"), _digits(m)
+        cells = "".join(f"<td class=num>{_h(_fmt((s.get('means') or {}).get(key), digits))}</td>" for s in summaries)
+        body.append(f"<tr><th>{_h(m.get('label') or key)}</th>{cells}</tr>")
+    return (f"<h3>Means over the {_h(count)} compared questions</h3><p class=muted>rates in percent, grade 1-10, "
+            f"total score 0-10, the others 0-1</p><table class='metrics compare'><thead>{head}</thead><tbody>{''.join(body)}"
+            f"</tbody></table>")
+
+
+def _digits(metric: Mapping) -> int:
+    """The decimals of a metric of the comparison's JSON (its ``digits``; 3 when absent)."""
+    digits = metric.get("digits")
+    return digits if isinstance(digits, int) and not isinstance(digits, bool) and 0 <= digits <= 6 else 3
+
+
+def _pair_table(comp: Mapping, labels: Mapping[str, str], digits_of: Mapping[str, int]
+                ) -> tuple[str, list[str], list[str]]:
+    """The metric table of one comparison, its "you would need about N questions" sentences and
+    the labels of the metrics no question has in both runs."""
+    rows, power, absent = [], [], []
+    for m in comp.get("metrics") or []:
+        if not isinstance(m, Mapping):
+            continue
+        key = str(m.get("metric"))
+        label, digits = labels.get(key, key), digits_of.get(key, 3)
+        if not m.get("n"):
+            absent.append(label)
+            continue
+        ci = m.get("ci95")
+        ci_text = (f"[{_fmt(ci[0], digits, True)}, {_fmt(ci[1], digits, True)}]"
+                   if isinstance(ci, (list, tuple)) and len(ci) == 2 else "-")
+        wtl = "/".join(_h(m.get(k, "-")) for k in ("wins", "ties", "losses"))
+        verdict = m.get("verdict") or "-"
+        rows.append(f"<tr><th>{_h(label)}</th><td class=num>{_h(m.get('n'))}</td>"
+                    f"<td class=num>{_fmt(m.get('mean_baseline'), digits)}</td>"
+                    f"<td class=num>{_fmt(m.get('mean_other'), digits)}</td>"
+                    f"<td class=num>{_fmt(m.get('delta'), digits, True)}</td><td class=ci>{_h(ci_text)}</td>"
+                    f"<td class=num>{_h(_p(m.get('p')))}</td><td class=num>{_h(_p(m.get('p_holm')))}</td>"
+                    f"<td class=num>{wtl}</td><td class='verdict {_verdict_class(verdict)}'>{_h(verdict)}</td></tr>")
+        if is_number(m.get("questions_needed")):
+            power.append(f"{label}: {m['n']} questions detect a change of about {_fmt(m.get('mde'), digits)}; "
+                         f"you would need about {m['questions_needed']} questions to detect a "
+                         f"{_grade(m.get('effect'))} {label} change.")
+        elif is_number(m.get("n")) and m["n"] >= 2:
+            power.append(f"{label}: every question moved by the same amount, so there is no spread to size a "
+                         "detectable change.")
+    head = (f"<tr><th>metric</th><th>n</th><th>{_h(comp.get('baseline'))}</th><th>{_h(comp.get('other'))}</th>"
+            "<th>Δ</th><th>95% CI of Δ</th><th>p</th><th>p (Holm)</th><th>W/T/L</th><th>verdict</th></tr>")
+    table = f"<table class='metrics compare'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+    return table, power, absent
+
+
+def _changes_table(title: str, changes: Sequence[Any], cls: str) -> str:
+    """The questions that got worse (or better), largest first, as compare lists them."""
+    changes = [c for c in changes if isinstance(c, Mapping)]
+    if not changes:
+        return f"<p class=muted>{_h(title)}: none</p>"
+    head = ("<tr><th>question</th><th>rank</th><th>doc rank</th><th>grade</th><th>total</th><th>Δ total</th>"
+            "<th>Δ RR</th><th>top documents before</th><th>top documents after</th></tr>")
+    body = []
+    for c in changes:
+        docs = [", ".join(str(d) for d in c.get(key) or []) or "-" for key in ("top_docs_before", "top_docs_after")]
+        body.append(
+            f"<tr><td><span class=qid>{_h(c.get('question_id'))}</span> "
+            f"<span title=\"{_h(c.get('question'))}\">{_h(shorten(str(c.get('question') or ''), 70))}</span></td>"
+            f"<td class=num>{_h(_arrow(c.get('rank_before'), c.get('rank_after')))}</td>"
+            f"<td class=num>{_h(_arrow(c.get('doc_rank_before'), c.get('doc_rank_after')))}</td>"
+            f"<td class=num>{_h(_arrow(c.get('grade_before'), c.get('grade_after'), _grade))}</td>"
+            f"<td class=num>{_h(_arrow(c.get('total_before'), c.get('total_after'), lambda x: _fmt(x, 2)))}</td>"
+            f"<td class='num {cls}'>{_fmt(c.get('delta_total'), 2, True)}</td>"
+            f"<td class='num {cls}'>{_fmt(c.get('delta_rr'), 3, True)}</td>"
+            f"<td><code>{_h(docs[0])}</code></td><td><code>{_h(docs[1])}</code></td></tr>")
+    return (f"<details class=changes open><summary class={cls}><b>{_h(title)}</b> ({len(changes)}, largest first)"
+            f"</summary><table class=changes><thead>{head}</thead><tbody>{''.join(body)}</tbody></table></details>")
+
+
+def render_comparison(comparison: Mapping, runs: Sequence[RunResult | Mapping] = ()) -> str:
+    """The comparison section (HTML) from ``compare_runs(...).to_json()``: the runs (reference systems
+    marked), the questions compared and left out, the warnings, their means, then per comparison a
+    table (means, Δ, 95% CI, p, Holm-adjusted p, wins/ties/losses, verdict), the "you would need
+    about N questions" sentences, the questions that got worse and better, and the paired-delta plot.
+    ``runs`` are the runs (or results dicts) in the order given to compare_runs: the per-question deltas of
+    the plot come from their rows (the comparison JSON holds only the changed questions); without
+    them there is no plot. Absent values show as ``-``."""
+    summaries = [s for s in comparison.get("runs") or [] if isinstance(s, Mapping)]
+    metrics = [m for m in comparison.get("metrics") or [] if isinstance(m, Mapping)]
+    labels = {str(m.get("key")): str(m.get("label") or m.get("key")) for m in metrics}
+    digits_of = {str(m.get("key")): _digits(m) for m in metrics}
+    user_runs = [s for s in summaries if s.get("kind") != "reference"]
+    results_of = ({str(s.get("label")): r for s, r in zip(user_runs, runs, strict=True)}
+                  if len(runs) == len(user_runs) else {})
+    parts = ["<section class=comparison><h2>Comparison</h2>"]
+    if summaries:
+        parts.append(_runs_table(summaries))
+    count = comparison.get("common_question_count")
+    facts = [f"Compared on {_h(count if count is not None else '-')} questions, paired by question id; "
+             "every run is compared with the baseline (Δ = run − baseline)."]
+    left_out = comparison.get("left_out")
+    if isinstance(left_out, Mapping) and any(left_out.values()):
+        facts.append("Left out (not in every run): "
+                     + _h(", ".join(f"{n} of {label}" for label, n in left_out.items())) + ".")
+    parts.append(f"<p>{' '.join(facts)}</p>")
+    warnings = comparison.get("warnings") or []
+    if warnings:
+        parts.append("<ul class=warnings>" + "".join(f"<li>warning: {_h(w)}</li>" for w in warnings) + "</ul>")
+    if summaries and metrics:
+        parts.append(_means_table(summaries, metrics, count if count is not None else "-"))
+    question_ids = [str(q) for q in comparison.get("question_ids") or []]
+    for i, comp in enumerate(c for c in comparison.get("comparisons") or [] if isinstance(c, Mapping)):
+        baseline, other = comp.get("baseline"), comp.get("other")
+        reference = comp.get("kind") == "reference"
+        table, power, absent = _pair_table(comp, labels, digits_of)
+        badge = " <span class='badge ref'>reference system</span>" if reference else ""
+        parts.append(f"<div class='pair{' ref' if reference else ''}'><h3>{_h(other)}{badge} against "
+                     f"{_h(baseline)}</h3>")
+        if reference:
+            parts.append("<p class=muted>Rank only, from the questions' reference_ranks (document level): "
+                         "its own Holm family, apart from your runs.</p>")
+        parts.append(table)
+        if absent:
+            parts.append(f"<p class=muted>Not comparable (no question has it in both): {_h(', '.join(absent))}</p>")
+        if power:
+            parts.append("<ul class=power>" + "".join(f"<li>{_h(line)}</li>" for line in power) + "</ul>")
+        if not reference:
+            parts.append(_changes_table(f"Worse in {other}", comp.get("worse") or [], "bad"))
+            parts.append(_changes_table(f"Better in {other}", comp.get("better") or [], "good"))
+            base_run, other_run = results_of.get(str(baseline)), results_of.get(str(other))
+            if base_run is not None and other_run is not None:
+                stats = {str(m.get("metric")): m for m in comp.get("metrics") or [] if isinstance(m, Mapping)}
+                parts.append(_delta_plot(paired_deltas(base_run, other_run, question_ids), stats, str(baseline),
+                                         str(other), f"paired-delta-{i}"))
+        parts.append("</div>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+# ---- the page
+
+CSS = """
+:root{--fg:#1d2330;--muted:#6b7280;--line:#e3e6ec;--bg:#f6f7f9;--good:#1f7a4a;--bad:#b42318;--mid:#9a6700}
+*{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);
+background:var(--bg);margin:0}main{max-width:1180px;margin:0 auto;padding:18px 22px 60px}
+h1{font-size:22px;margin:6px 0 2px}h2{font-size:18px;margin:26px 0 10px;border-bottom:2px solid var(--line);
+padding-bottom:4px}h3{font-size:15px;margin:18px 0 8px}code{font:12px ui-monospace,Menlo,Consolas,monospace}
+.muted{color:var(--muted)}.good{color:var(--good)}.bad{color:var(--bad)}.mid{color:var(--mid)}
+section.run,section.comparison{background:#fff;border:1px solid var(--line);border-radius:10px;padding:6px 18px 16px;
+margin:16px 0}.cards{display:flex;gap:12px;margin:10px 0}.card{flex:1;border:1px solid var(--line);border-radius:8px;
+padding:8px 12px;background:#fbfcfd}.card .big{font-size:24px;font-weight:600}
+.twocol{display:grid;grid-template-columns:1fr 1fr;gap:18px;align-items:start}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line);
+vertical-align:top}table.meta th{width:38%;color:var(--muted);font-weight:500}td.num{text-align:right;
+font-variant-numeric:tabular-nums}td.ci{color:var(--muted);font-variant-numeric:tabular-nums}
+.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:14px;margin:14px 0}
+figure.plot{margin:0;border:1px solid var(--line);border-radius:8px;padding:6px;background:#fff}
+figure.plot svg{width:100%;height:auto}
+figcaption{font-size:12px;color:var(--muted);text-align:center}
+.filters{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:8px 0}
+.filters button{border:1px solid var(--line);background:#fff;border-radius:14px;padding:2px 10px;cursor:pointer;
+font-size:12px}.filters button.on{background:var(--fg);color:#fff}.filters input{margin-left:auto;padding:3px 8px;
+border:1px solid var(--line);border-radius:6px}.shown{color:var(--muted);font-size:12px}
+details.q{border-bottom:1px solid var(--line)}details.q>summary{display:grid;
+grid-template-columns:70px 44px 40px 52px 1fr auto;gap:8px;padding:5px 4px;cursor:pointer;list-style:none;
+align-items:baseline}details.q>summary::-webkit-details-marker{display:none}details.q[open]>summary{background:#eef2f8}
+details.q>summary:hover{background:#f1f4f9}.qid{font:12px ui-monospace,Menlo,monospace;color:var(--muted)}
+.r,.g{font-weight:600;font-variant-numeric:tabular-nums}.tag{display:inline-block;background:#fdecea;color:var(--bad);
+border-radius:10px;padding:0 7px;margin-left:4px;font-size:11px}.detail{padding:6px 12px 12px 18px;background:#fafbfc}
+.detail p{margin:4px 0}.diag{background:#fff7e6;border-left:3px solid #e67e22;padding:4px 8px}
+.chunks{display:grid;gap:8px;margin-top:8px}.chunk{border:1px solid var(--line);border-radius:6px;background:#fff}
+.chunk.needle{border-color:#7fb48f}.chunk.best{box-shadow:0 0 0 2px #e6b422}.chead{padding:3px 8px;
+background:#f3f4f6;font-size:12px}.ctitle{padding:2px 8px;color:var(--muted);font-size:12px}
+.chunk pre{margin:0;padding:6px 8px;max-height:220px;overflow:auto;white-space:pre-wrap;font-size:12px}
+.badge{background:#e3f1e7;color:var(--good);border-radius:8px;padding:0 6px;font-size:11px}
+.badge.best{background:#fbf0c9;color:#7a5b00}.warnings{color:var(--mid)}
+.badge.ref{background:#e8e4f3;color:#4b3b8a}tr.ref td,th.ref{color:#4b3b8a}.pair{margin:18px 0 8px}
+.pair.ref{border-left:3px solid #b9afd9;padding-left:12px}td.verdict{font-weight:600}td.verdict.muted{font-weight:400}
+.power{color:var(--muted);font-size:12px;margin:6px 0}details.changes{margin:8px 0}
+details.changes>summary{cursor:pointer}section.comparison figure.plot{max-width:780px;margin:10px 0}
+table.changes td,table.changes th{font-size:12px}table.compare td.num{white-space:nowrap}
+"""
+
+JS = """
+(function(){
+  function apply(sec){
+    var on=sec.querySelector('.filters button.on'), tag=on?on.getAttribute('data-tag'):'';
+    var q=(sec.querySelector('.filters input').value||'').toLowerCase(), n=0, rows=sec.querySelectorAll('details.q');
+    rows.forEach(function(d){
+      var ok=(!tag||(' '+d.getAttribute('data-tags')+' ').indexOf(' '+tag+' ')>=0)&&
+             (!q||d.getAttribute('data-search').toLowerCase().indexOf(q)>=0);
+      d.hidden=!ok; if(ok){n++;}
+    });
+    sec.querySelector('.shown').textContent=n+' of '+rows.length+' shown';
+    sec.setAttribute('data-shown', String(n));
+  }
+  function select(sec, tag){
+    var found=false;
+    sec.querySelectorAll('.filters button[data-tag]').forEach(function(b){
+      var hit=b.getAttribute('data-tag')===tag; b.classList.toggle('on',hit); found=found||hit;});
+    if(!found){var all=sec.querySelector('.filters button[data-tag=""]'); if(all){all.classList.add('on');}}
+    apply(sec);
+  }
+  function param(name){
+    var m=new RegExp('(?:^|[#&])'+name+'=([^&]*)').exec(location.hash); return m?decodeURIComponent(m[1]):'';}
+  var wanted=param('tag'), opened=param('open');
+  document.querySelectorAll('section.run').forEach(function(sec){
+    sec.querySelectorAll('.filters button[data-tag]').forEach(function(b){
+      b.addEventListener('click',function(){select(sec,b.getAttribute('data-tag'));});});
+    sec.querySelector('.filters input').addEventListener('input',function(){apply(sec);});
+    var ex=sec.querySelector('.filters button.expand');
+    ex.addEventListener('click',function(){
+      var open=ex.textContent==='expand all';
+      sec.querySelectorAll('details.q').forEach(function(d){if(!d.hidden){d.open=open;}});
+      ex.textContent=open?'collapse all':'expand all';});
+    select(sec, wanted);
+    if(opened){sec.querySelectorAll('details.q').forEach(function(d){
+      if(d.getAttribute('data-qid')===opened){d.open=true;}});}
+  });
+  document.documentElement.setAttribute('data-ready','1');
+})();
+"""
+
+ERROR_HOOK = ("window.addEventListener('error',function(e){var d=document.documentElement;"
+              "d.setAttribute('data-errors',(d.getAttribute('data-errors')||'')+(e.message||'error')+';');});")
+
+
+def _run_section(result: RunResult, label: str, index: int) -> str:
+    report = result.to_json()
+    rows = _rows(report)
+    k = result.run.k if result.run.k >= 1 else max([len(r["retrieved"]) for r in rows] + [1])
+    plots = [_rank_plot(rows, k, f"r{index}-rank"), _grade_plot(rows, f"r{index}-grade"),
+             _quadrant_plot(rows, k, f"r{index}-quadrant")]
+    groups = _group_stats(report, rows)
+    plots += [_group_plot(f, stats, f"r{index}-group-{j}") for j, (f, stats) in enumerate(groups.items()) if stats]
+    schema = report.get("schema_version", "?")
+    return (f'<section class="run" id="run-{index}"><h2>Run {_h(label)} <span class=muted>(schema {_h(schema)})'
+            f'</span></h2>{_cards(result)}<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
+            f'<div><h3>Metrics</h3>{_metric_rows(result)}</div></div>'
+            f'<div class="plots">{"".join(plots)}</div><h3>Questions</h3>{_questions(rows, k, result.diagnosis_counts is not None)}</section>')
+
+
+def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], comparison: Mapping | None = None
+                  ) -> str:
+    """The whole page for ``runs`` (:class:`RunResult`, or results dicts: read with
+    :meth:`RunResult.from_json`) named by ``labels``; ``comparison`` is
+    ``compare_runs(runs, labels).to_json()`` when there are several (same runs, same order)."""
+    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, label) for r, label in zip(runs, labels)]
+    title = "Retrieval benchmark report — " + ", ".join(labels)
+    generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    body = [f"<h1>Retrieval benchmark report</h1><p class=muted>{len(runs)} run{'s' if len(runs) != 1 else ''}: "
+            f"{_h(', '.join(labels))} · generated {_h(generated)}</p>"]
+    if comparison is not None:
+        body.append(render_comparison(comparison, runs))
+    body += [_run_section(r, label, i) for i, (r, label) in enumerate(zip(runs, labels, strict=True))]
+    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
+            f"<meta name=viewport content='width=device-width,initial-scale=1'>"
+            f"<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'; "
+            f"script-src 'unsafe-inline'; img-src data:\">"
+            f"<title>{_h(title)}</title><script>{ERROR_HOOK}</script><style>{CSS}</style></head>"
+            f"<body><main>{''.join(body)}</main><script>{JS}</script></body></html>\n")

@@ -1,0 +1,144 @@
+"""The benchmark as a library: evaluate a retriever, compare runs, render a report.
+
+::
+
+    from components.api import evaluate, compare, report
+
+    result = evaluate(my_retriever, "questions.json")          # the built-in corpus, the offline judge
+    print(result.metrics["mrr"], result.ci95["mrr"])
+    result.save("runs/mine.json")
+    print(compare(["runs/baseline.json", result]))             # the table; .to_json() for the data
+    html = report([result])
+
+Nothing here writes a file or prints unless asked (``save``, a callback). Log records go through
+loguru under the ``components``, ``utils`` and ``poc`` names; they are off until you enable them
+(``from loguru import logger; logger.enable("components")``). The command line
+(``python benchmark.py``) is a client of these functions.
+
+A retriever is any object with ``index(chunks)`` and ``retrieve(query, k) -> list[ScoredChunk]``
+(:class:`Retriever`); a corpus a folder of Markdown files (doc id = file stem), a list of
+:class:`Document`, or None (the built-in Python reference); questions a questions JSON file or a
+list of question dicts (``id``, ``question``, ``expected_answer``, ``needle_doc_id``). The judge
+is a provider name (``"offline"``, ``"anthropic"``), ``"<provider>/<model>"``, or None: the
+environment's judge (the default provider when its key is set, else the offline lexical judge).
+Metrics and judge providers have registries: :func:`register_metric`, :func:`register_provider`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from loguru import logger
+
+from components.analysis.compare import Comparison, compare_runs
+from components.judges.providers import ModelChoice, Provider, Variable, providers, register_provider
+from components.run.evaluation import evaluate as _evaluate
+from poc.chunking import Chunk
+from poc.corpus import Corpus, Document
+from poc.retriever import Retriever, ScoredChunk
+from utils.errors import BenchmarkError, InputError, JudgeError
+from utils.metrics import Metric, metrics, register_metric
+from utils.questions import Question
+from utils.results import QuestionResult, RunInfo, RunResult, load_run
+from utils.settings import Settings
+
+__all__ = [
+    "evaluate", "compare", "report", "load_run",
+    "RunResult", "RunInfo", "QuestionResult", "Comparison",
+    "Retriever", "ScoredChunk", "Chunk", "Document", "Corpus", "Question",
+    "Metric", "metrics", "register_metric",
+    "Provider", "Variable", "ModelChoice", "providers", "register_provider",
+    "Settings", "BenchmarkError", "InputError", "JudgeError",
+]
+
+for _name in ("components", "utils", "poc"):  # a library is quiet until the application says otherwise
+    logger.disable(_name)
+
+
+def _settings(judge: str | None, settings: Settings | None) -> Settings:
+    """The settings for ``judge``: ``settings`` (or the environment, read here once) with the judge
+    named by ``judge`` (a provider name, or ``provider/model``)."""
+    if settings is not None and judge is None:
+        return settings
+    env = dict(os.environ)
+    if judge is not None:
+        env.pop("BENCHMARK_JUDGE", None)
+        env.pop("BENCHMARK_JUDGE_MODEL", None)
+        if "/" in judge:
+            env["BENCHMARK_JUDGE_MODEL"] = judge
+        else:
+            env["BENCHMARK_JUDGE"] = judge
+    return Settings.from_env(env)
+
+
+def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence[Mapping | Question],
+             corpus: str | os.PathLike | Sequence[Document] | Corpus | None = None, *, k: int = 5,
+             judge: str | None = None, settings: Settings | None = None, name: str | None = None,
+             judge_repeats: int = 1, chunk_relevance: bool | None = None, max_cost_usd: float | None = None,
+             group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: str | os.PathLike | None = None,
+             on_row: Callable[[QuestionResult, int, int], None] | None = None,
+             should_stop: Callable[[], bool] | None = None) -> RunResult:
+    """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
+
+    - ``retriever``: an object with ``index(chunks)`` and ``retrieve(query, k)``, or a strategy name
+      (``"baseline"``, ``"modular-no-llm"``, ``"package.module:factory"``);
+    - ``questions``: a questions JSON file, or a list of question dicts / :class:`Question`;
+    - ``corpus``: a folder of Markdown files, a list of :class:`Document`, a :class:`Corpus`, or
+      None for the built-in corpus;
+    - ``judge``: ``"offline"``, ``"anthropic"``, ``"<provider>/<model>"``, or None for the
+      environment's judge (``settings`` overrides the environment entirely);
+    - ``k`` chunks per question; ``judge_repeats`` grades per question; ``chunk_relevance`` rate
+      each chunk 0-3 (None: only with the offline judge, which does it for free);
+      ``max_cost_usd`` stop grading before the judge's cost would pass it; ``group_by`` question
+      fields to aggregate by; ``keep_text`` keep the chunks' text in the rows; ``cache_dir`` an index
+      cache folder (None: no cache);
+    - ``on_row(row, i, n)`` is called after each question, in order; ``should_stop()`` is asked
+      before each retrieval and each judge call (return True to end the run ``interrupted``).
+
+    Returns a :class:`RunResult`: ``metrics``, ``ci95``, ``groups``, ``rows``, ``run``; it writes
+    nothing (``result.save(path)`` does). Raises :class:`InputError` for bad input and
+    :class:`JudgeError` when the judge cannot be reached at start-up."""
+    return _evaluate(retriever, questions, corpus, k=k, settings=_settings(judge, settings), name=name,
+                     judge_repeats=judge_repeats, chunk_relevance=chunk_relevance, max_cost_usd=max_cost_usd,
+                     group_by=group_by, keep_text=keep_text, cache_dir=Path(cache_dir) if cache_dir else None,
+                     on_row=on_row, should_stop=should_stop)
+
+
+def _as_result(run: RunResult | str | os.PathLike | Mapping) -> RunResult:
+    if isinstance(run, RunResult):
+        return run
+    if isinstance(run, Mapping):
+        return RunResult.from_json(run)
+    return load_run(run)
+
+
+def compare(runs: Sequence[RunResult | str | os.PathLike], *, labels: Sequence[str] | None = None,
+            alpha: float = 0.05, power: float = 0.8, seed: int | None = None,
+            metrics: Sequence[str] | None = None) -> Comparison:
+    """Compare runs (results, or results files) question by question; the first is the baseline.
+    ``str()`` of the :class:`Comparison` is the table the command line prints, ``to_json()`` its
+    data: per metric the means, Δ with its paired bootstrap CI, the sign-flip p (Holm-adjusted
+    across several runs), a verdict at ``alpha``, and how many questions a change needs to be
+    detected at ``power``. ``seed`` changes the resampling seeds (recorded in ``to_json()``)."""
+    results = [_as_result(r) for r in runs]
+    sources = [str(r) if not isinstance(r, (RunResult, Mapping)) else (r.source if isinstance(r, RunResult)
+                                                                        else None) or f"run #{i + 1}"
+               for i, r in enumerate(runs)]
+    return compare_runs(results, labels, sources=sources, alpha=alpha, power=power, seed=seed, metrics=metrics)
+
+
+def report(runs: Sequence[RunResult | str | os.PathLike]) -> str:
+    """One self-contained HTML page of ``runs`` (with their comparison when there are several)."""
+    from components.analysis.compare import default_labels
+    from components.analysis.report import render_report, run_label
+
+    results = [_as_result(r) for r in runs]
+    labels = [run_label(r, r.source or f"run {i + 1}") for i, r in enumerate(results)]
+    comparison = None
+    if len(results) > 1:
+        labels = default_labels(results, labels)
+        comparison = compare_runs(results, labels).to_json()
+    return render_report(results, labels, comparison)
+

@@ -1,0 +1,78 @@
+"""The contexts of a question that validation and dataset export need, from one BM25 index.
+
+One :class:`poc.bm25.BM25Retriever` indexes every chunk of the corpus (its tokenizer: English
+stopwords, Snowball stems; IDF over the whole corpus). From it:
+
+* **gold** (:meth:`ContextIndex.gold`) — the chunks of the question's needle document(s), ranked
+  by their BM25 score for the question (ties, e.g. no query term in the document: document
+  order). Several needle documents are pooled into one ranking.
+* **hard negatives** (:meth:`ContextIndex.hard_negatives`) — the best-scoring chunks of all other
+  documents; a chunk scoring 0 (no query term) is not a hard negative.
+* **random others** (:meth:`ContextIndex.random_others`) — chunks of other documents drawn
+  uniformly without replacement with ``random.Random(f"{seed}:{question_id}")``: the same seed
+  draws the same chunks for a question whatever else is in the questions file.
+
+A chunk whose text is empty (an empty document yields one title-only chunk) is never a context.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from poc.bm25 import BM25Retriever
+from poc.chunking import Chunk
+from poc.retriever import ScoredChunk
+
+
+def has_text(chunk: Chunk) -> bool:
+    return bool(chunk.text.strip())
+
+
+class ContextIndex:
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self.chunks = list(chunks)
+        self._bm25 = BM25Retriever()
+        self._bm25.index(self.chunks)
+        self._doc_ids = {c.doc_id for c in self.chunks}
+        self._by_doc: dict[str, list[int]] = {}
+        for i, c in enumerate(self.chunks):
+            if has_text(c):
+                self._by_doc.setdefault(c.doc_id, []).append(i)
+
+    def has_document(self, doc_id: str) -> bool:
+        return doc_id in self._doc_ids
+
+    def is_empty(self, doc_id: str) -> bool:
+        """True when the document has no chunk with text (also when it is not in the corpus)."""
+        return doc_id not in self._by_doc
+
+    def gold(self, question: str, needle_doc_ids: Iterable[str], k: int) -> list[ScoredChunk]:
+        """The ``k`` best chunks of the needle documents for ``question`` (fewer if they have fewer)."""
+        positions = [i for doc in dict.fromkeys(needle_doc_ids) for i in self._by_doc.get(doc, [])]
+        scores = self._bm25.scores(question)
+        ranked = sorted(positions, key=lambda i: (-float(scores[i]), i))
+        return [ScoredChunk(self.chunks[i], float(scores[i])) for i in ranked[:k]]
+
+    def hard_negatives(self, question: str, needle_doc_ids: Iterable[str], n: int) -> list[ScoredChunk]:
+        """The ``n`` best chunks of the other documents with a positive BM25 score, best first."""
+        needles = set(needle_doc_ids)
+        scores = self._bm25.scores(question)
+        out: list[ScoredChunk] = []
+        for i in np.argsort(-scores, kind="stable"):
+            if len(out) >= n or scores[i] <= 0:
+                break
+            c = self.chunks[i]
+            if c.doc_id not in needles and has_text(c):
+                out.append(ScoredChunk(c, float(scores[i])))
+        return out
+
+    def random_others(self, question_id: str, needle_doc_ids: Iterable[str], k: int, seed: int) -> list[Chunk]:
+        """``k`` chunks with text drawn at random from documents that are not needles."""
+        needles = set(needle_doc_ids)
+        pool = [i for doc, positions in self._by_doc.items() if doc not in needles for i in positions]
+        pool.sort()
+        rng = random.Random(f"{seed}:{question_id}")
+        return [self.chunks[i] for i in rng.sample(pool, min(k, len(pool)))]

@@ -1,0 +1,131 @@
+"""``python benchmark.py export-dataset --questions Q -o dataset.jsonl`` — a retrieval dataset in
+seed 003's schema: one JSON line per question, in the questions file's order.
+
+* ``id`` — ``<questions file stem>:<question id>``; ``source`` — ``benchmark_mining`` (seed 003:
+  the queries are mined from an existing benchmark, not generated); ``query`` — the question text.
+* ``positive_ctxs`` — the needle document's best ``--positives`` chunks (default 1; per needle
+  document when there are several, pooled and re-ranked), ranked by BM25 for the query within the
+  needle documents (see :mod:`components.dataset.context_index`); ``rank_relevance`` is 1 for the
+  best (the primary target), 2, 3 ... for the next ones.
+* ``negative_ctxs`` — hard negatives: the ``--hard-negatives`` (default 5) best chunks by BM25
+  for the query over the whole corpus that are not from a needle document and score above 0,
+  each with ``is_hard_negative: true``.
+* Each context has ``doc_id``, ``chunk_id``, ``title``, ``heading_path``, ``text`` (the chunk's
+  indexed text: title and heading path, then the body — what retrievers index and judges see)
+  and ``bm25_score``.
+* ``metadata`` — the question's own extra fields (``difficulty``, ``category``, ``type`` ...),
+  ``expected_answer``, ``needle_doc_ids``, ``questions_file``, and ``validation`` (the verdict,
+  flags, reasons and the two check grades from a ``validate`` JSON given with ``--validation``,
+  else null).
+
+Strict JSON lines (UTF-8, no NaN). A needle that is not in the corpus is an input error; a needle
+document without text gives a line with no positives (and a warning).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from loguru import logger
+
+from components.dataset.context_index import ContextIndex
+from poc.retriever import ScoredChunk
+from utils.errors import InputError
+from utils.questions import Question, QuestionSet, check_needles, load_questions
+from utils.output import check_writable, write_text_atomic
+from utils.settings import Settings
+
+SOURCE = "benchmark_mining"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--questions", type=Path, required=True, help="questions JSON file")
+    p.add_argument("--corpus", type=Path, default=None,
+                   help="folder of Markdown files, one document each (default: built-in Python reference)")
+    p.add_argument("--validation", type=Path, default=None,
+                   help="validation JSON written by `benchmark.py validate` for these questions")
+    p.add_argument("--hard-negatives", type=int, default=5, help="hard negatives per question (default 5)")
+    p.add_argument("--positives", type=int, default=1, help="best needle chunks per needle document (default 1)")
+    p.add_argument("-o", "--output", type=Path, required=True, help="JSON lines file to write")
+
+
+def _context(scored: ScoredChunk) -> dict:
+    c = scored.chunk
+    return {"doc_id": c.doc_id, "chunk_id": c.chunk_id, "title": c.title, "heading_path": list(c.heading_path),
+            "text": c.index_text, "bm25_score": round(scored.score, 4)}
+
+
+def load_validation(path: Path, qset: QuestionSet) -> dict[str, dict]:
+    """The ``validate`` JSON's per-question entries by id; it must have been made for ``qset``."""
+    if not path.is_file():
+        raise InputError(f"--validation {path} is not a file: pass the JSON written by `benchmark.py validate`")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"--validation {path} is not valid JSON ({err}): pass the JSON written by "
+                         "`benchmark.py validate`") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("questions"), list) or "questions_sha256" not in doc:
+        raise InputError(f"--validation {path} is not a validation file (no questions_sha256/questions): "
+                         "pass the JSON written by `benchmark.py validate`")
+    if doc["questions_sha256"] != qset.sha256:
+        raise InputError(f"--validation {path} was made for another questions file (sha256 "
+                         f"{str(doc['questions_sha256'])[:12]}…, not {qset.sha256[:12]}…): run validate on "
+                         f"{qset.path} again")
+    return {str(q.get("id")): q for q in doc["questions"] if isinstance(q, dict)}
+
+
+def _validation_summary(entry: dict | None) -> dict | None:
+    if entry is None:
+        return None
+    grade = {name: (entry.get(name) or {}).get("grade") for name in ("sufficiency", "necessity")}
+    return {"verdict": entry.get("verdict"), "flags": entry.get("flags", []), "reasons": entry.get("reasons", []),
+            "sufficiency_grade": grade["sufficiency"], "necessity_grade": grade["necessity"],
+            "judge": entry.get("judge")}
+
+
+def dataset_line(q: Question, index: ContextIndex, *, questions_path: str, positives: int, hard_negatives: int,
+                 validation: dict | None) -> dict:
+    """One line of the dataset (see the module docstring)."""
+    best = [s for doc in q.needle_doc_ids for s in index.gold(q.question, [doc], positives)]
+    best.sort(key=lambda s: -s.score)  # stable: ties keep needle, then document, order
+    positive_ctxs = [dict(_context(s), rank_relevance=rank) for rank, s in enumerate(best, start=1)]
+    negative_ctxs = [dict(_context(s), is_hard_negative=True)
+                     for s in index.hard_negatives(q.question, q.needle_doc_ids, hard_negatives)]
+    metadata = {**q.extra, "expected_answer": q.expected_answer, "needle_doc_ids": list(q.needle_doc_ids),
+                "questions_file": Path(questions_path).name, "validation": _validation_summary(validation)}
+    return {"id": f"{Path(questions_path).stem}:{q.id}", "source": SOURCE, "query": q.question,
+            "positive_ctxs": positive_ctxs, "negative_ctxs": negative_ctxs, "metadata": metadata}
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.hard_negatives < 0:
+        raise InputError(f"--hard-negatives {args.hard_negatives}: give 0 or more")
+    if args.positives < 1:
+        raise InputError(f"--positives {args.positives}: give at least 1")
+    check_writable(args.output, "--output", "dataset.jsonl")
+    qset = load_questions(args.questions)
+    validation = load_validation(args.validation, qset) if args.validation is not None else None
+    from poc.chunking import chunk_corpus
+    from poc.corpus import load_corpus
+
+    corpus = load_corpus(args.corpus)
+    check_needles(qset, corpus.ids(), corpus.source)
+    index = ContextIndex(chunk_corpus(corpus.documents))
+    lines = []
+    for q in qset.questions:
+        entry = None
+        if validation is not None:
+            entry = validation.get(q.id)
+            if entry is None:
+                logger.warning("{}: question {!r} is not in {} (validation null)", qset.path, q.id, args.validation)
+        line = dataset_line(q, index, questions_path=qset.path, positives=args.positives,
+                            hard_negatives=args.hard_negatives, validation=entry)
+        if not line["positive_ctxs"]:
+            logger.warning("question {!r}: its needle document has no text: no positive context", q.id)
+        lines.append(json.dumps(line, ensure_ascii=False, allow_nan=False))
+    write_text_atomic(args.output, "".join(line + "\n" for line in lines))
+    logger.info("{} dataset lines written to {} (positives per needle {}, hard negatives up to {})", len(lines),
+                args.output, args.positives, args.hard_negatives)
+    return 0

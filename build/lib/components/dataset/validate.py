@@ -1,0 +1,402 @@
+"""``python benchmark.py validate QUESTIONS`` — the forward RAG check of seed 003 on a questions file.
+
+For every question the judge (:func:`components.judges.setup.make_judge`: the LLM grader, or the
+offline lexical one, labelled ``lexical``) grades two contexts of ``k`` chunks:
+
+* **sufficiency** — the needle document's own best ``k`` chunks (BM25 for the question over that
+  document's chunks, see :mod:`components.dataset.context_index`): the grade must reach
+  :data:`SUFFICIENCY_MIN` (7). If not, the needle does not answer the question (wrong needle, or
+  an answer the document does not hold).
+* **necessity** — ``k`` chunks drawn at random (seed ``--seed``, recorded) from other documents:
+  the grade must stay at or below :data:`NECESSITY_MAX` (3). If not, the question is answerable
+  without its needle (too generic, or common knowledge).
+
+With ``--judge-repeats N`` each check is graded N times; the check's grade is the mean of its
+graded repeats, and its spread (max − min) and sample standard deviation are reported. A repeat
+the judge could not grade is recorded with its error; a check without any grade fails.
+
+Flags (``flags`` in the JSON): ``duplicate`` (the same normalised text — case-folded, punctuation
+removed, whitespace collapsed — as an earlier question; the first one is kept),
+``unknown_needle`` (a needle that is not a document of the corpus), ``empty_needle`` (a needle
+document without text) and ``no_expected_answer``. The first three fail the question without
+grading it; ``no_expected_answer`` is a warning (the LLM grader then uses its reference-free
+prompt; the lexical judge cannot grade, so the checks fail as ungraded).
+
+A question passes when it has no failing flag and both checks pass. ``--write-clean OUT`` writes
+the passing questions in the input's own format (the same top-level object with its
+``questions`` list filtered, ``question_count`` updated when present; or a bare list).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loguru import logger
+
+from components.dataset.context_index import ContextIndex
+from components.judges.setup import make_judge
+from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
+from poc.chunking import Chunk
+from utils.errors import InputError, JudgeError
+from utils.questions import Question, QuestionSet, load_questions
+from utils.output import check_writable, write_text_atomic
+from utils.settings import Settings
+
+SUFFICIENCY_MIN = 7
+NECESSITY_MAX = 3
+VALIDATION_VERSION = 1
+BLOCKING_FLAGS = ("duplicate", "unknown_needle", "empty_needle")
+EXIT_OK, EXIT_JUDGE, EXIT_INTERRUPTED = 0, 3, 130
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("questions", type=Path, help="questions JSON file to validate")
+    p.add_argument("--corpus", type=Path, default=None,
+                   help="folder of Markdown files, one document each (default: built-in Python reference)")
+    p.add_argument("--k", type=int, default=5, help="chunks per check (default 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random chunks of the necessity check (default 0)")
+    p.add_argument("--judge-repeats", type=int, default=1, help="grade each check N times and report the spread")
+    p.add_argument("--json", type=Path, default=Path("validation.json"),
+                   help="validation JSON to write (default validation.json)")
+    p.add_argument("--write-clean", type=Path, default=None, metavar="OUT",
+                   help="write the questions that pass to OUT, in the input's format")
+
+
+# --------------------------------------------------------------------------- records
+
+@dataclass(frozen=True)
+class Flag:
+    code: str  # duplicate | unknown_needle | empty_needle | no_expected_answer
+    message: str
+
+    @property
+    def blocking(self) -> bool:
+        return self.code in BLOCKING_FLAGS
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check (sufficiency or necessity): the chunks graded and the grade of every repeat."""
+
+    name: str  # "sufficiency" | "necessity"
+    chunk_ids: list[str]
+    grades: list[int | None]  # one per repeat; None where the judge gave no grade
+    errors: list[str]  # the grade_error of each ungraded repeat
+    reasoning: str | None  # the first graded repeat's
+
+    @property
+    def graded(self) -> list[int]:
+        return [g for g in self.grades if g is not None]
+
+    @property
+    def grade(self) -> float | None:
+        """The mean of the graded repeats (None when none was graded)."""
+        return statistics.fmean(self.graded) if self.graded else None
+
+    @property
+    def spread(self) -> int | None:
+        return max(self.graded) - min(self.graded) if len(self.graded) >= 2 else None
+
+    @property
+    def stdev(self) -> float | None:
+        """Sample standard deviation of the graded repeats (None under two)."""
+        return statistics.stdev(self.graded) if len(self.graded) >= 2 else None
+
+    @property
+    def passed(self) -> bool | None:
+        if self.grade is None:
+            return None
+        return self.grade >= SUFFICIENCY_MIN if self.name == "sufficiency" else self.grade <= NECESSITY_MAX
+
+    @property
+    def reason(self) -> str | None:
+        """Why this check fails the question (None when it passes)."""
+        if self.passed:
+            return None
+        if self.grade is None:
+            why = "; ".join(dict.fromkeys(self.errors)) or "no chunks to grade"
+            return f"{self.name}: not graded ({why})"
+        if self.name == "sufficiency":
+            return f"sufficiency: the needle's best chunks grade {_num(self.grade)} < {SUFFICIENCY_MIN}"
+        return f"necessity: random chunks of other documents grade {_num(self.grade)} > {NECESSITY_MAX}"
+
+    def to_json(self) -> dict:
+        return {"passed": self.passed, "grade": self.grade, "grades": self.grades, "spread": self.spread,
+                "stdev": self.stdev, "errors": self.errors, "reasoning": self.reasoning, "chunk_ids": self.chunk_ids}
+
+
+@dataclass(frozen=True)
+class QuestionValidation:
+    question: Question
+    flags: list[Flag]
+    sufficiency: CheckResult | None  # None: not graded because of a failing flag or a failed judge
+    necessity: CheckResult | None
+    not_checked: str | None = None  # why the checks did not run although no flag blocks them
+
+    @property
+    def reasons(self) -> list[str]:
+        out = [f"{f.code}: {f.message}" for f in self.flags if f.blocking]
+        if self.not_checked:
+            out.append(self.not_checked)
+        out += [c.reason for c in (self.sufficiency, self.necessity) if c is not None and c.reason]
+        return out
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if self.reasons else "pass"
+
+    def to_json(self, judge_label: str) -> dict:
+        q = self.question
+        return {
+            "id": q.id, "question": q.question, "needle_doc_ids": list(q.needle_doc_ids), "verdict": self.verdict,
+            "reasons": self.reasons, "flags": [f.code for f in self.flags],
+            "warnings": [f"{f.code}: {f.message}" for f in self.flags if not f.blocking],
+            "judge": judge_label,
+            "sufficiency": self.sufficiency.to_json() if self.sufficiency else None,
+            "necessity": self.necessity.to_json() if self.necessity else None,
+        }
+
+
+@dataclass
+class ValidationRun:
+    """What :func:`validate_questions` produced; ``status``: completed | judge_failed | interrupted."""
+
+    items: list[QuestionValidation] = field(default_factory=list)
+    status: str = "completed"
+    judge_failure: str | None = None
+
+
+def _num(x: float) -> str:
+    return f"{x:g}" if float(x).is_integer() else f"{x:.2f}"
+
+
+# --------------------------------------------------------------------------- the checks
+
+def normalise(text: str) -> str:
+    """Question text for duplicate detection: case-folded, punctuation removed, whitespace collapsed."""
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+
+
+def question_flags(questions: Sequence[Question], index: ContextIndex) -> list[list[Flag]]:
+    """The flags of every question, in order (duplicates point at the first question with that text)."""
+    first: dict[str, str] = {}
+    out = []
+    for q in questions:
+        flags = []
+        key = normalise(q.question)
+        if key in first:
+            flags.append(Flag("duplicate", f"same text as question {first[key]!r}"))
+        else:
+            first[key] = q.id
+        for doc in q.needle_doc_ids:
+            if not index.has_document(doc):
+                flags.append(Flag("unknown_needle", f"needle {doc!r} is not a document of the corpus"))
+            elif index.is_empty(doc):
+                flags.append(Flag("empty_needle", f"needle document {doc!r} has no text"))
+        if q.expected_answer is None:
+            flags.append(Flag("no_expected_answer", "the question has no expected answer"))
+        out.append(flags)
+    return out
+
+
+def _grade(judge, name: str, q: Question, chunks: list[Chunk], repeats: int) -> CheckResult:
+    grades: list[int | None] = []
+    errors: list[str] = []
+    reasoning = None
+    for _ in range(repeats if chunks else 0):
+        result = judge.grade(q.question, q.expected_answer, chunks)
+        grades.append(result.grade)
+        if result.grade is None:
+            errors.append(result.error or "no grade")
+        elif reasoning is None:
+            reasoning = result.reasoning
+    return CheckResult(name, [c.chunk_id for c in chunks], grades, errors, reasoning)
+
+
+def validate_questions(questions: Sequence[Question], index: ContextIndex, judge, *, k: int = 5, seed: int = 0,
+                       repeats: int = 1) -> ValidationRun:
+    """Run both checks on every question (sequentially). A fatal :class:`JudgeError` stops the
+    grading (status ``judge_failed``; the remaining questions are recorded unchecked); an interrupt
+    stops it too (status ``interrupted``; only the finished questions are recorded)."""
+    run = ValidationRun()
+    all_flags = question_flags(questions, index)
+    for n, (q, flags) in enumerate(zip(questions, all_flags, strict=True), start=1):
+        if run.judge_failure is not None:
+            run.items.append(QuestionValidation(q, flags, None, None, f"not checked: the judge failed "
+                                                f"({run.judge_failure})"))
+            continue
+        if any(f.blocking for f in flags):
+            item = QuestionValidation(q, flags, None, None)
+        else:
+            gold = [s.chunk for s in index.gold(q.question, q.needle_doc_ids, k)]
+            others = index.random_others(q.id, q.needle_doc_ids, k, seed)
+            try:
+                item = QuestionValidation(q, flags, _grade(judge, "sufficiency", q, gold, repeats),
+                                          _grade(judge, "necessity", q, others, repeats))
+            except JudgeError as err:
+                if not err.fatal:
+                    raise
+                run.status, run.judge_failure = "judge_failed", f"{err.kind}: {err}"
+                logger.error("[validate] the judge became unusable: {}", run.judge_failure)
+                item = QuestionValidation(q, flags, None, None, f"not checked: the judge failed ({run.judge_failure})")
+            except KeyboardInterrupt:
+                run.status = "interrupted"
+                logger.warning("[validate] interrupted after {} of {} questions", n - 1, len(questions))
+                return run
+        run.items.append(item)
+        logger.info("[validate] {}/{} {}: {}{}", n, len(questions), q.id, item.verdict,
+                    f" ({'; '.join(item.reasons)})" if item.reasons else "")
+    return run
+
+
+# --------------------------------------------------------------------------- outputs
+
+def judge_consistency(items: Sequence[QuestionValidation], repeats: int) -> dict | None:
+    """Over the checks graded at least twice: the percent whose grades moved by 2 or more (max − min)
+    and the mean of their sample standard deviations. None with a single repeat."""
+    if repeats < 2:
+        return None
+    checks = [c for item in items for c in (item.sufficiency, item.necessity) if c is not None and c.spread is not None]
+    return {
+        "repeats": repeats,
+        "checks": len(checks),
+        "grade_moved_2plus_rate": 100.0 * sum(1 for c in checks if c.spread >= 2) / len(checks) if checks else None,
+        "mean_grade_stdev": statistics.fmean(c.stdev for c in checks) if checks else None,
+    }
+
+
+def build_report(qset: QuestionSet, corpus_info: dict, judge_info: dict, run: ValidationRun, *, k: int, seed: int,
+                 repeats: int) -> dict:
+    items = run.items
+    flag_counts = Counter(f.code for item in items for f in item.flags)
+    return {
+        "validation_version": VALIDATION_VERSION,
+        "status": run.status,
+        "judge_failure": run.judge_failure,
+        "questions_file": qset.path,
+        "questions_sha256": qset.sha256,
+        "corpus": corpus_info,
+        "judge": judge_info,
+        "k": k,
+        "seed": seed,
+        "judge_repeats": repeats,
+        "thresholds": {"sufficiency_min": SUFFICIENCY_MIN, "necessity_max": NECESSITY_MAX},
+        "summary": {
+            "question_count": len(qset.questions),
+            "checked_count": len(items),
+            "pass_count": sum(1 for i in items if i.verdict == "pass"),
+            "fail_count": sum(1 for i in items if i.verdict == "fail"),
+            "flag_counts": dict(sorted(flag_counts.items())),
+            "judge_consistency": judge_consistency(items, repeats),
+        },
+        "questions": [item.to_json(judge_info["label"]) for item in items],
+    }
+
+
+def _cell(check: CheckResult | None) -> str:
+    if check is None:
+        return "-"
+    if check.grade is None:
+        return "n/a"
+    text = _num(check.grade)
+    if check.spread is not None:
+        text += f" [{min(check.graded)}-{max(check.graded)}]"
+    return text
+
+
+def table(items: Sequence[QuestionValidation], summary: dict, judge_label: str) -> str:
+    """The table ``validate`` prints: one line per question, then a summary line."""
+    rows = [("id", "verdict", "suff", "nec", "reasons / warnings")]
+    for item in items:
+        notes = item.reasons + [f"{f.code}: {f.message}" for f in item.flags if not f.blocking]
+        rows.append((item.question.id, item.verdict, _cell(item.sufficiency), _cell(item.necessity),
+                     "; ".join(notes) or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows]
+    flags = ", ".join(f"{code} x{n}" for code, n in summary["flag_counts"].items()) or "none"
+    lines.append(f"{summary['checked_count']} questions: {summary['pass_count']} pass, {summary['fail_count']} fail "
+                 f"(judge: {judge_label}; flags: {flags}; sufficiency >= {SUFFICIENCY_MIN}, necessity <= "
+                 f"{NECESSITY_MAX})")
+    consistency = summary["judge_consistency"]
+    if consistency is not None and consistency["checks"]:
+        lines.append(f"judge consistency over {consistency['repeats']} repeats: "
+                     f"{consistency['grade_moved_2plus_rate']:.1f}% of {consistency['checks']} checks moved by >= 2, "
+                     f"mean grade stdev {consistency['mean_grade_stdev']:.2f}")
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def clean_questions(qset: QuestionSet, passing_ids: set[str]) -> object:
+    """The questions file's own JSON (as loaded: standard input too) with only the questions in
+    ``passing_ids`` (order kept)."""
+    doc = qset.document
+    items = doc["questions"] if isinstance(doc, dict) else doc
+    kept = [raw for raw in items if str(raw["id"]) in passing_ids]
+    if isinstance(doc, list):
+        return kept
+    out = dict(doc, questions=kept)
+    if isinstance(doc.get("question_count"), int) and not isinstance(doc["question_count"], bool):
+        out["question_count"] = len(kept)
+    return out
+
+
+def dump_json(payload: object) -> str:
+    """Strict JSON (a NaN or Infinity is a bug: it raises)."""
+    return json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def judge_description(judge, settings: Settings) -> dict:
+    """The judge block of the validation JSON; ``label`` is ``lexical`` for a judge that calls no
+    model (the offline one), else ``llm``."""
+    from components.judges.providers import provider_class
+
+    calls_models = provider_class(settings.judge).calls_models
+    model = getattr(getattr(judge, "llm", None), "model", None) or getattr(judge, "model", None)
+    return {"label": "llm" if calls_models else "lexical", "provider": settings.judge, "model": model,
+            "prompt_sha256": PROMPT_SHA256, "reference_free_prompt_sha256": REFERENCE_FREE_PROMPT_SHA256}
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.k < 1:
+        raise InputError(f"--k {args.k}: give at least 1 chunk per check")
+    if args.judge_repeats < 1:
+        raise InputError(f"--judge-repeats {args.judge_repeats}: give at least 1")
+    check_writable(args.json, "--json", "validation.json")
+    if args.write_clean is not None:
+        check_writable(args.write_clean, "--write-clean", "questions_clean.json")
+    qset = load_questions(args.questions)
+    from poc.chunking import chunk_corpus
+    from poc.corpus import load_corpus
+
+    corpus = load_corpus(args.corpus)
+    chunks = chunk_corpus(corpus.documents)
+    index = ContextIndex(chunks)
+    judge = make_judge(settings, chunks)
+    info = judge_description(judge, settings)
+    logger.info("Validating {} questions of {} on corpus {} ({} documents, {} chunks), judge {} ({}), k={}, "
+                "seed={}, repeats={}", len(qset.questions), args.questions, corpus.source, len(corpus.documents),
+                len(chunks), info["label"], info["model"], args.k, args.seed, args.judge_repeats)
+    result = validate_questions(qset.questions, index, judge, k=args.k, seed=args.seed, repeats=args.judge_repeats)
+    corpus_info = {"source": corpus.source, "documents": len(corpus.documents), "chunks": len(chunks),
+                   "sha256": corpus.sha256}
+    report = build_report(qset, corpus_info, info, result, k=args.k, seed=args.seed, repeats=args.judge_repeats)
+    write_text_atomic(args.json, dump_json(report))
+    sys.stdout.write(table(result.items, report["summary"], info["label"]))
+    logger.info("Validation written to {}", args.json)
+    if args.write_clean is not None:
+        if result.status != "completed":
+            logger.warning("--write-clean skipped: the validation is {}", result.status)
+        else:
+            passing = {item.question.id for item in result.items if item.verdict == "pass"}
+            write_text_atomic(args.write_clean, dump_json(clean_questions(qset, passing)))
+            logger.info("{} passing questions written to {}", len(passing), args.write_clean)
+    if result.status == "interrupted":
+        return EXIT_INTERRUPTED
+    return EXIT_JUDGE if result.status == "judge_failed" else EXIT_OK

@@ -1,0 +1,51 @@
+"""What every LLM call returns, whichever provider made it: :class:`LLMReply` and the :class:`LLM` protocol.
+
+The grader, the chunk-relevance judge and the query rewriter are given an :class:`LLM` (a client
+object: a provider's model client, or a scripted one in tests) and never name a vendor. Every
+failure of a call is a :class:`utils.errors.JudgeError` whose ``kind`` is one of the taxonomy's
+tokens; :data:`TRANSIENT_KINDS` are the ones worth another attempt later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+TRANSIENT_KINDS = frozenset({"timeout", "rate_limit", "overloaded", "server_error", "connection"})
+
+
+@dataclass(frozen=True)
+class LLMReply:
+    """One answered call: the reply's text, and what the API said about the call."""
+
+    text: str
+    stop_reason: str | None = None
+    model: str | None = None  # the model id the reply names
+    request_id: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cost_usd: float | None = None  # priced by the provider; None: no price known (or not priced)
+
+
+class LLM(Protocol):
+    """A model to call, its request settings already chosen.
+
+    ``complete`` sends ``prompt`` as one user message and returns the :class:`LLMReply`; every
+    failure raises :class:`utils.errors.JudgeError` (``fatal`` or transient). Tests pass scripted
+    objects with this shape."""
+
+    model: str  # the model id requested
+
+    def complete(self, prompt: str) -> LLMReply: ...
+
+
+def clean_text(text: str) -> str:
+    """Lone surrogates (a reply may carry ``"\\ud800"``) become U+FFFD, so any text can be written."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def non_negative_int(value: object) -> int | None:
+    """A token count as the API gave it, or None when it is not a count."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -1,0 +1,769 @@
+"""The ``anthropic`` judge provider: Claude over the official ``anthropic`` SDK.
+
+Everything that knows about Anthropic is here: its environment variables (the key, the auth
+token and the base URL's password are secrets), the start-up model check, the request settings
+per model, one call, the error taxonomy, the prices, and the Message Batches transport of
+``--judge-batch``.
+
+* :meth:`AnthropicProvider.check_model` — the start-up check, before the corpus is loaded: asks
+  the Models API (``client.models.retrieve``) what the model accepts and chooses the request
+  settings (:func:`choose_settings`). 401/403, an unknown model (404 while ``models.list()``
+  answers), a ``retired`` model, or an effort level the model lacks raise :class:`InputError`
+  naming the fix (for a retired or unknown model, the newest active model of the same line); a
+  gateway without ``/v1/models`` (404/405/501 on the listing too) or null ``capabilities`` falls
+  back to the built-in table; ``deprecated`` logs one warning with ``retires_at``; an unreachable
+  API raises a fatal :class:`JudgeError`.
+* :meth:`AnthropicProvider.model` → a :class:`ModelClient` (the :class:`~components.judges.llm.LLM`
+  protocol): ``complete(prompt) -> LLMReply`` with the text blocks joined, ``stop_reason``, the
+  model id the reply names, ``request-id``, token usage and its price.
+
+**Request settings per model.** Models change under a benchmark: Claude Sonnet 5.5 answers 400 to
+``thinking: {"type": "disabled"}`` (its lowest setting is ``between_tools``), Claude Opus 5.5 only
+thinks adaptively, Claude Haiku 4.5 has no adaptive thinking. So no request shape is hard-coded:
+the Models API says per model what it accepts (``capabilities.thinking.types.*.supported``,
+``capabilities.effort.*.supported``, ``max_tokens``), and :func:`choose_settings` turns it into the
+request:
+
+1. thinking ``{"type": "disabled"}`` if the model supports it, else ``{"type": "between_tools"}``,
+   else no ``thinking`` field at all (the model thinks adaptively) with the lowest effort level it
+   supports and ``max_tokens`` large enough for thinking plus the answer
+   (:data:`THINKING_MAX_TOKENS`, within the model's own ``max_tokens``);
+2. without thinking, ``max_tokens`` is :data:`ANSWER_MAX_TOKENS` (a grade and a sentence of reasoning);
+3. an effort asked for (``BENCHMARK_JUDGE_EFFORT``) is sent as ``output_config.effort`` only when the
+   model supports that level; otherwise :class:`UnsupportedEffort` names the levels it has;
+4. when the Models API cannot say (a gateway without ``/v1/models``, or ``capabilities`` null), the
+   small :data:`BUILTIN_TABLE` per model family stands in, and the settings say so
+   (``source: "builtin_table"``); a model in neither gets no ``thinking`` field and the large
+   ``max_tokens`` (``source: "default"``).
+
+**Bounds.** The timeout is a deadline for the whole attempt, body included (a watchdog closes a
+stalled body at the deadline), and a reply body over :data:`MAX_BODY_BYTES` is a bad response.
+The SDK retries 408/409/429/5xx and connection errors ``max_retries`` times; it obeys
+``retry-after`` uncapped, so a middleware caps each wait at ``max_retry_wait_s`` (the uncapped value
+is kept on the error as ``retry_after`` for the run's retry pass). Every failure becomes a
+:class:`JudgeError`, transient or fatal; no message contains the key. The SDK is imported on first
+use (it costs ~1 s): an offline run never pays for it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+
+from components.judges.llm import LLMReply, clean_text, non_negative_int
+from components.judges.providers import ModelChoice, Provider, Variable, register_provider
+from utils.errors import InputError, JudgeError
+from utils.pricing import Price, PriceTable
+from utils.settings import EFFORT_LEVELS, check_base_url, check_key, check_model_id, masked, url_password
+
+if TYPE_CHECKING:
+    from utils.settings import Settings
+
+MAX_BODY_BYTES = 1_000_000  # a reply body larger than this is a bad response
+# Deadline per attempt of a Message Batches transfer (a batch upload or its results can be ~256 MB).
+BATCH_TRANSFER_TIMEOUT_S = 600.0
+MAX_RETRY_WAIT_S = 10.0  # the SDK's own retries wait at most min(this, the judge timeout)
+_ORIGINAL_RETRY_AFTER = "x-benchmark-original-retry-after"
+DEFAULT_JUDGE_MODEL = "claude-sonnet-5-5"
+DEFAULT_REWRITER_MODEL = "claude-haiku-4-5"
+
+# Prices in US dollars per million tokens, as published on ``as_of``; cache writes cost 1.25 × the
+# input price and cache reads 0.1 × (the API's standard multipliers); Message Batches half of everything.
+PRICES = PriceTable(
+    provider="anthropic", as_of="2026-11-01",
+    prices={"claude-sonnet-5-5": Price(2.0, 10.0), "claude-haiku-4-5": Price(1.0, 5.0)},
+    cache_write_multiplier=1.25, cache_read_multiplier=0.10, batch_discount=0.5)
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    api_key: str | None = None  # None: the SDK reads ANTHROPIC_API_KEY
+    base_url: str | None = None  # None: the SDK reads ANTHROPIC_BASE_URL, else the public API
+    timeout: float = 30.0  # deadline per attempt, body included
+    max_retries: int = 2
+    max_retry_wait_s: float = 10.0  # cap on any retry-after the server sends
+    max_body_bytes: int = MAX_BODY_BYTES
+
+    def __repr__(self) -> str:  # never show the key
+        return (f"ProviderConfig(api_key={'set' if self.api_key else None}, base_url={self.base_url!r}, "
+                f"timeout={self.timeout}, max_retries={self.max_retries}, "
+                f"max_retry_wait_s={self.max_retry_wait_s}, max_body_bytes={self.max_body_bytes})")
+
+
+class _BodyLimit(Exception):
+    """A reply body passed its deadline or its size cap (raised while it is read)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class _BoundedStream:
+    """Wraps an httpx2 response stream: stops at ``cap`` bytes or at ``deadline`` (monotonic).
+    A watchdog closes the underlying stream at the deadline, so a read that blocks is released."""
+
+    def __init__(self, inner: Any, cap: int, deadline: float) -> None:
+        self.inner, self.cap, self.deadline = inner, cap, deadline
+        self.expired = False
+        self._watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), self._expire)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def _expire(self) -> None:
+        self.expired = True
+        try:
+            self.inner.close()
+        except Exception:  # noqa: BLE001 - closing a half-read socket from another thread
+            pass
+
+    def __iter__(self) -> Iterator[bytes]:
+        size = 0
+        try:
+            for chunk in self.inner:
+                size += len(chunk)
+                if size > self.cap:
+                    raise _BodyLimit("bad_response", f"the reply body passed {self.cap:,} bytes (bad body)")
+                if time.monotonic() > self.deadline:
+                    raise _BodyLimit("timeout", "the reply did not finish within the judge timeout")
+                yield chunk
+        except _BodyLimit:
+            raise
+        except Exception as err:
+            if self.expired:
+                raise _BodyLimit("timeout", "the reply did not finish within the judge timeout") from None
+            raise err
+        finally:
+            self._watchdog.cancel()
+        if self.expired:
+            raise _BodyLimit("timeout", "the reply did not finish within the judge timeout")
+
+    def close(self) -> None:
+        self._watchdog.cancel()
+        self.inner.close()
+
+
+def _middleware(config: ProviderConfig):
+    import httpx2
+    from anthropic import Middleware
+
+    class Bounds(Middleware):
+        """Per attempt: cap ``retry-after`` at ``max_retry_wait_s`` (the uncapped value is kept in
+        another header) and bound the body by the attempt's deadline and the size cap."""
+
+        def handle(self, request, call_next):
+            deadline = time.monotonic() + config.timeout
+            response = call_next(request)
+            http = response.http_response
+            if not http.is_stream_consumed and isinstance(http.stream, httpx2.SyncByteStream):
+                http.stream = _SyncBounded(http.stream, config.max_body_bytes, deadline)
+            headers = http.headers
+            for name, per_second in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+                value = headers.get(name)
+                if value is None:
+                    continue
+                try:
+                    seconds = float(value) / per_second
+                except ValueError:  # an HTTP date: could be any distance away
+                    seconds = math.inf
+                headers[_ORIGINAL_RETRY_AFTER] = f"{seconds:g}"
+                if not seconds <= config.max_retry_wait_s:
+                    headers[name] = f"{config.max_retry_wait_s * per_second:g}"
+            return response
+
+    class _SyncBounded(_BoundedStream, httpx2.SyncByteStream):
+        pass
+
+    return Bounds()
+
+
+def _middleware(config: ProviderConfig):
+    import httpx2
+    from anthropic import Middleware
+
+    class Bounds(Middleware):
+        """Per attempt: cap ``retry-after`` at ``max_retry_wait_s`` (the uncapped value is kept in
+        another header) and bound the body by the attempt's deadline and the size cap."""
+
+        def handle(self, request, call_next):
+            deadline = time.monotonic() + config.timeout
+            response = call_next(request)
+            http = response.http_response
+            if not http.is_stream_consumed and isinstance(http.stream, httpx2.SyncByteStream):
+                http.stream = _SyncBounded(http.stream, config.max_body_bytes, deadline)
+            headers = http.headers
+            for name, per_second in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+                value = headers.get(name)
+                if value is None:
+                    continue
+                try:
+                    seconds = float(value) / per_second
+                except ValueError:  # an HTTP date: could be any distance away
+                    seconds = math.inf
+                headers[_ORIGINAL_RETRY_AFTER] = f"{seconds:g}"
+                if not seconds <= config.max_retry_wait_s:
+                    headers[name] = f"{config.max_retry_wait_s * per_second:g}"
+            return response
+
+    class _SyncBounded(_BoundedStream, httpx2.SyncByteStream):
+        pass
+
+    return Bounds()
+
+
+def parse_message(data: object, request_id: str | None = None, *, cost: Any = None) -> LLMReply:
+    """An :class:`LLMReply` from a Messages API response body (already decoded JSON), priced by
+    ``cost`` (a function of the reply's usage, or None). Raises a transient ``bad_response``
+    :class:`JudgeError` when it is not a message."""
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise JudgeError("bad_response", "the judge API sent a reply that is not a message (bad body)", fatal=False)
+    text = "".join(block["text"] for block in data["content"]
+                   if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str))
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    stop = data.get("stop_reason")
+    model = data.get("model")
+    reply = LLMReply(
+        text=clean_text(text), stop_reason=stop if isinstance(stop, str) else None,
+        model=model if isinstance(model, str) else None, request_id=request_id,
+        input_tokens=non_negative_int(usage.get("input_tokens")),
+        output_tokens=non_negative_int(usage.get("output_tokens")),
+        cache_creation_input_tokens=non_negative_int(usage.get("cache_creation_input_tokens")),
+        cache_read_input_tokens=non_negative_int(usage.get("cache_read_input_tokens")))
+    return replace(reply, cost_usd=cost(reply)) if cost is not None else reply
+
+
+def _line(model_id: str) -> str | None:
+    """The model line of an id (``claude-sonnet-5-5`` → ``sonnet``), for suggesting a newer model."""
+    parts = model_id.split("-")
+    return parts[1] if len(parts) > 1 and parts[0] == "claude" else None
+
+
+@register_provider
+class AnthropicProvider(Provider):
+    """The SDK client, built once per run from :class:`ProviderConfig` (module docstring)."""
+
+    name = "anthropic"
+    label = "Claude via the Anthropic API"
+    title = "Sonnet"
+    variables = (
+        Variable("ANTHROPIC_API_KEY", "the judge's key (never written anywhere)", secret=True),
+        Variable("ANTHROPIC_AUTH_TOKEN", "a bearer token instead of the key", secret=True),
+        Variable("ANTHROPIC_BASE_URL", "another Messages API endpoint (its password, if any, is a secret)"),
+        Variable("BENCHMARK_SONNET_MODEL", f"the judge model (default {DEFAULT_JUDGE_MODEL})"),
+        Variable("BENCHMARK_HAIKU_MODEL", f"the query rewriter's model (default {DEFAULT_REWRITER_MODEL})"),
+    )
+    default_models = {"judge": DEFAULT_JUDGE_MODEL, "rewriter": DEFAULT_REWRITER_MODEL}
+    model_variables = {"judge": "BENCHMARK_SONNET_MODEL", "rewriter": "BENCHMARK_HAIKU_MODEL"}
+    is_default = True
+    supports_batch = True
+    prices = PRICES
+
+    def __init__(self, config: ProviderConfig, settings: Settings | None = None) -> None:
+        if settings is not None:
+            config = replace(config, timeout=settings.judge_timeout,
+                             max_retry_wait_s=min(MAX_RETRY_WAIT_S, settings.judge_timeout))
+        super().__init__(config, settings)
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ the environment
+
+    @classmethod
+    def secrets(cls, env: Mapping[str, str]) -> list[str]:
+        found = super().secrets(env)
+        password = url_password(env.get("ANTHROPIC_BASE_URL"))
+        return found + ([password] if password else [])
+
+    @classmethod
+    def configured(cls, env: Mapping[str, str]) -> bool:
+        return bool(env.get("ANTHROPIC_API_KEY"))
+
+    @classmethod
+    def configure(cls, env: Mapping[str, str], models: Mapping[str, str]) -> ProviderConfig:
+        key = env.get("ANTHROPIC_API_KEY") or None
+        if not key:
+            raise InputError("BENCHMARK_JUDGE=anthropic needs ANTHROPIC_API_KEY: set the key, "
+                             "or BENCHMARK_JUDGE=offline for the lexical judge")
+        check_key("ANTHROPIC_API_KEY", key)
+        base_url = env.get("ANTHROPIC_BASE_URL") or None
+        if base_url is not None:
+            check_base_url("ANTHROPIC_BASE_URL", base_url, "https://api.anthropic.com")
+        for role, variable in cls.model_variables.items():
+            value = env.get(variable)
+            if value:
+                check_model_id(variable, value, cls.default_models[role])
+        for role, model in models.items():
+            check_model_id(cls.model_variables.get(role, "BENCHMARK_JUDGE_MODEL"), model, cls.default_models[role])
+        return ProviderConfig(api_key=key, base_url=base_url)
+
+    @classmethod
+    def missing_key(cls) -> str:
+        return "ANTHROPIC_API_KEY"
+
+    # ------------------------------------------------------------------ the SDK client
+
+    def client(self):
+        with self._lock:
+            if self._client is None:
+                import anthropic  # lazy: ~1 s
+
+                self._client = anthropic.Anthropic(
+                    api_key=self.config.api_key, base_url=self.config.base_url,
+                    max_retries=self.config.max_retries, timeout=self.config.timeout,
+                    middleware=[_middleware(self.config)])
+            return self._client
+
+    def batch_client(self, max_body_bytes: int | None = None, max_retries: int | None = None):
+        """The SDK client for the Message Batches API: the same key, endpoint, retries and
+        ``retry-after`` cap, but a deadline per attempt of at least :data:`BATCH_TRANSFER_TIMEOUT_S`
+        (a batch upload, or its results, can be hundreds of MB), a body cap of ``max_body_bytes``
+        (default: the one reply cap) and ``max_retries`` (default: the judge's; 0 for a create,
+        which the SDK would otherwise repeat after a timeout that may have created the batch)."""
+        config = replace(self.config, timeout=max(self.config.timeout, BATCH_TRANSFER_TIMEOUT_S),
+                         max_body_bytes=max_body_bytes or self.config.max_body_bytes)
+        return self.client().copy(timeout=config.timeout, middleware=[_middleware(config)],
+                                  max_retries=self.config.max_retries if max_retries is None else max_retries)
+
+    @property
+    def anthropic_version(self) -> str | None:
+        return self.client().default_headers.get("anthropic-version")
+
+    def _scrub(self, text: str) -> str:
+        key = self.config.api_key
+        return text.replace(key, "[REDACTED]") if key else text
+
+    # ------------------------------------------------------------------ errors
+
+    def classify_error(self, err: BaseException, model: str) -> JudgeError:
+        """Map an SDK (or decoding) exception onto the judge error taxonomy."""
+        import anthropic
+
+        attempts = self.config.max_retries + 1
+        cause: BaseException | None = err
+        while cause is not None:  # our body bounds, possibly wrapped by the SDK
+            if isinstance(cause, _BodyLimit):
+                return JudgeError(cause.kind, str(cause), fatal=False)
+            cause = cause.__cause__ or cause.__context__
+        if isinstance(err, anthropic.APITimeoutError):
+            return JudgeError("timeout", f"judge timed out ({attempts} attempts)", fatal=False)
+        if isinstance(err, anthropic.APIConnectionError):
+            return JudgeError("connection", f"could not reach the judge API ({attempts} attempts)", fatal=False)
+        if isinstance(err, anthropic.APIStatusError):
+            status = err.status_code
+            detail = self._scrub(str(err.api_message or err.type or "")[:300])
+            detail = f": {detail}" if detail else ""
+            retry_after = None
+            original = err.response.headers.get(_ORIGINAL_RETRY_AFTER)
+            if original is not None:
+                try:
+                    retry_after = float(original)
+                except ValueError:
+                    retry_after = None
+            if status in (401, 403):
+                return JudgeError("auth", f"the API refused the credentials ({status}{detail}); "
+                                  "set a valid ANTHROPIC_API_KEY, or run with BENCHMARK_JUDGE=offline", fatal=True)
+            if status == 404:
+                return JudgeError("not_found", f"the API does not know model {model!r} (404{detail}): set "
+                                  "BENCHMARK_SONNET_MODEL (judge) or BENCHMARK_HAIKU_MODEL (rewriter) to a current "
+                                  "model id", fatal=True)
+            if status == 400:  # quote the API; do not guess the cause
+                return JudgeError("bad_request", f"the API rejected the request for {model} (400{detail})",
+                                  fatal=True)
+            transient = {429: ("rate_limit", "rate-limited (429)"), 529: ("overloaded", "overloaded (529)"),
+                         408: ("timeout", "request timed out (408)")}
+            if status in transient or status >= 500:
+                kind, what = transient.get(status, ("server_error", f"server error ({status})"))
+                return JudgeError(kind, f"judge {what} after {attempts} attempts", fatal=False,
+                                  retry_after=retry_after)
+            return JudgeError("client_error", f"judge API answered {status}{detail}", fatal=False)
+        if isinstance(err, (ValueError, RecursionError, anthropic.APIResponseValidationError)):
+            return JudgeError("bad_response", "the judge API sent a reply that is not valid JSON (bad body)",
+                              fatal=False)
+        return JudgeError("error", self._scrub(f"judge call failed: {type(err).__name__}: {err}")[:300], fatal=False)
+
+    # ------------------------------------------------------------------ start-up check
+
+    def _newest_active(self, line: str | None) -> str | None:
+        """The newest active model of ``line`` from ``models.list()``; None when there is none."""
+        if not line:
+            return None
+        try:
+            models = [m for m in self.client().models.list(limit=100)
+                      if getattr(m, "lifecycle", None) == "active" and getattr(m, "line", None) == line]
+        except Exception as err:  # noqa: BLE001 - a suggestion is optional
+            logger.debug("models.list() for a suggestion failed: {}", type(err).__name__)
+            return None
+        return max(models, key=lambda m: str(m.created_at)).id if models else None
+
+    def _models_api_available(self) -> bool:
+        """Whether ``GET /v1/models`` answers: tells an unknown model (404 with a listing) from a
+        gateway without the Models API (no listing either)."""
+        import anthropic
+
+        try:
+            self.client().models.list(limit=1)
+        except anthropic.APIStatusError as err:
+            if err.status_code in (404, 405, 501):
+                return False
+            raise
+        return True
+
+    def check_model_settings(self, model_id: str, *, effort: str | None = None, line: str | None = None,
+                    env_var: str = "BENCHMARK_SONNET_MODEL") -> ModelSettings:
+        """The start-up check (module docstring). ``line`` is the model line to suggest from when
+        the model is unknown (the API does not name the line of a model it does not know)."""
+        import anthropic
+
+        client = self.client()
+        info = None
+        try:
+            try:
+                info = client.models.retrieve(model_id)
+            except anthropic.APIStatusError as err:
+                if err.status_code not in (404, 405, 501):
+                    raise
+                if self._models_api_available():
+                    if err.status_code != 404:
+                        raise
+                    newest = self._newest_active(line)
+                    hint = f" (the newest active {line} model is {newest})" if newest else ""
+                    raise InputError(f"model {model_id!r} is unknown to the API (404): set {env_var} to a "
+                                     f"current model id{hint}") from None
+                logger.info("The Models API is not available at this endpoint: request settings for {} come "
+                            "from the built-in table", model_id)
+        except InputError:
+            raise
+        except anthropic.APIStatusError as err:
+            if err.status_code in (401, 403):
+                raise InputError(f"the API refused the credentials ({err.status_code}) while checking model "
+                                 f"{model_id}: set a valid ANTHROPIC_API_KEY, or run with BENCHMARK_JUDGE=offline"
+                                 ) from None
+            raise self._startup_failure(err, model_id) from None
+        except anthropic.AnthropicError as err:
+            raise self._startup_failure(err, model_id) from None
+        try:
+            if info is None:
+                return choose_settings(model_id, None, source="builtin_table", effort=effort)
+            lifecycle = getattr(info, "lifecycle", None)
+            retires_at = getattr(info, "retires_at", None)
+            retires = retires_at.isoformat() if hasattr(retires_at, "isoformat") else retires_at
+            if lifecycle == "retired":
+                newest = self._newest_active(getattr(info, "line", None))
+                hint = f"; the newest active {info.line} model is {newest}" if newest else ""
+                raise InputError(f"model {model_id} is retired: set {env_var} to a current model id{hint}")
+            if lifecycle == "deprecated":
+                logger.warning("model {} is deprecated and retires {}: move {} to a newer model", model_id,
+                               retires or "soon (no date given)", env_var)
+            caps = Capabilities.from_api(getattr(info, "capabilities", None))
+            if caps is None:
+                logger.info("The Models API gave no capabilities for {}: request settings come from the "
+                            "built-in table", model_id)
+            return choose_settings(model_id, caps, source="models_api", effort=effort,
+                                   model_max_tokens=non_negative_int(getattr(info, "max_tokens", None)), lifecycle=lifecycle,
+                                   retires_at=retires, display_name=getattr(info, "display_name", None))
+        except UnsupportedEffort as err:
+            raise InputError(f"BENCHMARK_JUDGE_EFFORT: {err}: set it to one of those, or unset it") from None
+
+    def check_model(self, role: str, model: str, *, effort: str | None = None) -> ModelChoice:
+        """The start-up check of ``model`` for ``role`` (module docstring)."""
+        variable = self.model_variables.get(role, "BENCHMARK_JUDGE_MODEL")
+        settings = self.check_model_settings(model, effort=effort, line=_line(model), env_var=variable)
+        return self.choice(role, settings)
+
+    def choice(self, role: str, settings: ModelSettings) -> ModelChoice:
+        details = {"thinking": settings.thinking, "effort": settings.effort, "max_tokens": settings.max_tokens,
+                   "settings_source": settings.source, "lifecycle": settings.lifecycle,
+                   "retires_at": settings.retires_at}
+        return ModelChoice(self.name, role, settings.requested, details, native=settings, summary=settings.describe())
+
+    def _startup_failure(self, err: BaseException, model_id: str) -> JudgeError:
+        judge_err = self.classify_error(err, model_id)
+        where = masked(self.config.base_url) if self.config.base_url else "the Anthropic API"
+        return JudgeError(judge_err.kind, f"could not check model {model_id} at start-up ({judge_err}); "
+                          f"check ANTHROPIC_BASE_URL ({where}) and the network, then run again", fatal=True)
+
+    def describe(self, choice: ModelChoice | None) -> dict:
+        details = super().describe(choice)
+        if choice is not None:
+            details["anthropic_version"] = self.anthropic_version
+        return details
+
+    # ------------------------------------------------------------------ calls
+
+    def model(self, choice: ModelChoice | ModelSettings) -> ModelClient:
+        settings = choice.native if isinstance(choice, ModelChoice) else choice
+        return ModelClient(self, settings)
+
+    def cost(self, model: str, *, batch: bool = False):
+        """The function pricing a reply of ``model`` (at batch prices with ``batch``)."""
+        return lambda r: self.prices.cost_usd(model, r.input_tokens, r.output_tokens, r.cache_creation_input_tokens,
+                                              r.cache_read_input_tokens, batch=batch)
+
+    def complete(self, settings: ModelSettings, prompt: str) -> LLMReply:
+        client = self.client()
+        try:
+            with client.messages.with_streaming_response.create(
+                    messages=[{"role": "user", "content": prompt}], **settings.request_params()) as response:
+                request_id = response.headers.get("request-id")
+                body = b"".join(response.iter_bytes())
+            if len(body) > self.config.max_body_bytes:  # decoded size (a compressed body can grow)
+                raise _BodyLimit("bad_response", f"the reply body passed {self.config.max_body_bytes:,} bytes")
+            data = json.loads(body)
+        except Exception as err:  # SDK errors, our body bounds, bad JSON, and transport errors it did not wrap
+            raise self.classify_error(err, settings.requested) from None
+        return parse_message(data, request_id, cost=self.cost(settings.requested))
+
+    def batch_api(self, choice: ModelChoice) -> MessageBatches:
+        return MessageBatches(self, choice.native)
+
+
+class ModelClient:
+    """One model with its settings: the :class:`~components.judges.llm.LLM` the grader and the
+    rewriter are given."""
+
+    def __init__(self, provider: AnthropicProvider, settings: ModelSettings) -> None:
+        self.provider, self.settings = provider, settings
+        self.model = settings.requested
+
+    def complete(self, prompt: str) -> LLMReply:
+        return self.provider.complete(self.settings, prompt)
+
+
+# --------------------------------------------------------------------------- request settings per model
+
+THINKING_TYPES = ("disabled", "between_tools", "adaptive", "enabled")
+ANSWER_MAX_TOKENS = 1024
+# Room for adaptive thinking plus the answer. Under the SDK's non-streaming ceiling (~21k tokens
+# for a request without an explicit timeout; every request here gives one anyway).
+THINKING_MAX_TOKENS = 16_000
+
+
+class UnsupportedEffort(ValueError):
+    """The effort level asked for is not one the model supports."""
+
+    def __init__(self, model: str, effort: str, supported: tuple[str, ...]) -> None:
+        have = ", ".join(supported) if supported else "none (the model takes no effort setting)"
+        super().__init__(f"model {model} does not support effort {effort!r}; it supports: {have}")
+        self.supported = supported
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a model accepts, in the few fields the benchmark reads."""
+
+    thinking: frozenset[str]  # supported thinking types
+    effort: tuple[str, ...]  # supported effort levels, lowest first; () = no effort setting
+
+    @classmethod
+    def from_api(cls, caps: Any) -> Capabilities | None:
+        """From the Models API's ``capabilities`` (SDK object or dict); None when it is null or
+        lacks the thinking types."""
+        if caps is None:
+            return None
+        data = caps if isinstance(caps, dict) else caps.model_dump()
+        types = ((data.get("thinking") or {}).get("types")) or {}
+        if not isinstance(types, dict) or not types:
+            return None
+        thinking = frozenset(t for t in THINKING_TYPES if (types.get(t) or {}).get("supported"))
+        effort_caps = data.get("effort") or {}
+        effort = tuple(level for level in EFFORT_LEVELS if effort_caps.get("supported")
+                       and (effort_caps.get(level) or {}).get("supported"))
+        return cls(thinking=thinking, effort=effort)
+
+
+_ALL_EFFORT = ("low", "medium", "high", "max")
+# Model family (id prefix) → capabilities, for gateways without the Models API. Longest prefix wins.
+BUILTIN_TABLE: dict[str, Capabilities] = {
+    "claude-opus-5": Capabilities(frozenset({"adaptive"}), _ALL_EFFORT + ("xhigh",)),
+    "claude-sonnet-5": Capabilities(frozenset({"between_tools", "adaptive"}), _ALL_EFFORT),
+    "claude-opus-4-6": Capabilities(frozenset({"disabled", "adaptive", "enabled"}), _ALL_EFFORT),
+    "claude-sonnet-4-6": Capabilities(frozenset({"disabled", "adaptive", "enabled"}), _ALL_EFFORT),
+    "claude-haiku-4-5": Capabilities(frozenset({"disabled", "enabled"}), ()),
+    "claude-sonnet-4": Capabilities(frozenset({"disabled", "enabled"}), ()),
+    "claude-opus-4": Capabilities(frozenset({"disabled", "enabled"}), ()),
+}
+
+
+def builtin_capabilities(model_id: str) -> Capabilities | None:
+    matches = [prefix for prefix in BUILTIN_TABLE if model_id.startswith(prefix)]
+    return BUILTIN_TABLE[max(matches, key=len)] if matches else None
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """One model's request settings and what the start-up check learnt about it."""
+
+    requested: str  # the model id the run asks for
+    thinking: dict | None  # sent as ``thinking``; None = the field is left out
+    effort: str | None  # sent as ``output_config.effort``; None = not sent
+    max_tokens: int
+    source: str  # "models_api" | "builtin_table" | "default"
+    lifecycle: str | None = None  # "active" | "deprecated" | "retired" (None: the API did not say)
+    retires_at: str | None = None
+    display_name: str | None = None
+    model_max_tokens: int | None = None
+    capabilities: dict = field(default_factory=dict)  # {"thinking": [...], "effort": [...]} as used
+
+    def request_params(self) -> dict:
+        """The keyword arguments of ``messages.create`` these settings add (model included)."""
+        params: dict[str, Any] = {"model": self.requested, "max_tokens": self.max_tokens}
+        if self.thinking is not None:
+            params["thinking"] = dict(self.thinking)
+        if self.effort is not None:
+            params["output_config"] = {"effort": self.effort}
+        return params
+
+    def describe(self) -> str:
+        thinking = self.thinking["type"] if self.thinking else "left out (adaptive)"
+        return (f"{self.requested}: thinking {thinking}, effort {self.effort or 'not sent'}, "
+                f"max_tokens {self.max_tokens} (from {self.source})")
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def choose_settings(model_id: str, caps: Capabilities | None, *, source: str, effort: str | None = None,
+                    model_max_tokens: int | None = None, **info: Any) -> ModelSettings:
+    """Apply the rule of the module docstring. ``caps`` None → :data:`BUILTIN_TABLE`, else defaults.
+
+    Raises :class:`UnsupportedEffort` when ``effort`` is not a level the model supports."""
+    if caps is None:
+        caps = builtin_capabilities(model_id)
+        source = "builtin_table" if caps is not None else "default"
+    ceiling = model_max_tokens or THINKING_MAX_TOKENS
+    if caps is None:
+        if effort is not None:  # nothing says which levels it takes: do not guess
+            raise UnsupportedEffort(model_id, effort, ())
+        thinking, chosen_effort = None, None
+        max_tokens = min(THINKING_MAX_TOKENS, ceiling)
+    else:
+        if effort is not None and effort not in caps.effort:
+            raise UnsupportedEffort(model_id, effort, caps.effort)
+        if "disabled" in caps.thinking:
+            thinking = {"type": "disabled"}
+        elif "between_tools" in caps.thinking:
+            thinking = {"type": "between_tools"}
+        else:
+            thinking = None
+        if thinking is None:
+            chosen_effort = effort or (caps.effort[0] if caps.effort else None)
+            max_tokens = min(THINKING_MAX_TOKENS, ceiling)
+        else:
+            chosen_effort = effort
+            max_tokens = min(ANSWER_MAX_TOKENS, ceiling)
+    used = {"thinking": sorted(caps.thinking), "effort": list(caps.effort)} if caps is not None else {}
+    return ModelSettings(requested=model_id, thinking=thinking, effort=chosen_effort, max_tokens=max_tokens,
+                         source=source, model_max_tokens=model_max_tokens, capabilities=used, **info)
+
+
+# --------------------------------------------------------------------------- the Message Batches API
+
+_NOT_CREATED = frozenset({429, 503, 529})  # a create answered so created nothing: it may be tried again
+# An errored entry with one of these error types is worth re-submitting once (name → the judge error kind).
+TRANSIENT_BATCH_ERRORS = {"overloaded_error": "overloaded", "api_error": "server_error",
+                          "rate_limit_error": "rate_limit", "timeout_error": "timeout"}
+
+
+class MessageBatches:
+    """``--judge-batch``'s transport (:class:`components.run.judge_batch.BatchAPI`) over the
+    Message Batches API: the same request settings as a sequential call, half price."""
+
+    def __init__(self, provider: AnthropicProvider, settings: ModelSettings) -> None:
+        self.provider, self.settings = provider, settings
+        self.model = settings.requested
+        self.max_line_bytes = provider.config.max_body_bytes
+
+    def request(self, custom_id: str, prompt: str) -> dict:
+        """One batch entry: the same request as a sequential call (:meth:`AnthropicProvider.complete`)."""
+        return {"custom_id": custom_id, "params": {**self.settings.request_params(),
+                                                   "messages": [{"role": "user", "content": prompt}]}}
+
+    def _error(self, err: BaseException, what: str) -> JudgeError:
+        import anthropic
+
+        if isinstance(err, JudgeError):
+            return err
+        if isinstance(err, anthropic.APIStatusError) and err.status_code in (404, 405, 501) and what == "create":
+            return JudgeError("not_found", f"the endpoint has no Message Batches API ({err.status_code} on "
+                              "/v1/messages/batches): run without --judge-batch", fatal=True)
+        judge_err = self.provider.classify_error(err, self.model)
+        if isinstance(err, anthropic.APIStatusError) and err.status_code == 404:
+            judge_err = JudgeError("not_found", "the Message Batches API does not know this batch (404): it was "
+                                   "deleted, or belongs to another key or workspace", fatal=True)
+        return judge_err
+
+    @staticmethod
+    def _status(batch: Any) -> BatchStatus:
+        return BatchStatus(batch.id, batch.processing_status, batch.request_counts.model_dump(),
+                           batch.processing_status == "ended")
+
+    def create(self, requests: list[dict]) -> BatchStatus:
+        """Create one batch. The SDK does not retry it (a timeout may have created the batch):
+        raises :class:`CreateFailed` with ``retryable`` when the API answered that nothing was created."""
+        import anthropic
+
+        client = self.provider.batch_client(max_retries=0)
+        try:
+            return self._status(client.messages.batches.create(requests=requests))
+        except (anthropic.APITimeoutError, anthropic.APIConnectionError) as err:
+            kind = "timeout" if isinstance(err, anthropic.APITimeoutError) else "connection"
+            raise CreateFailed(kind, "the create call of a batch got no answer; the API may have created the batch "
+                               "all the same (it is not created again: see the Batches page of the Console before "
+                               "--resume submits these questions anew)", fatal=False) from None
+        except Exception as err:  # noqa: BLE001 - every failure becomes a JudgeError
+            judge_err = self._error(err, "create")
+            raise CreateFailed(judge_err.kind, str(judge_err), fatal=judge_err.fatal,
+                               retry_after=judge_err.retry_after,
+                               retryable=getattr(err, "status_code", None) in _NOT_CREATED) from None
+
+    def retrieve(self, batch_id: str) -> BatchStatus:
+        try:
+            return self._status(self.provider.client().messages.batches.retrieve(batch_id))
+        except Exception as err:  # noqa: BLE001
+            raise self._error(err, "retrieve") from None
+
+    def results(self, batch_id: str, expected: int) -> Iterator[bytes]:
+        """The raw result lines of an ended batch (see :func:`~components.run.judge_batch.result_lines`)."""
+        cap = self.max_line_bytes
+        client = self.provider.batch_client(max_body_bytes=(2 * expected + 1) * cap)
+        try:
+            with client.messages.batches.with_streaming_response.results(batch_id) as response:
+                yield from result_lines(response.iter_bytes(), cap, limit=2 * expected)
+        except JudgeError:
+            raise
+        except Exception as err:  # noqa: BLE001
+            raise self._error(err, "results") from None
+
+    def entry(self, batch_id: str, line: object) -> BatchEntry | None:
+        """A :class:`BatchEntry` from one decoded results line; None when it names no custom id."""
+        if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
+            return None
+        cid = line["custom_id"]
+        result = line.get("result") if isinstance(line.get("result"), dict) else {}
+        kind = result.get("type")
+        if kind == "succeeded":
+            try:
+                reply = parse_message(result.get("message"), request_id=f"{batch_id}:{cid}",
+                                      cost=self.provider.cost(self.model, batch=True))
+            except JudgeError as err:
+                return BatchEntry("errored", batch_id, cid, error_type=err.kind, message=str(err))
+            return BatchEntry("succeeded", batch_id, cid, reply=reply)
+        if kind == "errored":
+            outer = result.get("error") if isinstance(result.get("error"), dict) else {}
+            inner = outer.get("error") if isinstance(outer.get("error"), dict) else outer
+            error_type = str(inner.get("type") or "error")[:100]
+            return BatchEntry("errored", batch_id, cid, error_type=error_type, message=str(inner.get("message") or "")[:300],
+                              transient=error_type in TRANSIENT_BATCH_ERRORS)
+        if kind in ("expired", "canceled"):
+            return BatchEntry(kind, batch_id, cid)
+        return BatchEntry("errored", batch_id, cid, error_type="bad_response",
+                          message=f"a result of unknown type {str(kind)[:50]!r}")
+
+
+from components.run.judge_batch import BatchEntry, BatchStatus, CreateFailed, result_lines  # noqa: E402

@@ -1,0 +1,432 @@
+"""The benchmark loop, one for every strategy: for each question, in order, one at a time:
+(rewrite the query,) retrieve the top k chunks, rank the needle, grade, score, record, log.
+
+Nothing graded is lost:
+
+* every finished row is handed to ``record`` (the run's journal: appended and fsynced) *before*
+  its console line, and kept in ``loop.results``;
+* an exception while handling one question — a plug-in's malformed return, a parse, a score, even
+  ``SystemExit`` from a plug-in's ``retrieve()`` — becomes that row's error
+  (``internal_error: <type>: <message>``), keeping whatever was already graded, and the run goes on;
+* a KeyboardInterrupt can be lost (an extension that runs Python code without passing errors on
+  swallows it), so the loop also asks ``should_stop()`` before each retrieval and each LLM call;
+  it can also come back as another exception (pydantic-core wraps one raised while it builds a
+  serializer in a ``SchemaError``; a plug-in may wrap it in its own error): once a signal has
+  been received, an error is the interrupt, so the question in progress is abandoned (it runs on
+  ``--resume``) rather than recorded with an error the signal caused;
+* a fatal judge (or rewriter) error stops further calls: the remaining rows are written ungraded;
+* ``budget`` (``--max-cost``) is asked before each judge call; once it says no, the remaining rows
+  are retrieved and written ungraded with ``grade_error: "budget: …"``;
+* :meth:`BenchmarkLoop.retry_transient` gives the rows whose grade failed transiently one more
+  sequential pass after the loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from loguru import logger
+
+from components.judges.llm import TRANSIENT_KINDS, LLMReply
+from components.judges.retrieval_grader import GradeResult
+from components.run.query_rewriter import QueryRewriter, RewriteResult
+from poc.chunking import Chunk
+from poc.retriever import Retriever, ScoredChunk
+from utils.errors import JudgeError
+from utils.metrics import RetrievalMetrics as M
+from utils.questions import Question
+from utils.console import escape_control
+from utils.results import QuestionResult, RetrievedItem
+
+MAX_RETRY_WAIT_S = 60.0  # the retry pass waits the longest retry-after seen, at most this
+
+
+class Judge(Protocol):
+    provider: str
+    model: str
+
+    def grade(self, question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> GradeResult: ...
+
+
+def _score(value: object) -> float | None:
+    """A retriever's score as a finite float, or None (a plug-in may return anything)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _as_scored(item: object) -> ScoredChunk:
+    """One retrieved item as a :class:`ScoredChunk`; raises TypeError naming the problem."""
+    chunk = item.chunk if isinstance(item, ScoredChunk) or hasattr(item, "chunk") else item
+    for name in ("doc_id", "chunk_id"):
+        if not isinstance(getattr(chunk, name, None), str):
+            raise TypeError(f"retrieve() returned a {type(item).__name__} without a string {name}; "
+                            "return poc.retriever.ScoredChunk items")
+    if not isinstance(getattr(chunk, "index_text", None), str):
+        raise TypeError("retrieve() returned a chunk without index_text: return poc.chunking.Chunk items")
+    score = _score(getattr(item, "score", None)) if chunk is not item else None
+    return ScoredChunk(chunk, score)  # type: ignore[arg-type]
+
+
+@dataclass
+class Usage:
+    """LLM calls of one role (judge or rewriter): counts, tokens and dollars."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cost_usd: float | None = 0.0  # None once a call had no known price
+    models: list[str] = field(default_factory=list)  # the model ids the replies named
+    batch: bool = False  # the calls went through a batch API (priced as such by the provider)
+
+    def add(self, reply: LLMReply | None) -> float | None:
+        """Count ``reply``; return its cost as its provider priced it (None: unknown price, or no reply)."""
+        if reply is None:
+            return None
+        self.calls += 1
+        for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            setattr(self, name, getattr(self, name) + (getattr(reply, name) or 0))
+        if reply.model and reply.model not in self.models:
+            self.models.append(reply.model)
+        cost = reply.cost_usd
+        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+        return cost
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+class Budget:
+    """``--max-cost``: before each judge call, stop when spent + the mean cost per call so far
+    would pass ``max_usd``."""
+
+    def __init__(self, max_usd: float, usage: Usage) -> None:
+        self.max_usd, self.usage = max_usd, usage
+
+    def allows_next_call(self) -> bool:
+        spent = self.usage.cost_usd or 0.0
+        mean = spent / self.usage.calls if self.usage.calls else 0.0
+        return spent + mean <= self.max_usd
+
+    def reason(self) -> str:
+        spent = self.usage.cost_usd or 0.0
+        return f"budget: --max-cost ${self.max_usd:g} reached (spent ${spent:.4f} in {self.usage.calls} calls)"
+
+
+@dataclass
+class Partial:
+    """What is known of a question so far: enough to write its row whatever fails later."""
+
+    q: Question
+    retrieved: list[ScoredChunk] = field(default_factory=list)
+    latency_ms: float = 0.0
+    rewrite: RewriteResult | None = None
+    grade: GradeResult | None = None
+    grades: list[GradeResult] = field(default_factory=list)
+    relevance: Any = None
+    cost: float | None = None
+
+
+class BenchmarkLoop:
+    def __init__(self, retriever: Retriever, judge: Judge, k: int = 5, *,
+                 rewriter: QueryRewriter | None = None,
+                 should_stop: Callable[[], bool] = lambda: False,
+                 record: Callable[[dict], None] = lambda row: None,
+                 annotate: Callable[[Question, list[Chunk], QuestionResult], dict] | None = None,
+                 relevance_judge: Any = None,
+                 repeats: int = 1,
+                 max_cost_usd: float | None = None,
+                 keep_text: bool = True,
+                 retry_wait_max_s: float = MAX_RETRY_WAIT_S,
+                 on_row: Callable[[QuestionResult, int, int], None] | None = None) -> None:
+        self.retriever, self.judge, self.k = retriever, judge, k
+        self.rewriter = rewriter
+        self.should_stop = should_stop
+        self.record = record
+        self.annotate = annotate
+        self.relevance_judge = relevance_judge
+        self.repeats = max(1, repeats)
+        self.keep_text = keep_text
+        self.retry_wait_max_s = retry_wait_max_s
+        self.on_row = on_row  # after each row is kept and recorded: (row, i, n), e.g. its console line
+        self.judge_usage = Usage()
+        self.rewriter_usage = Usage()
+        self.budget = Budget(max_cost_usd, self.judge_usage) if max_cost_usd is not None else None
+        self.judge_failure: JudgeError | None = None  # the first fatal judge error
+        self.rewriter_failure: JudgeError | None = None  # the first fatal rewriter error
+        self.budget_exhausted = False
+        self.recovered = 0
+        self.results: list[QuestionResult] = []
+        self._graded_with: dict[str, Partial] = {}  # for the retry pass: questions graded transiently
+        self._longest_retry_after = 0.0
+
+    def stop_if_signalled(self, err: BaseException) -> None:
+        """Raise KeyboardInterrupt (from ``err``) when a signal was received: ``err`` may be the
+        signal's own KeyboardInterrupt, wrapped by the code it interrupted (module docstring)."""
+        if self.should_stop():
+            raise KeyboardInterrupt("stop requested") from err
+
+    # ------------------------------------------------------------------ one LLM call each
+
+    def _grade_once(self, q: Question, chunks: list[Chunk]) -> GradeResult:
+        if self.judge_failure is not None:
+            err = self.judge_failure
+            return GradeResult(None, None, 0.0, f"judge_unusable: not graded after an earlier {err.kind} error", None)
+        if self.budget is not None and not self.budget.allows_next_call():
+            if not self.budget_exhausted:
+                logger.warning("Grading stops: {}", self.budget.reason())
+            self.budget_exhausted = True
+            return GradeResult(None, None, 0.0, self.budget.reason(), None)
+        try:
+            result = self.judge.grade(q.question, q.expected_answer, chunks)
+        except JudgeError as err:  # fatal: stop calling the judge
+            self.stop_if_signalled(err)
+            self.judge_failure = err
+            logger.error("judge unusable ({}): {}", err.kind, err)
+            return GradeResult(None, None, 0.0, f"{err.kind}: {err}", None)
+        if result.retry_after is not None:
+            self._longest_retry_after = max(self._longest_retry_after, result.retry_after)
+        return result
+
+    def _grade(self, p: Partial, chunks: list[Chunk]) -> None:
+        for _ in range(self.repeats):
+            if self.should_stop():
+                raise KeyboardInterrupt("stop requested")
+            g = self._grade_once(p.q, chunks)
+            p.grades.append(g)
+            cost = self.judge_usage.add(g.reply)
+            if cost is not None:
+                p.cost = (p.cost or 0.0) + cost
+        p.grade = combine_grades(p.grades)
+
+    # ------------------------------------------------------------------ one question
+
+    def retrieve(self, p: Partial) -> str | None:
+        query = p.q.question
+        if self.rewriter is not None:
+            if self.rewriter_failure is not None:
+                return f"rewriter_unusable: not retrieved after an earlier {self.rewriter_failure.kind} error"
+            try:
+                p.rewrite = self.rewriter.rewrite(query)
+            except JudgeError as err:
+                self.stop_if_signalled(err)
+                self.rewriter_failure = err
+                logger.error("query rewriter unusable ({}): {}", err.kind, err)
+                return f"rewriter_unusable: {err.kind}: {err}"
+            self.rewriter_usage.add(p.rewrite.reply)
+            query = p.rewrite.query_used
+        start = time.perf_counter()
+        try:
+            raw = self.retriever.retrieve(query, self.k)
+            # cut at k while reading: a plug-in's endless iterator must not grow without bound
+            p.retrieved = [_as_scored(x) for x in itertools.islice(raw, self.k)]
+        except (Exception, SystemExit) as err:
+            self.stop_if_signalled(err)
+            p.latency_ms = (time.perf_counter() - start) * 1000
+            logger.opt(exception=err).error("[{}] retrieval failed: {}: {}", escape_control(p.q.id),
+                                            type(err).__name__, escape_control(str(err)[:300]))
+            return f"retrieval_error: {type(err).__name__}: {err}"
+        p.latency_ms = (time.perf_counter() - start) * 1000
+        return None
+
+    def _question(self, i: int, n: int, q: Question) -> QuestionResult:
+        p = Partial(q)
+        try:
+            error = self.retrieve(p)
+            chunks = [s.chunk for s in p.retrieved]
+            rank = M.calculate_rank(p.retrieved, q.needle_doc_ids)
+            logger.trace("[{}/{}] retrieved: {}", i, n, ", ".join(
+                f"{s.chunk.chunk_id} ({'-' if s.score is None else f'{s.score:.4f}'})" for s in p.retrieved))
+            logger.trace("[{}/{}] needle {} rank: {}", i, n, "/".join(q.needle_doc_ids), rank)
+            if self.should_stop():  # the current question is abandoned, as on KeyboardInterrupt
+                raise KeyboardInterrupt("stop requested")
+            if error is not None:
+                p.grade = GradeResult(None, None, 0.0, error, None)
+            else:
+                self._grade(p, chunks)
+                if self.relevance_judge is not None and chunks and not self.budget_exhausted \
+                        and self.judge_failure is None:
+                    if self.should_stop():
+                        raise KeyboardInterrupt("stop requested")
+                    try:
+                        p.relevance = self.relevance_judge.relevance(q.question, q.expected_answer, chunks)
+                    except JudgeError as err:  # fatal: stop calling the judge
+                        self.stop_if_signalled(err)
+                        self.judge_failure = err
+                        logger.error("judge unusable ({}): {}", err.kind, err)
+                    cost = self.judge_usage.add(getattr(p.relevance, "reply", None))
+                    if cost is not None:
+                        p.cost = (p.cost or 0.0) + cost
+            row = self.row(p, rank, None)
+            if chunks and p.grade is not None and p.grade.error \
+                    and p.grade.error.split(":", 1)[0] in TRANSIENT_KINDS:
+                self._graded_with[q.id] = p
+            if self.annotate is not None:
+                row = replace(row, **self.annotate(q, chunks, row))
+            return row
+        except (Exception, SystemExit) as err:
+            self.stop_if_signalled(err)
+            return self.failed_row(p, err)
+
+    def failed_row(self, p: Partial, err: BaseException) -> QuestionResult:
+        """The row of a question whose handling raised ``err`` (contained: the run goes on), with
+        ``grade_error: "internal_error: <type>: <message>"`` and whatever ``p`` already holds."""
+        logger.opt(exception=err).error("[{}] internal error: {}: {}", escape_control(p.q.id), type(err).__name__,
+                                        escape_control(str(err)[:300]))
+        return self.row(p, None, f"internal_error: {type(err).__name__}: {str(err)[:300]}", safe=True)
+
+    def row(self, p: Partial, rank: int | None, internal_error: str | None, safe: bool = False) -> QuestionResult:
+        q = p.q
+        if safe:  # after an exception: recompute what may not have been computed
+            try:
+                rank = M.calculate_rank(p.retrieved, q.needle_doc_ids)
+            except Exception:  # noqa: BLE001
+                rank = None
+        g = p.grade or GradeResult(None, None, 0.0, None, None)
+        grade = g.grade
+        try:
+            total = M.calculate_total_score(grade, rank)
+        except Exception:  # noqa: BLE001 - a total that cannot be computed is not a reason to lose the row
+            total = None
+        reply = g.reply
+        grades = [x.grade for x in p.grades] if self.repeats > 1 else None
+        present = [x for x in (grades or []) if x is not None]
+        rel = p.relevance
+        return QuestionResult(
+            question_id=q.id, question=q.question, expected_answer=q.expected_answer,
+            needle_doc_id=q.needle_doc_ids[0], needle_doc_ids=list(q.needle_doc_ids),
+            needle_found=rank is not None, rank=rank, hit_at_1=rank == 1,
+            hit_at_5=rank is not None and rank <= 5, llm_grade=grade, llm_reasoning=g.reasoning,
+            grade_error=internal_error or g.error, llm_raw_reply=g.raw, prompt_variant=g.prompt_variant,
+            total_score=total, latency_ms=round(p.latency_ms, 3), grading_latency_ms=round(g.latency_ms, 3),
+            retrieved=[RetrievedItem(rank=j, doc_id=s.chunk.doc_id, chunk_id=s.chunk.chunk_id,
+                                     score=None if s.score is None else round(s.score, 6),
+                                     title=getattr(s.chunk, "title", None),
+                                     heading_path=list(getattr(s.chunk, "heading_path", ()) or ()),
+                                     text=s.chunk.index_text if self.keep_text else None)
+                       for j, s in enumerate(p.retrieved, start=1)],
+            extra=dict(q.extra),
+            **M.row_metrics(p.retrieved, q.needle_doc_ids, self.k),
+            stop_reason=reply.stop_reason if reply else None, request_id=reply.request_id if reply else None,
+            judge_model=reply.model if reply else None,
+            input_tokens=reply.input_tokens if reply else None, output_tokens=reply.output_tokens if reply else None,
+            cache_creation_input_tokens=reply.cache_creation_input_tokens if reply else None,
+            cache_read_input_tokens=reply.cache_read_input_tokens if reply else None,
+            cost_usd=p.cost,
+            query_used=p.rewrite.query_used if p.rewrite else q.question,
+            query_rewrite_error=p.rewrite.error if p.rewrite else None,
+            llm_grades=grades,
+            grade_spread=(max(present) - min(present)) if len(present) > 1 else None,
+            grade_sd=round(statistics.pstdev(present), 4) if len(present) > 1 else None,
+            chunk_relevance=getattr(rel, "scores", None),
+            chunk_relevance_error=getattr(rel, "error", None),
+            chunk_relevance_raw=getattr(rel, "raw", None),
+        )
+
+    # ------------------------------------------------------------------ the run
+
+    def finish(self, i: int, n: int, row: QuestionResult, position: int | None = None) -> None:
+        """Keep ``row``, record it (the journal: durable), then hand it to ``on_row``.
+
+        Kept first, so that an interrupt while it is recorded still leaves it in the results the
+        interrupted run writes. A record that fails (a full disk) ends the run with that OSError
+        and without ``on_row``: the console only reports questions the journal holds, and a run
+        whose rows cannot be kept stops spending on the judge."""
+        if position is None:
+            self.results.append(row)
+        else:
+            self.results[position] = row
+        try:
+            self.record(row.to_json())
+        except OSError as err:
+            logger.error("could not append question {} to the journal ({}): the run stops here",
+                         escape_control(row.question_id), err.strerror or err)
+            raise
+        if self.on_row is not None:
+            self.on_row(row, i, n)
+
+    def run(self, questions: Sequence[Question], done: dict[str, QuestionResult] | None = None
+            ) -> list[QuestionResult]:
+        """Every question in order; a question in ``done`` (``--resume``: a graded row) is taken
+        over as it is, without a judge call."""
+        self.results = []
+        done = done or {}
+        n = len(questions)
+        for i, q in enumerate(questions, start=1):
+            if q.id in done:
+                self.finish(i, n, done[q.id])
+                continue
+            if self.should_stop():
+                break
+            try:
+                row = self._question(i, n, q)
+            except KeyboardInterrupt:
+                if self.should_stop():
+                    break
+                raise
+            if self.should_stop():  # a signal while this question ran: its errors may be the signal's
+                break
+            grade_line = row.llm_grade if row.llm_grade is not None else (row.grade_error or "")
+            logger.debug("[{}/{}] grade={} reasoning={}", i, n, grade_line, row.llm_reasoning or row.grade_error)
+            logger.debug("[{}/{}] total = grade × weight = {} × {} = {}", i, n, row.llm_grade,
+                         M.rank_weight(row.rank), row.total_score)
+            self.finish(i, n, row)
+        return self.results
+
+    def retry_transient(self, sleep: Callable[[float], None] = time.sleep) -> int:
+        """One more sequential pass over the rows whose grade failed transiently (rate limit,
+        overload, 5xx, timeout, connection), after waiting the longest ``retry-after`` seen
+        (at most ``retry_wait_max_s``, default :data:`MAX_RETRY_WAIT_S`). Returns how many were recovered."""
+        todo = [(pos, row) for pos, row in enumerate(self.results) if isinstance(row, QuestionResult)
+                and row.llm_grade is None and row.question_id in self._graded_with]
+        if not todo or self.judge_failure is not None:
+            return 0
+        wait = min(self.retry_wait_max_s, self._longest_retry_after)
+        logger.info("Retrying {} question(s) whose grade failed transiently{}", len(todo),
+                    f" after waiting {wait:g}s" if wait else "")
+        if wait:
+            sleep(wait)
+        n = len(self.results)
+        for pos, row in todo:
+            if self.should_stop() or self.judge_failure is not None or self.budget_exhausted:
+                break
+            p = self._graded_with[row.question_id]  # its retrieval, rewrite, relevance and cost so far
+            chunks = [s.chunk for s in p.retrieved]
+            p.grades = []  # the failed attempt's grades are replaced, its cost stays counted
+            self._grade(p, chunks)
+            if p.grade is None or p.grade.grade is None:
+                continue
+            new = replace(self.row(p, row.rank, None), recovered=True)
+            if self.annotate is not None:
+                new = replace(new, **self.annotate(p.q, chunks, new))
+            self.recovered += 1
+            self.finish(pos + 1, n, new, position=pos)
+        logger.info("Retry pass: {} of {} recovered", self.recovered, len(todo))
+        return self.recovered
+
+
+def combine_grades(grades: list[GradeResult]) -> GradeResult:
+    """One :class:`GradeResult` from repeated grades: the median grade (rounded half up) of those
+    that graded, with the reasoning and reply of the call closest to it; the first error when none
+    graded."""
+    graded = [g for g in grades if g.grade is not None]
+    if not graded:
+        return grades[0]
+    if len(graded) == 1 and len(grades) == 1:
+        return graded[0]
+    median = statistics.median(g.grade for g in graded)
+    value = int(math.floor(median + 0.5))
+    closest = min(graded, key=lambda g: abs(g.grade - value))
+    return replace(closest, grade=value, latency_ms=sum(g.latency_ms for g in grades))

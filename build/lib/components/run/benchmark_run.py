@@ -1,0 +1,343 @@
+"""The command line's run: what ``python benchmark.py [--strategy a,b] ...`` does, start to finish.
+
+A thin client of :func:`components.run.evaluation.evaluate` (the Python API's engine): this
+module adds what only a command line has — the journal, the console, signals, the files.
+
+1. Check everything that can be checked before any work: the output path, the strategies, the
+   questions (and the selection ``--limit``/``--ids``), ``--resume``'s file, and — before the
+   corpus is loaded — every model the run will call (:func:`components.judges.setup.check_models`).
+2. For each strategy in turn: load, chunk and index through the index cache (a plug-in whose
+   factory or ``index()`` fails stops here with an :class:`InputError` naming it), then
+   ``evaluate`` with the journal (``runs/<run id>.journal.jsonl``) as its ``record`` and the
+   console line as its ``on_row``; write ``runs/<run id>.json`` and the ``--output`` file
+   (atomically, signals deferred while writing). The journal is deleted once both are written.
+3. With several strategies, compare them (``components.analysis.compare``) and write one
+   results file per strategy beside ``--output`` as well.
+
+:class:`RunState` tells the edge, whatever happens, which journal holds the work and the command
+that continues it. Exit statuses are mapped to exit codes by ``benchmark.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from loguru import logger
+
+from components.judges.chunk_relevance import RELEVANCE_PROMPT_SHA256
+from components.judges.retrieval_grader import PROMPT_SHA256
+from components.judges.setup import check_models
+from components.run.evaluation import Judging, RunContext, evaluate, prepare, selected_questions
+from components.run.journal import Journal, read_rows
+from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, warn_uncollected,
+                                        finished as batch_finished)
+from poc.strategies import Strategy, resolve_strategy
+from utils.console import Progress, escape_control, question_line, summary_table
+from utils.errors import InputError
+from utils.metrics import METRICS
+from utils.output import check_writable, write_json_atomic
+from utils.questions import QuestionSet, check_needles
+from utils.results import QuestionResult, RunResult
+from utils.settings import Settings
+
+RUNS_FOLDER = "runs"
+# The fields --resume must find unchanged: (identity key, what the user changes to fix it).
+RESUME_FIELDS = (("questions_sha256", "questions file"), ("corpus_sha256", "corpus"),
+                 ("strategy", "--strategy"), ("k", "--k"), ("judge_model", "judge model"),
+                 ("prompt_sha256", "grading prompt"), ("relevance_prompt_sha256", "chunk-relevance prompt"))
+LEGEND = "legend: R3 ~ = needle at rank 3 (✓ rank 1, ✗ not retrieved); G8 = grade 8; T6.8 = total score (✓ ≥ 7)"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    strategies: list[str]
+    questions: Path
+    corpus: Path | None
+    output: Path
+    k: int = 5
+    limit: int | None = None
+    ids: list[str] | None = None
+    resume: Path | None = None
+    max_cost_usd: float | None = None
+    judge_repeats: int = 1
+    keep_text: bool = True
+    chunk_relevance: bool | None = None  # None: on with a judge that calls no model (free), off with an LLM judge
+    group_by: list[str] | None = None
+    cache_dir: Path | None = None  # the index cache; None = --no-cache
+    judge_batch: bool = False  # grade through the provider's batch API (components/run/judge_batch.py)
+    log_file: Path | None = None
+    argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
+
+
+@dataclass
+class RunState:
+    """What the edge needs when a run ends badly: the journal holding the work, and the command
+    that continues it."""
+
+    journal: Path | None = None
+    continue_command: str | None = None
+    written: list[Path] = field(default_factory=list)
+
+
+def new_run_id(strategy: str, runs_dir: Path) -> str:
+    """``<UTC time>_<strategy>``, made unique in ``runs_dir`` (never overwrite a run)."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = f"{stamp}_{re.sub(r'[^A-Za-z0-9._-]+', '-', strategy).strip('-') or 'strategy'}"
+    run_id, n = base, 1
+    while (runs_dir / f"{run_id}.json").exists() or (runs_dir / f"{run_id}.journal.jsonl").exists():
+        n += 1
+        run_id = f"{base}-{n}"
+    return run_id
+
+
+def unique_labels(names: Sequence[str]) -> list[str]:
+    """Each name, the second and later of the same name numbered: ``baseline, baseline-2``."""
+    seen: dict[str, int] = {}
+    labels = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        labels.append(name if seen[name] == 1 else f"{name}-{seen[name]}")
+    return labels
+
+
+def identity_of(run: dict) -> dict:
+    """The resume identity of a results file's ``run`` (a journal's header already is one)."""
+    if "corpus_sha256" in run:
+        return run
+    judge = run.get("judge") or {}
+    corpus = run.get("corpus") or {}
+    return {"questions_sha256": run.get("questions_sha256"), "corpus_sha256": corpus.get("sha256"),
+            "strategy": run.get("strategy"), "k": run.get("k"), "judge_model": judge.get("model"),
+            "prompt_sha256": judge.get("prompt_sha256"), "relevance_prompt_sha256": judge.get("relevance_prompt_sha256"),
+            "questions_file": run.get("questions_file"), "corpus": corpus.get("source"),
+            "judge_provider": judge.get("provider"), "repeats": judge.get("repeats")}
+
+
+def _check_resume(identity: dict, previous: dict, path: Path) -> None:
+    shown = {"questions_sha256": "questions_file", "corpus_sha256": "corpus"}
+    for key, what in RESUME_FIELDS:
+        if key not in previous or previous.get(key) == identity.get(key):
+            continue
+        if key in shown and previous.get(shown[key]):  # name the files, not only their hashes
+            then, now = previous.get(shown[key]), identity.get(shown[key])
+            detail = (f"the recorded {what} {then} had sha256 {str(previous[key])[:12]}…, now {now} has "
+                      f"{str(identity.get(key))[:12]}…")
+        else:
+            detail = f"{previous.get(key)!r} there, {identity.get(key)!r} now"
+        raise InputError(f"--resume {path}: the {what} differs ({escape_control(detail)}): run with the same {what} "
+                         "as the run you continue")
+
+
+def _continue_command(argv: list[str], path: Path) -> str:
+    args, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "--resume":
+            skip = True
+            continue
+        if a.startswith("--resume="):
+            continue
+        args.append(a)
+    return shlex.join(["python", "benchmark.py", *args, "--resume", str(path)])
+
+
+def resume_defaults(args, env: dict[str, str], given: set[str]) -> None:
+    """``--resume FILE`` without ``--questions``, ``--corpus``, ``--strategy``, ``--k`` or a judge
+    setting: take them from what FILE recorded (``args`` and ``env`` are updated; a value given on
+    the command line stays, and :func:`_check_resume` refuses a real conflict later)."""
+    from poc.corpus import BUILTIN_SOURCE
+    from utils.questions import STDIN_NAME
+
+    run, _ = read_rows(args.resume)
+    recorded = identity_of(run)
+    if "--questions" not in given and recorded.get("questions_file") not in (None, STDIN_NAME):
+        args.questions = Path(recorded["questions_file"])
+    if "--corpus" not in given and recorded.get("corpus"):
+        args.corpus = None if recorded["corpus"] == BUILTIN_SOURCE else Path(recorded["corpus"])
+    if "--strategy" not in given and recorded.get("strategy"):
+        args.strategy = recorded["strategy"]
+    if "--k" not in given and isinstance(recorded.get("k"), int):
+        args.k = recorded["k"]
+    provider, model = recorded.get("judge_provider"), recorded.get("judge_model")
+    if provider and not env.get("BENCHMARK_JUDGE") and not env.get("BENCHMARK_JUDGE_MODEL"):
+        from components.judges.providers import providers
+
+        cls = providers().get(provider)
+        if cls is not None and not cls.calls_models:
+            env["BENCHMARK_JUDGE"] = provider
+        elif cls is not None and model:
+            env["BENCHMARK_JUDGE_MODEL"] = f"{provider}/{model}"
+
+
+class BenchmarkRun:
+    def __init__(self, options: RunOptions, settings: Settings, *, should_stop: Callable[[], bool],
+                 deferred_signals: Callable[[], object], state: RunState) -> None:
+        self.o, self.settings, self.state = options, settings, state
+        self.should_stop = should_stop
+        self.deferred_signals = deferred_signals  # a context manager factory: signals wait while writing
+        self.secrets = settings.secrets  # every provider's secrets (utils.settings.secrets_in)
+
+    # ------------------------------------------------------------------ start-up checks
+
+    def _prepare(self):
+        o, settings = self.o, self.settings
+        check_writable(o.output)
+        check_batch_options(judge=settings.judge, judge_batch=o.judge_batch, max_cost_usd=o.max_cost_usd,
+                            chunk_relevance=o.chunk_relevance)
+        strategies = [resolve_strategy(name) for name in o.strategies]
+        qset, questions = selected_questions(o.questions, o.limit, o.ids)
+        previous = read_rows(o.resume) if o.resume else None
+        if previous is not None and len(strategies) > 1:
+            raise InputError("--resume continues one run: give the one --strategy it was run with")
+        setup = check_models(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
+        if o.max_cost_usd is not None and setup.judge is not None \
+                and setup.judge_provider.prices.price_for(setup.judge.model) is None:
+            raise InputError(f"--max-cost needs the price of {setup.judge.model}, which the {setup.judge_provider.name} "
+                             "provider's price table does not have: add it there, or run without --max-cost")
+        return strategies, qset, questions, previous, setup
+
+    # ------------------------------------------------------------------ the whole command
+
+    def execute(self) -> list[RunResult]:
+        strategies, qset, questions, previous, setup = self._prepare()
+        logger.info("{}", setup.console_line(self.settings))
+        labels = unique_labels([s.name for s in strategies])
+        results: list[RunResult] = []
+        judging = None
+        for strategy, label in zip(strategies, labels, strict=True):
+            if self.should_stop():
+                raise KeyboardInterrupt("stop requested")
+            prepared = self._index(strategy, qset)
+            logger.info("Corpus {}: {} documents, {} chunks (loaded+chunked in {:.2f}s, indexed in {:.2f}s; index cache "
+                        "{})", prepared.source, prepared.documents, len(prepared.chunks), prepared.load_s,
+                        prepared.index_s, prepared.cache)
+            if judging is None:  # one judge and one diagnoser for every strategy: the chunks are the same
+                judging = Judging.build(self.settings, setup, prepared.chunks, self.o.chunk_relevance)
+            results.append(self._run_strategy(strategy, label, prepared, judging, qset, questions, previous,
+                                              several=len(strategies) > 1))
+            if results[-1].run.status == "interrupted":
+                break
+        if len(results) > 1 and results[-1].run.status != "interrupted":
+            self._compare(results, labels[:len(results)])
+        return results
+
+    def _compare(self, results: list[RunResult], labels: list[str]) -> None:
+        from components.analysis.compare import compare_runs
+
+        comparison = compare_runs(results, labels)
+        sys.stdout.write("\n" + str(comparison))
+        sys.stdout.flush()
+        path = Path(results[0].run.runs_dir or self.o.output.parent / RUNS_FOLDER) / \
+            f"{results[0].run.id}_comparison.json"
+        with self.deferred_signals():
+            write_json_atomic(path, comparison.to_json(), secrets=self.secrets)
+        logger.info("Comparison written to {}", path)
+
+    def _index(self, strategy: Strategy, qset: QuestionSet):
+        """Load, chunk and index through the index cache; the needles are checked before anything
+        is chunked. Progress is drawn on a terminal while it takes more than 2 s."""
+        with Progress("indexing", None, sys.stderr, delay=2.0) as bar, bar.heartbeat():
+            prepared, _ = prepare(strategy, self.o.corpus, cache_dir=self.o.cache_dir,
+                                  check_ids=lambda ids, source: check_needles(qset, ids, source))
+        return prepared
+
+    def _run_strategy(self, strategy: Strategy, label: str, prepared, judging: Judging, qset: QuestionSet,
+                      questions: list, previous, *, several: bool) -> RunResult:
+        o = self.o
+        runs_dir = o.output.parent / RUNS_FOLDER
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        run_id = new_run_id(label, runs_dir)
+        judge_model = getattr(judging.judge, "model", judging.setup.judge_provider.name)
+        identity = {"run_id": run_id, "questions_sha256": qset.sha256, "corpus_sha256": prepared.sha256,
+                    "strategy": strategy.name, "k": o.k, "judge_model": judge_model, "prompt_sha256": PROMPT_SHA256,
+                    "relevance_prompt_sha256": RELEVANCE_PROMPT_SHA256 if judging.relevance is not None else None,
+                    "questions_file": qset.path, "corpus": prepared.source, "judge_provider": judging.setup.judge_provider.name,
+                    "repeats": o.judge_repeats}
+        done: dict[str, QuestionResult] = {}
+        previous_batches: list = []
+        if previous is not None:
+            prev_run, prev_rows = previous
+            _check_resume(identity, identity_of(prev_run), o.resume)
+            warn_uncollected(prev_run, o.judge_batch)
+            previous_batches = prev_run.get("judge_batch") or []
+            done = {qid: row for qid, row in prev_rows.items() if row.llm_grade is not None}
+            logger.info("Resuming {}: {} graded row(s) kept as they are, {} question(s) to run", o.resume, len(done),
+                        sum(1 for q in questions if q.id not in done))
+        journal_path = runs_dir / f"{run_id}.journal.jsonl"
+        journal = Journal(journal_path, identity, self.secrets)
+        self.state.journal = journal_path
+        self.state.continue_command = _continue_command(o.argv, journal_path)
+        if several:
+            sys.stdout.write(f"== {label} ==\n")
+            sys.stdout.flush()
+        progress = Progress(label, len(questions), sys.stderr, unit="q")
+        batch = None
+        if o.judge_batch:
+            batch = BatchJudge(judging.setup.judge_provider.batch_api(judging.setup.judge),
+                               should_stop=self.should_stop, record=journal.append, deferred=self.deferred_signals,
+                               schedule=PollSchedule(max_s=self.settings.batch_poll_max_s))
+        shown_legend = []
+
+        def on_row(row: QuestionResult, i: int, n: int) -> None:
+            logger.info("{}", question_line(i, n, row.rank, row.llm_grade, row.total_score, row.latency_ms or 0.0,
+                                            row.question))
+            if not shown_legend:
+                shown_legend.append(True)
+                logger.info("{}", LEGEND)
+            progress.advance()
+
+        context = RunContext(
+            id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir), done=done,
+            resumed_from=str(o.resume) if o.resume else None, batch=batch, previous_batches=previous_batches,
+            grouped=journal.grouped, questions_file=str(o.questions), quick=o.limit == 5 and not o.ids,
+            selection={"limit": o.limit, "ids": o.ids}, log_file=str(o.log_file) if o.log_file else None)
+        with progress:
+            result = evaluate(prepared, (qset, questions), k=o.k, judging=judging, settings=self.settings,
+                              name=strategy.name, judge_repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd,
+                              group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
+                              on_row=on_row, should_stop=self.should_stop, context=context)
+        log_metrics(result)
+        logger.info("Summary ({} judge: {}) follows on stdout", result.run.judge.provider, result.run.judge.model)
+        sys.stdout.write(summary_table(result))
+        sys.stdout.flush()
+        if result.run.recovered:
+            logger.info("The retry pass recovered {} grade(s)", result.run.recovered)
+        finished = len(result.rows)
+        if batch is not None and not batch.all_records:  # no batch to record: rows not submitted are no work
+            finished = sum(1 for r in result.rows if batch_finished(r))
+        extra = [o.output.with_name(f"{o.output.stem}.{label}{o.output.suffix}")] if several else []
+        self._write(result, runs_dir / f"{run_id}.json", journal, n_rows=finished, extra=extra)
+        return result
+
+    def _write(self, result: RunResult, run_path: Path, journal: Journal, n_rows: int, extra: list[Path]) -> None:
+        if n_rows == 0:
+            journal.remove()
+            logger.warning("No question finished: nothing written (an earlier {} is kept)", self.o.output)
+            return
+        with self.deferred_signals():
+            for path in (run_path, *extra, self.o.output):
+                result.save(path, secrets=self.secrets)
+                self.state.written.append(path)
+            journal.remove()
+        self.state.journal = None
+        self.state.continue_command = _continue_command(self.o.argv, run_path)
+        also = ", ".join(str(p) for p in (run_path, *extra))
+        logger.info("Results written to {} (and {})", self.o.output, also)
+
+
+def log_metrics(result: RunResult) -> None:
+    """One ``METRIC key=value unit`` line per metric of the run (the registry's order)."""
+    from utils.logger import get_logger
+
+    log = get_logger()
+    for key, value in result.metrics.items():
+        metric = METRICS.get(key)
+        log.metric(key, value, "%" if metric is not None and metric.unit == "percent" else "")

@@ -1,0 +1,330 @@
+"""One evaluation: a retriever over a corpus, graded question by question, to a :class:`RunResult`.
+
+:func:`evaluate` is the engine behind the Python API (``components.api.evaluate``) and the
+command line: it writes nothing and prints nothing (its log records are loguru's, disabled unless
+an application enables them); what a caller wants to see or keep while it runs comes through
+callbacks — ``on_row(row, i, n)`` after each question, ``record(row_json)`` before that (the
+command line's journal), ``should_stop()`` asked before each retrieval and each judge call.
+
+The judge side of a run is a :class:`Judging` (provider setup, judge, chunk-relevance judge,
+diagnoser), built once per corpus and reusable across strategies; the retrieval side a
+:class:`~components.run.index_cache.PreparedIndex` (chunks and an indexed retriever).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from components.judges.chunk_relevance import RELEVANCE_PROMPT_SHA256
+from components.judges.providers import ModelChoice
+from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
+from components.judges.setup import JudgeSetup, check_models, make_judge, relevance_judge
+from components.run.benchmark_loop import BenchmarkLoop
+from components.run.index_cache import PreparedIndex, prepare_index
+from poc.chunking import Chunk
+from poc.retriever import Retriever
+from poc.strategies import Strategy, resolve_strategy
+from utils.errors import InputError
+from utils.questions import Question, QuestionSet, check_needles, load_questions, parse_questions
+from utils.results import CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult, build_report
+from utils.settings import Settings
+from utils.versions import package_versions
+
+PACKAGES = ("anthropic", "openai", "bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")
+MEMORY_SOURCE = "<in memory>"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class Judging:
+    """The judge side of a run over one corpus: which providers and models (``setup``), the judge,
+    the chunk-relevance judge (None: chunks are not rated) and the diagnoser."""
+
+    settings: Settings
+    setup: JudgeSetup
+    judge: Any
+    relevance: Any = None
+    diagnoser: Any = None
+
+    @classmethod
+    def build(cls, settings: Settings, setup: JudgeSetup, chunks: Sequence[Chunk],
+              chunk_relevance: bool | None = None, judge: Any = None) -> Judging:
+        """``chunk_relevance`` None: on when the judge calls no model (it costs nothing)."""
+        from components.analysis.diagnosis import Diagnoser
+
+        judge = judge if judge is not None else make_judge(settings, chunks, setup)
+        wanted = chunk_relevance if chunk_relevance is not None else not setup.calls_models
+        relevance = relevance_judge(setup, judge) if wanted else None
+        return cls(settings, setup, judge, relevance, Diagnoser(chunks, stats=getattr(judge, "stats", None)))
+
+    def annotate(self, q: Question, chunks: Sequence[Chunk], row: QuestionResult) -> dict:
+        """What the diagnosis adds to a row: where the answer lived, and why a miss missed."""
+        best = self.diagnoser.needle_best_chunk(q.expected_answer or q.question, q.needle_doc_ids)
+        diagnosis = self.diagnoser.diagnose(q.question, q.expected_answer, q.needle_doc_ids, chunks, row.rank,
+                                            row.llm_grade, row.total_score)
+        return {"needle_best_chunk": best.to_json() if best else None,
+                "diagnosis": diagnosis.to_json() if diagnosis else None}
+
+    def judge_info(self, role: str, repeats: int, reply_models: Iterable[str] = ()) -> JudgeInfo:
+        """``run.judge`` (role ``judge``) or ``run.rewriter`` (role ``rewriter``)."""
+        setup = self.setup
+        provider = setup.judge_provider if role == "judge" else setup.rewriter_provider
+        choice: ModelChoice | None = setup.judge if role == "judge" else setup.rewriter
+        relevance_sha = RELEVANCE_PROMPT_SHA256 if role == "judge" and self.relevance is not None else None
+        if choice is None:
+            return JudgeInfo(provider.name, getattr(self.judge, "model", provider.name), PROMPT_SHA256,
+                             REFERENCE_FREE_PROMPT_SHA256, None, setup.note(), repeats=repeats,
+                             relevance_prompt_sha256=relevance_sha, reply_models=list(reply_models))
+        note = setup.note() if role == "judge" else f"query rewriter: {type(provider).label}"
+        return JudgeInfo(provider.name, choice.model, PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256,
+                         self.settings.judge_timeout, note, requested_model=choice.model, repeats=repeats,
+                         relevance_prompt_sha256=relevance_sha, reply_models=list(reply_models),
+                         details=provider.describe(choice))
+
+
+@dataclass
+class RunContext:
+    """What the command line adds to an evaluation: its identity and history, the journal, the
+    rows taken over from ``--resume``, ``--judge-batch``. The API leaves it out."""
+
+    id: str | None = None
+    record: Callable[[dict], None] = lambda row: None  # the journal: each finished row, before on_row
+    journal: str | None = None
+    runs_dir: str | None = None
+    done: dict[str, QuestionResult] = field(default_factory=dict)  # rows taken over (--resume)
+    resumed_from: str | None = None
+    batch: Any = None  # a BatchJudge: grade through the provider's batch API
+    previous_batches: list = field(default_factory=list)  # the batches the resumed run recorded
+    grouped: Callable[[], Any] | None = None  # the journal's grouped() (batch rows fsynced together)
+    questions_file: str | None = None
+    quick: bool = False
+    selection: dict = field(default_factory=dict)
+    log_file: str | None = None
+
+
+def load_judging(settings: Settings, chunks: Sequence[Chunk], *, rewrites_queries: bool = False,
+                 chunk_relevance: bool | None = None) -> Judging:
+    """Check the models of ``settings`` and build the judge side over ``chunks``."""
+    setup = check_models(settings, rewrites_queries=rewrites_queries)
+    return Judging.build(settings, setup, chunks, chunk_relevance)
+
+
+def prepare(retriever: Retriever | Strategy | str | PreparedIndex, corpus: Any = None, *,
+            cache_dir: Path | None = None, check_ids: Callable[[frozenset[str], str], None] | None = None,
+            name: str | None = None) -> tuple[PreparedIndex, str]:
+    """``(prepared index, strategy name)`` for a retriever (an object with ``index``/``retrieve``,
+    a registered strategy name, ``package.module:factory``, or a :class:`Strategy`) over
+    ``corpus``: a folder of Markdown files, None (the built-in corpus), a
+    :class:`~poc.corpus.Corpus`, or a list of :class:`~poc.corpus.Document`. An already
+    :class:`PreparedIndex` is used as it is."""
+    if isinstance(retriever, PreparedIndex):
+        return retriever, name or type(retriever.retriever).__name__
+    if isinstance(retriever, str):
+        retriever = resolve_strategy(retriever)
+    if isinstance(retriever, Strategy):
+        make, label = retriever.factory, retriever.name
+    elif isinstance(retriever, Retriever):
+        make, label = (lambda: retriever), type(retriever).__name__
+    else:
+        raise InputError(f"evaluate: {type(retriever).__name__} is not a retriever: pass an object with "
+                         "index(chunks) and retrieve(query, k), or a strategy name")
+    label = name or label
+
+    def factory() -> Retriever:
+        try:
+            return make()
+        except InputError:
+            raise
+        except (Exception, SystemExit) as err:
+            logger.opt(exception=err).debug("retriever factory failed")
+            raise _RetrieverFailed("building the retriever", err) from None
+
+    try:
+        return _prepared(factory, label, corpus, cache_dir, check_ids), label
+    except _RetrieverFailed as err:
+        raise InputError(f"strategy {label!r}: {err.what} failed ({type(err.cause).__name__}: "
+                         f"{str(err.cause)[:200]}): fix the retriever (traceback in the log file)") from None
+    except (InputError, KeyboardInterrupt):
+        raise
+    except (Exception, SystemExit) as err:
+        logger.opt(exception=err).debug("indexing failed")
+        raise InputError(f"strategy {label!r}: index() failed ({type(err).__name__}: {str(err)[:200]}): "
+                         "fix the retriever's index() (traceback in the log file)") from None
+
+
+class _RetrieverFailed(Exception):
+    def __init__(self, what: str, cause: BaseException) -> None:
+        super().__init__(what)
+        self.what, self.cause = what, cause
+
+
+def _prepared(factory: Callable[[], Retriever], label: str, corpus: Any, cache_dir: Path | None,
+              check_ids: Callable[[frozenset[str], str], None] | None) -> PreparedIndex:
+    if corpus is None or isinstance(corpus, (str, os.PathLike)):
+        return prepare_index(Path(corpus) if corpus is not None else None, label, factory, cache_dir,
+                             check_ids=check_ids)
+    from poc.chunking import chunk_corpus
+    from poc.corpus import Corpus
+
+    documents = list(corpus.documents if isinstance(corpus, Corpus) else corpus)
+    digest = hashlib.sha256()
+    for d in sorted(documents, key=lambda d: d.doc_id):
+        digest.update(d.doc_id.encode() + b"\0" + d.text.encode("utf-8", "surrogatepass") + b"\0")
+    source = corpus.source if isinstance(corpus, Corpus) else MEMORY_SOURCE
+    ids = frozenset(d.doc_id for d in documents)
+    if check_ids is not None:
+        check_ids(ids, source)
+    chunks = chunk_corpus(documents)
+    instance = factory()
+    instance.index(chunks)
+    return PreparedIndex(source, corpus.sha256 if isinstance(corpus, Corpus) else digest.hexdigest(), ids, chunks,
+                         instance, "off", None, load_s=0.0, index_s=0.0, save_s=0.0)
+
+
+def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: Any, corpus: Any = None, *,
+             k: int = 5, judging: Judging | None = None, settings: Settings | None = None, name: str | None = None,
+             judge_repeats: int = 1, chunk_relevance: bool | None = None, max_cost_usd: float | None = None,
+             group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: Path | None = None,
+             rewrites_queries: bool | None = None,
+             on_row: Callable[[QuestionResult, int, int], None] | None = None,
+             should_stop: Callable[[], bool] | None = None, context: RunContext | None = None) -> RunResult:
+    """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
+
+    See :func:`components.api.evaluate` for the arguments; ``judging`` (built once, see
+    :func:`load_judging`) and ``context`` are how the command line shares its judge across
+    strategies and adds its journal, resume and batch. Raises :class:`InputError` for bad input
+    (before any judge call); a KeyboardInterrupt during the loop ends the run ``interrupted``
+    with what was finished."""
+    should_stop = should_stop or (lambda: False)
+    context = context or RunContext()
+    qset, selected = questions_from(questions)
+    settings = settings or (judging.settings if judging is not None else Settings.from_env({}))
+    prepared, label = prepare(retriever, corpus, cache_dir=cache_dir, name=name,
+                              check_ids=lambda ids, source: check_needles(qset, ids, source))
+    strategy = retriever if isinstance(retriever, Strategy) else (
+        resolve_strategy(retriever) if isinstance(retriever, str) else None)
+    rewrites = rewrites_queries if rewrites_queries is not None else bool(strategy and strategy.rewrites_queries)
+    if judging is None:
+        judging = load_judging(settings, prepared.chunks, rewrites_queries=rewrites, chunk_relevance=chunk_relevance)
+    setup = judging.setup
+    rewriter = None
+    if rewrites and setup.rewriter is not None:
+        from components.run.query_rewriter import QueryRewriter
+
+        rewriter = QueryRewriter(setup.rewriter_provider.model(setup.rewriter))
+    loop = BenchmarkLoop(prepared.retriever, judging.judge, k=k, rewriter=rewriter, should_stop=should_stop,
+                         record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
+                         repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
+                         retry_wait_max_s=settings.retry_wait_max_s, on_row=on_row)
+    started = now()
+    status = "completed"
+    try:
+        if context.batch is not None:
+            from components.run.judge_batch import run_batch
+
+            run_batch(loop, selected, context.done, context.batch, context.previous_batches,
+                      grouped=context.grouped or contextlib.nullcontext)
+        else:
+            loop.run(selected, context.done)
+        if not should_stop() and context.batch is None:
+            loop.retry_transient()
+    except KeyboardInterrupt:
+        status = "interrupted"
+    if should_stop():
+        status = "interrupted"
+    if status == "interrupted":
+        logger.warning("Interrupted after {} of {} questions: writing what is done", len(loop.results), len(selected))
+    elif loop.judge_failure is not None or loop.rewriter_failure is not None:
+        status = "judge_failed"
+    elif loop.budget_exhausted:
+        status = "budget_exhausted"
+    judge_info = judging.judge_info("judge", judge_repeats, loop.judge_usage.models)
+    if context.batch is not None:
+        judge_info = replace(judge_info, mode="batch")
+    rewriter_info = judging.judge_info("rewriter", 1, loop.rewriter_usage.models) if rewriter is not None else None
+    usage = {"judge": loop.judge_usage.to_json()}
+    if rewriter is not None:
+        usage["rewriter"] = loop.rewriter_usage.to_json()
+    costs = [u["cost_usd"] for u in usage.values()]
+    priced = all(c is not None for c in costs)
+    cost_note = None if priced else "; ".join(
+        n for n in (setup.judge_provider.prices.note(judge_info.model) if setup.calls_models else None,
+                    setup.rewriter_provider.prices.note(setup.rewriter.model) if rewriter is not None else None)
+        if n)
+    failure = loop.judge_failure or loop.rewriter_failure
+    run = RunInfo(
+        started_at=started, finished_at=now(), status=status, strategy=label, k=k,
+        quick=context.quick, questions_file=context.questions_file or qset.path, questions_sha256=qset.sha256,
+        corpus=CorpusInfo(prepared.source, prepared.documents, len(prepared.chunks), prepared.sha256),
+        judge=judge_info, python=platform.python_version(), packages=package_versions(PACKAGES),
+        judge_failure=f"{failure.kind}: {failure}" if failure else None, log_file=context.log_file,
+        id=context.id, rewriter=rewriter_info, usage=usage, cost_usd=sum(costs) if priced else None,
+        cost_note=cost_note or None, max_cost_usd=max_cost_usd, recovered=loop.recovered,
+        resumed_from=context.resumed_from, resumed_rows=len(context.done), journal=context.journal,
+        runs_dir=context.runs_dir, selection=context.selection, index=prepared.index_info,
+        judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None)
+    result = build_report(run, loop.results, index_time_s=round(prepared.index_s, 3), group_by=group_by,
+                          relevance=judging.relevance is not None)
+    if failure is not None:
+        logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
+                     "query rewriter", failure)
+    return result
+
+
+def questions_from(questions: Any) -> tuple[QuestionSet, list[Question]]:
+    """``(question set, the questions to run)`` from a questions file path, a :class:`QuestionSet`,
+    a ``(QuestionSet, selected questions)`` pair, or a list of :class:`Question` or of question
+    dicts (the questions file's format)."""
+    if isinstance(questions, tuple) and len(questions) == 2 and isinstance(questions[0], QuestionSet):
+        return questions[0], list(questions[1])
+    if isinstance(questions, QuestionSet):
+        return questions, list(questions.questions)
+    if isinstance(questions, (str, os.PathLike)):
+        qset = load_questions(questions)
+        return qset, list(qset.questions)
+    items = list(questions)
+    if items and all(isinstance(q, Question) for q in items):
+        data = json.dumps([{"id": q.id, "question": q.question, "expected_answer": q.expected_answer,
+                            "needle_doc_ids": list(q.needle_doc_ids), **q.extra} for q in items],
+                          sort_keys=True).encode()
+        qset = parse_questions(data, MEMORY_SOURCE)
+        return qset, list(qset.questions)
+    try:
+        data = json.dumps(items, allow_nan=False).encode()
+    except (TypeError, ValueError) as err:
+        raise InputError(f"evaluate: questions must be a file path, Question objects or question dicts ({err})"
+                         ) from None
+    qset = parse_questions(data, MEMORY_SOURCE)
+    return qset, list(qset.questions)
+
+
+def selected_questions(questions: Any, limit: int | None = None, ids: Sequence[str] | None = None
+                       ) -> tuple[QuestionSet, list[Question]]:
+    """The question set and the questions ``--ids`` (in the file's order) then ``--limit`` select."""
+    qset, selected = questions_from(questions)
+    if ids:
+        known = {q.id for q in selected}
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise InputError(f"--ids: {', '.join(repr(i) for i in unknown[:5])} not in {qset.path}: "
+                             "give ids of that file (its \"id\" fields)")
+        wanted = set(ids)
+        selected = [q for q in selected if q.id in wanted]
+    if limit is not None:
+        selected = selected[:limit]
+    return qset, selected
+

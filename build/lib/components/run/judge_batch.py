@@ -1,0 +1,765 @@
+"""``--judge-batch``: the run's grading requests through the Message Batches API, at half price.
+
+:func:`run_batch` replaces ``BenchmarkLoop.run`` for the LLM judge (sequential stays the default):
+
+1. **Retrieval** of every question, in order, one at a time, exactly as a sequential run (the
+   loop's own ``_retrieve``; a retrieval error or any exception becomes that row's error).
+2. **Requests**: one per question (``--judge-repeats N``: N), with the SAME prompt
+   (:func:`build_prompt`) and request settings (:meth:`ModelSettings.request_params`) as a
+   sequential call. The API takes custom ids of 1-64 characters ``[A-Za-z0-9_-]`` and question
+   ids may hold anything, so each request is named ``q<index>`` (``q<index>r<repeat>`` with
+   repeats; index = the question's 0-based position in the run) and the mapping custom id →
+   question id is kept.
+3. **One batch**, split above :data:`MAX_BATCH_REQUESTS` requests or :data:`MAX_BATCH_BYTES` of
+   request JSON. As soon as a batch is created, its id and mapping are written to the journal
+   (``{"batch": {"id": …, "custom_ids": {…}, "status": "submitted", …}}``), signals deferred from
+   the create call to that line: from then on an interruption loses nothing, and ``--resume``
+   collects that batch without submitting it again.
+4. **Polling** (``messages.batches.retrieve``) at growing intervals (:class:`PollSchedule`: 1 s
+   doubling to 60 s, ``BENCHMARK_BATCH_POLL_MAX``), one progress line (INFO) per poll, until the
+   batch has ended; then its results (JSON lines, any order) are matched to rows by custom id.
+5. **Entries**: ``succeeded`` → graded exactly like a sequential reply (:func:`parse_message`,
+   then :func:`grade_reply`: stop reason, then the grade parser); ``errored`` → null grade
+   ``batch_errored: <error type>: <message>``; ``expired`` → ``batch_expired: …``; ``canceled`` →
+   ``batch_canceled: …``; a custom id absent from the results → ``batch_errored: no result …``.
+   An entry errored by a transient error (``overloaded_error``, ``api_error``,
+   ``rate_limit_error``, ``timeout_error``) is re-submitted once, in a second, smaller batch; a
+   grade it brings marks the row ``recovered``.
+6. **Rows** are finished in question order (journal first, then the console line) and have the
+   same fields as a sequential run's; cost at batch prices (``Usage(batch=True)``: half).
+   ``request_id`` is ``<batch id>:<custom id>`` (what locates the request), and
+   ``grading_latency_ms`` the batch's wall time in this process, submit (or adoption on resume)
+   to results.
+
+Failures of the batch calls themselves. A create is not idempotent, so the SDK does not retry it:
+a create answered 429/503/529 created nothing and is tried again (:data:`CREATE_ATTEMPTS`); one
+that timed out or lost its connection may have created the batch and is not repeated (its rows
+say so, with a ``timeout``/``connection`` error). A create that fails fatally (401/403, a 400, an endpoint without the Message Batches API) makes the judge
+unusable (exit 3), its rows written ungraded with the error; a transient one costs those rows
+their grade (``<kind>: …``, finished later with ``--resume``). While polling, a transient failure
+is logged and polling goes on; :data:`MAX_POLL_FAILURES` in a row, a fatal one, or results that
+cannot be read (the SDK retries the retrieve and results calls) stop the collection: the rows of that batch are written with
+``batch_pending: …`` and the run ends ``judge_failed`` (exit 3) — ``--resume`` collects the batch.
+
+**Interruption** (Ctrl-C, SIGTERM/SIGHUP, the stop flag) at any point: rows taken over from
+``--resume`` and rows already complete are finished as usual; every retrieved question not yet
+graded goes into the results (not the journal) with ``grade_error: "batch_pending: …"``; the run
+ends ``interrupted`` and ``run.judge_batch`` lists each batch (id, status, request counts,
+mapping). ``--resume`` (results file or journal) adopts, in submission order, every batch that
+holds a question it runs and is not yet ``collected`` (and the earlier batches of those
+questions, which hold their other repeats): those questions are collected from them (retrieve/
+poll/results, no new create); the other questions are submitted anew; the other earlier batches are
+carried into the new results as they were. A batch collected by a run that selected fewer
+questions (``--limit``/``--ids``) is ``partial``: a later ``--resume`` collects the rest from it.
+A killed process (``kill -9``) between the create call's answer and the journal line loses that
+batch's id (the one window left; the requests are then submitted again on resume).
+
+``--max-cost`` is refused with ``--judge-batch`` (:func:`check_batch_options`): a batch is paid as a
+whole once submitted and cannot stop at a budget; estimate with a sequential ``--limit`` run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from loguru import logger
+
+from components.judges.llm import LLMReply
+from components.judges.retrieval_grader import GradeResult, build_prompt, grade_reply, prompt_variant
+from components.run.benchmark_loop import Partial, combine_grades
+from utils.errors import InputError, JudgeError
+from utils.metrics import RetrievalMetrics as M
+from utils.questions import Question
+from utils.settings import DEFAULT_BATCH_POLL_MAX_S
+
+if TYPE_CHECKING:
+    from components.run.benchmark_loop import BenchmarkLoop
+    from poc.chunking import Chunk
+
+MAX_BATCH_REQUESTS = 100_000  # the API's limit per batch
+MAX_BATCH_BYTES = 256_000_000  # 256 MB of request JSON per batch (the API's limit), measured ASCII-escaped
+# A create answered 429, 503 or 529 created nothing and is tried again (at most this many calls,
+# waiting its retry-after or 2 s, 4 s …). A create that timed out or lost its connection may have
+# created the batch: it is never repeated (the SDK's own retries are off for it).
+CREATE_ATTEMPTS = 4
+MAX_POLL_FAILURES = 10  # transient failures in a row while polling before the collection stops
+_CUSTOM_ID = re.compile(r"q(\d+)(?:r(\d+))?")
+
+
+def check_batch_options(*, judge: str, judge_batch: bool, max_cost_usd: float | None,
+                        chunk_relevance: bool | None) -> None:
+    """Start-up check of ``--judge-batch`` against the other options; raises :class:`InputError`."""
+    if not judge_batch:
+        return
+    from components.judges.providers import provider_class, providers
+
+    if not provider_class(judge).supports_batch:
+        able = [name for name, cls in providers().items() if cls.supports_batch]
+        keys = " or ".join(providers()[name].missing_key() for name in able) or "a provider's key"
+        raise InputError(f"--judge-batch needs the LLM judge of a provider with a batch API ({', '.join(able) or 'none registered'}:"
+                         f" set {keys} and leave BENCHMARK_JUDGE unset or that provider), or run without --judge-batch")
+    if max_cost_usd is not None:
+        raise InputError("--max-cost cannot be enforced with --judge-batch (a batch is paid as a whole once "
+                         "submitted): run without --max-cost, or without --judge-batch")
+    if chunk_relevance:
+        raise InputError("--chunk-relevance is not sent through --judge-batch: run without one of them")
+
+
+def warn_uncollected(previous_run: dict, judge_batch: bool) -> None:
+    """One warning when the run ``--resume`` continues left batches uncollected and this run will
+    not collect them (no ``--judge-batch``): their questions would be graded (and paid) again."""
+    pending = [b.id for b in map(BatchRecord.from_json, previous_run.get("judge_batch") or [])
+               if b is not None and b.status != "collected"]
+    if pending and not judge_batch:
+        logger.warning("the run you continue left batch(es) {} uncollected: add --judge-batch to collect them "
+                       "instead of grading those questions again", ", ".join(pending))
+
+
+def custom_id(index: int, repeat: int = 0, repeats: int = 1) -> str:
+    """The custom id of question ``index`` (0-based position in the run), repeat ``repeat``."""
+    return f"q{index}" if repeats == 1 else f"q{index}r{repeat}"
+
+
+def repeat_of(cid: str) -> int:
+    m = _CUSTOM_ID.fullmatch(cid)
+    return int(m.group(2)) if m and m.group(2) else 0
+
+
+@dataclass(frozen=True)
+class PollSchedule:
+    """Waits between polls: ``first_s``, times ``factor`` each poll, at most ``max_s``."""
+
+    first_s: float = 1.0
+    max_s: float = DEFAULT_BATCH_POLL_MAX_S
+    factor: float = 2.0
+
+    def waits(self) -> Iterator[float]:
+        wait = min(self.first_s, self.max_s)
+        while True:
+            yield wait
+            wait = min(wait * self.factor, self.max_s)
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    custom_id: str
+    question_id: str
+    params: dict  # the ``messages.create`` parameters, messages included
+
+    def to_json(self) -> dict:
+        return {"custom_id": self.custom_id, "params": self.params}
+
+
+@dataclass
+class BatchRecord:
+    """One batch as the journal and ``run.judge_batch`` record it."""
+
+    id: str
+    custom_ids: dict[str, str]  # custom id → question id
+    # "submitted" | "collected" | "partial" (collected, but it holds questions the run did not select:
+    # --resume collects those from it) | "failed" (collection stopped; --resume retries)
+    status: str = "submitted"
+    processing_status: str | None = None  # the API's, at the last poll
+    request_counts: dict = field(default_factory=dict)  # the API's, at the last poll
+    retry: bool = False  # the second batch: transient failures of the first, re-submitted once
+    resumed: bool = False  # adopted from --resume: collected without a new create
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> BatchRecord | None:
+        """A record from a journal line or ``run.judge_batch``; None when it is not one."""
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+            return None
+        ids = data.get("custom_ids")
+        if not isinstance(ids, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in ids.items()):
+            return None
+        counts = data.get("request_counts")
+        return cls(id=data["id"], custom_ids=dict(ids), status=str(data.get("status") or "submitted"),
+                   processing_status=data.get("processing_status") if isinstance(data.get("processing_status"), str)
+                   else None, request_counts=counts if isinstance(counts, dict) else {},
+                   retry=bool(data.get("retry")), resumed=bool(data.get("resumed")))
+
+
+@dataclass(frozen=True)
+class BatchEntry:
+    """One request's result in a batch."""
+
+    kind: str  # "succeeded" | "errored" | "expired" | "canceled" | "missing"
+    batch_id: str
+    custom_id: str
+    reply: LLMReply | None = None
+    error_type: str | None = None
+    message: str | None = None
+    transient: bool = False  # errored by a transient error: worth re-submitting once
+
+    def grade(self, variant: str, latency_ms: float) -> GradeResult:
+        """The :class:`GradeResult` this entry gives: a succeeded one is graded as a sequential
+        reply; any other kind is a null grade with the reason."""
+        if self.kind == "succeeded" and self.reply is not None:
+            return grade_reply(self.reply, variant, latency_ms)
+        if self.kind == "errored":
+            error = f"batch_errored: {self.error_type}: {self.message}"
+        elif self.kind == "expired":
+            error = f"batch_expired: batch {self.batch_id} ended (24 h) before this request was processed"
+        elif self.kind == "canceled":
+            error = f"batch_canceled: batch {self.batch_id} was canceled before this request was processed"
+        else:
+            error = f"batch_errored: no result for this request in the results of batch {self.batch_id}"
+        return GradeResult(None, None, latency_ms, error, None, variant)
+
+
+def split_requests(requests: Sequence[BatchRequest], max_requests: int = MAX_BATCH_REQUESTS,
+                   max_bytes: int = MAX_BATCH_BYTES) -> list[list[BatchRequest]]:
+    """``requests`` in order, cut into batches of at most ``max_requests`` requests and
+    ``max_bytes`` of JSON (``{"requests": [...]}`` included). A single request larger than
+    ``max_bytes`` is a batch of its own (the API then refuses it, with its own message)."""
+    envelope = len('{"requests": []}')
+    batches: list[list[BatchRequest]] = []
+    current: list[BatchRequest] = []
+    size = envelope
+    for r in requests:
+        n = len(json.dumps(r.to_json())) + 2  # ", " between requests
+        if current and (len(current) >= max_requests or size + n > max_bytes):
+            batches.append(current)
+            current, size = [], envelope
+        current.append(r)
+        size += n
+    if current:
+        batches.append(current)
+    return batches
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    """A batch as the provider's batch API reports it."""
+
+    id: str
+    processing_status: str | None
+    request_counts: dict
+    ended: bool
+
+
+class CreateFailed(JudgeError):
+    """A batch create that failed; ``retryable`` when the API answered that nothing was created
+    (it may be tried again). One that got no answer is not retryable: it may have created the batch."""
+
+    def __init__(self, kind: str, message: str, *, fatal: bool, retry_after: float | None = None,
+                 retryable: bool = False) -> None:
+        super().__init__(kind, message, fatal=fatal, retry_after=retry_after)
+        self.retryable = retryable
+
+
+class BatchAPI(Protocol):
+    """A judge provider's batch transport (:meth:`Provider.batch_api`)."""
+
+    model: str
+    max_line_bytes: int  # a results line longer than this is a bad response
+
+    def request(self, custom_id: str, prompt: str) -> dict:
+        """One request of the batch envelope: the same request as a sequential call."""
+
+    def create(self, requests: list[dict]) -> BatchStatus:
+        """Create a batch; raises :class:`CreateFailed`."""
+
+    def retrieve(self, batch_id: str) -> BatchStatus:
+        """Its status now; raises :class:`JudgeError`."""
+
+    def results(self, batch_id: str, expected: int) -> Iterator[bytes]:
+        """Its raw results lines (:func:`result_lines`); raises :class:`JudgeError`."""
+
+    def entry(self, batch_id: str, line: object) -> BatchEntry | None:
+        """One decoded results line as a :class:`BatchEntry`; None when it names no request."""
+
+
+class BatchJudge:
+    """Submit, poll and read the results of batches through a provider's :class:`BatchAPI`.
+
+    ``record`` receives each journal line (``{"batch": {...}}``) — the run's journal; ``sleep``
+    and ``schedule`` are injectable so tests poll fast; ``should_stop`` is asked before each wait."""
+
+    def __init__(self, api: BatchAPI, *, schedule: PollSchedule = PollSchedule(),
+                 sleep: Callable[[float], None] = time.sleep,
+                 should_stop: Callable[[], bool] = lambda: False, record: Callable[[dict], None] = lambda line: None,
+                 deferred: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+                 max_requests: int = MAX_BATCH_REQUESTS, max_bytes: int = MAX_BATCH_BYTES) -> None:
+        self.api = api
+        self.model = api.model
+        self.schedule, self.sleep, self.should_stop, self.record = schedule, sleep, should_stop, record
+        self.deferred = deferred  # signals wait while a batch is created and journaled
+        self.max_requests, self.max_bytes = max_requests, max_bytes
+        self.records: list[BatchRecord] = []  # the batches this run submitted or adopted
+        self.carried: list[BatchRecord] = []  # earlier batches this run does not collect, recorded as they were
+        self._started: dict[str, float] = {}  # batch id → when it was submitted or adopted (monotonic)
+
+    def request(self, cid: str, question_id: str, prompt: str) -> BatchRequest:
+        """The same request as a sequential call."""
+        envelope = self.api.request(cid, prompt)
+        return BatchRequest(cid, question_id, envelope["params"])
+
+    def _journal(self, record: BatchRecord) -> None:
+        try:
+            self.record({"batch": record.to_json()})
+        except OSError as err:  # a full disk: the id is still in the results and the log
+            logger.error("could not write batch {} to the journal: {}", record.id, err)
+
+    # ------------------------------------------------------------------ submit
+
+    def submit(self, requests: Sequence[BatchRequest], *, retry: bool = False) -> BatchRecord:
+        """Create one batch of ``requests`` (already split) and journal its id and mapping, with
+        signals deferred in between (an interrupt cannot lose the id of a batch the API created).
+        Raises :class:`JudgeError` (fatal or transient) when the API refuses or cannot be reached;
+        see :data:`CREATE_ATTEMPTS` for what is tried again."""
+        body = [r.to_json() for r in requests]
+        for attempt in range(1, CREATE_ATTEMPTS + 1):
+            try:
+                with self.deferred():
+                    batch = self.api.create(body)
+                    record = BatchRecord(id=batch.id, custom_ids={r.custom_id: r.question_id for r in requests},
+                                         processing_status=batch.processing_status,
+                                         request_counts=dict(batch.request_counts), retry=retry)
+                    self._started[record.id] = time.monotonic()
+                    self.records.append(record)
+                    self._journal(record)
+                break
+            except CreateFailed as err:
+                if not err.retryable or attempt == CREATE_ATTEMPTS or self.should_stop():
+                    raise
+                wait = min(err.retry_after or 2.0 * 2 ** (attempt - 1), self.schedule.max_s)
+                logger.warning("Batch not created ({}: {}); trying again in {:g}s", err.kind, err, wait)
+                self.sleep(wait)
+        logger.info("Submitted batch {} ({:,} grading request(s){})", record.id, len(requests),
+                    ", transient failures re-submitted" if retry else "")
+        return record
+
+    def adopt(self, record: BatchRecord) -> BatchRecord:
+        """A batch an earlier run submitted (``--resume``): collect it, never create it again."""
+        record = replace(record, resumed=True, status="submitted")
+        self._started[record.id] = time.monotonic()
+        self.records.append(record)
+        self._journal(record)
+        logger.info("Resuming batch {} ({:,} request(s)) without submitting it again", record.id,
+                    len(record.custom_ids))
+        return record
+
+    def carry(self, record: BatchRecord) -> None:
+        """An earlier batch this run does not collect: recorded as it was (journal and results),
+        so that a later ``--resume`` still knows it."""
+        self.carried.append(record)
+        self._journal(record)
+
+    @property
+    def all_records(self) -> list[BatchRecord]:
+        """Every batch the run knows: submitted or adopted, then carried over."""
+        return [*self.records, *self.carried]
+
+    def mark(self, record: BatchRecord, status: str) -> None:
+        record.status = status
+        self._journal(record)
+
+    def elapsed_ms(self, record: BatchRecord) -> float:
+        return (time.monotonic() - self._started.get(record.id, time.monotonic())) * 1000
+
+    # ------------------------------------------------------------------ poll
+
+    def wait(self, record: BatchRecord) -> None:
+        """Poll until the batch has ended, one progress line per poll. Raises KeyboardInterrupt
+        when a stop is requested, and a fatal :class:`JudgeError` after a fatal failure or
+        :data:`MAX_POLL_FAILURES` transient ones in a row."""
+        total = len(record.custom_ids)
+        failures = 0
+        for wait in self.schedule.waits():
+            if self.should_stop():
+                raise KeyboardInterrupt("stop requested")
+            try:
+                batch = self.api.retrieve(record.id)
+            except JudgeError as judge_err:
+                failures += 1
+                if judge_err.fatal or failures >= MAX_POLL_FAILURES:
+                    raise JudgeError(judge_err.kind, f"could not poll batch {record.id} ({judge_err}); --resume "
+                                     "collects it later", fatal=True) from None
+                logger.warning("Batch {}: poll failed ({}: {}); next check in {:g}s", record.id, judge_err.kind,
+                               judge_err, wait)
+            else:
+                failures = 0
+                counts = dict(batch.request_counts)
+                record.processing_status, record.request_counts = batch.processing_status, counts
+                done = total - int(counts.get("processing") or 0)
+                if batch.ended:
+                    logger.info("Batch {}: ended, {:,}/{:,} requests processed ({} succeeded, {} errored, {} expired, "
+                                "{} canceled)", record.id, done, total, counts.get("succeeded"), counts.get("errored"),
+                                counts.get("expired"), counts.get("canceled"))
+                    return
+                logger.info("Batch {}: {}, {:,}/{:,} requests processed; next check in {:g}s", record.id,
+                            batch.processing_status, done, total, wait)
+            if self.should_stop():
+                raise KeyboardInterrupt("stop requested")
+            self.sleep(wait)
+        raise AssertionError("unreachable: the schedule never ends")  # pragma: no cover
+
+    # ------------------------------------------------------------------ results
+
+    def collect(self, record: BatchRecord) -> dict[str, BatchEntry]:
+        """The ended batch's results, custom id → :class:`BatchEntry` (lines that name a custom id
+        not in the batch are ignored). Raises a fatal :class:`JudgeError` when they cannot be read.
+
+        Bounds: a line longer than the one-reply cap is a bad response, and at most twice as many
+        lines as requests are read."""
+        entries: dict[str, BatchEntry] = {}
+        try:
+            for line in self.api.results(record.id, len(record.custom_ids)):
+                try:
+                    entry = self.api.entry(record.id, json.loads(line))
+                except (ValueError, RecursionError):
+                    logger.warning("Batch {}: a results line is not JSON; skipped", record.id)
+                    continue
+                if entry is not None and entry.custom_id in record.custom_ids:
+                    entries[entry.custom_id] = entry
+        except JudgeError as judge_err:
+            raise JudgeError(judge_err.kind, f"could not read the results of batch {record.id} ({judge_err}); "
+                             "--resume collects it later", fatal=True) from None
+        return entries
+
+
+def result_lines(chunks: Iterator[bytes], cap: int, limit: int) -> Iterator[bytes]:
+    """Non-empty lines of a byte stream; a line over ``cap`` bytes, or more than ``limit`` lines,
+    is a bad response."""
+    buf = b""
+    count = 0
+    for chunk in chunks:
+        buf += chunk
+        if b"\n" not in chunk and len(buf) <= cap:
+            continue
+        *lines, buf = buf.split(b"\n")
+        if len(buf) > cap:
+            raise JudgeError("bad_response", f"a batch results line passed {cap:,} bytes (bad body)", fatal=False)
+        for line in lines:
+            if line.strip():
+                count += 1
+                if count > limit or len(line) > cap:
+                    raise JudgeError("bad_response", "the batch results are longer than the batch (bad body)",
+                                     fatal=False)
+                yield line
+    if buf.strip():
+        if count + 1 > limit:
+            raise JudgeError("bad_response", "the batch results are longer than the batch (bad body)", fatal=False)
+        yield buf
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class _Item:
+    """One question of the run: a row taken over (``done``), a finished row (``row``), or a
+    question retrieved and waiting for its grade(s)."""
+
+    index: int  # 0-based position in the run
+    q: Question
+    done: dict | None = None
+    row: Any = None  # a QuestionResult already complete (retrieval error, internal error)
+    partial: Any = None  # the loop's Partial
+    chunks: list[Chunk] = field(default_factory=list)
+    rank: int | None = None
+    entries: dict[int, BatchEntry] = field(default_factory=dict)  # repeat → entry
+    sources: list[BatchRecord] = field(default_factory=list)  # the batches its requests went to, in order
+    error: str | None = None  # the whole question's grade error (a create that failed)
+    recovered: bool = False
+    latency_ms: float = 0.0
+
+    @property
+    def waiting(self) -> bool:
+        return self.done is None and self.row is None
+
+    @property
+    def batch(self) -> BatchRecord | None:
+        """The batch of its latest submission."""
+        return self.sources[-1] if self.sources else None
+
+
+NOT_SUBMITTED = "batch_pending: not submitted (the run stopped first); --resume submits it"
+
+
+def finished(row: object) -> bool:
+    """Whether ``row`` holds any work: not a question the run stopped before submitting (a run
+    whose rows are all such writes nothing, as a sequential run that finished no question)."""
+    error = row.get("grade_error") if isinstance(row, dict) else getattr(row, "grade_error", None)
+    return error != NOT_SUBMITTED
+
+
+def _pending_error(item: _Item) -> str:
+    if item.batch is None:
+        return NOT_SUBMITTED
+    return f"batch_pending: in batch {item.batch.id}, not collected; --resume collects it without submitting it again"
+
+
+def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str, dict] | None,
+              judge: BatchJudge, previous: Sequence[object] = (),
+              grouped: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> list:
+    """Every question with ``loop`` (retrieval, rows, journal) and its grades from ``judge``
+    (module docstring). ``done``: rows taken over from ``--resume``; ``previous``: the batches
+    that run recorded (``run.judge_batch`` or the journal's batch lines); ``grouped``: the
+    journal's :meth:`Journal.grouped`, under which the graded rows are written (one fsync per
+    second instead of one per row: until then the batch holds them). Returns ``loop.results``;
+    raises KeyboardInterrupt after writing what is done, as ``BenchmarkLoop.run`` does."""
+    loop.results = []
+    loop.judge_usage.batch = True
+    done = done or {}
+    items: list[_Item] = []
+    n = len(questions)
+    try:
+        owned = _adopt(judge, previous, {q.id for q in questions if q.id not in done}, loop.repeats)
+        for index, q in enumerate(questions):
+            if q.id in done:
+                items.append(_Item(index, q, done=done[q.id]))
+                continue
+            if loop.should_stop():
+                raise KeyboardInterrupt("stop requested")
+            item = _retrieve(loop, index, q)
+            if loop.should_stop():  # a signal during this retrieval: its error may be the signal's
+                raise KeyboardInterrupt("stop requested")
+            if item.waiting:
+                item.sources.extend(owned.get(q.id, ()))
+            items.append(item)
+        waiting = [it for it in items if it.waiting]
+        if waiting:
+            _grade(loop, judge, waiting, adopted=bool(owned), settled=set(done))
+        with grouped():
+            for it in items:
+                loop.finish(it.index + 1, n, _final_row(loop, judge, it))
+        for record in judge.records:
+            if record.status in ("collected", "partial"):
+                judge.mark(record, record.status)  # the journal learns what --resume need not collect again
+    except KeyboardInterrupt:
+        # Items are finished in order and each row is kept before anything else (loop.finish):
+        # the ones past len(loop.results) are exactly those not finished yet.
+        _write_unfinished(loop, judge, items[len(loop.results):], n)
+        raise
+    return loop.results
+
+
+def _retrieve(loop: BenchmarkLoop, index: int, q: Question) -> _Item:
+    item = _Item(index, q, partial=Partial(q))
+    p = item.partial
+    try:
+        error = loop.retrieve(p)
+        item.chunks = [s.chunk for s in p.retrieved]
+        item.rank = M.calculate_rank(p.retrieved, q.needle_doc_ids)
+        if error is not None:
+            p.grade = GradeResult(None, None, 0.0, error, None)
+            item.row = _annotated(loop, item, loop.row(p, item.rank, None))
+    except (Exception, SystemExit) as err:
+        loop.stop_if_signalled(err)
+        item.row = loop.failed_row(p, err)
+    return item
+
+
+def _annotated(loop: BenchmarkLoop, item: _Item, row):
+    if loop.annotate is None:
+        return row
+    return replace(row, **loop.annotate(item.q, item.chunks, row))
+
+
+def _requests(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item]) -> list[BatchRequest]:
+    """The requests of ``items``; a question whose request cannot be built gets an
+    ``internal_error`` row (contained, as in a sequential run) and sends nothing."""
+    out = []
+    for it in items:
+        try:
+            prompt = build_prompt(it.q.question, it.q.expected_answer, it.chunks)
+            logger.trace("[retrieval-grader] prompt for {} ({}):\n{}", it.q.id, custom_id(it.index), prompt)
+            out.extend([judge.request(custom_id(it.index, r, loop.repeats), it.q.id, prompt)
+                        for r in range(loop.repeats)])
+        except Exception as err:  # noqa: BLE001 - one question's failure stays in its row
+            loop.stop_if_signalled(err)
+            it.row = loop.failed_row(it.partial, err)
+    return out
+
+
+def _submit(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item], *, retry: bool = False,
+            only: dict[str, set[int]] | None = None) -> list[BatchRecord]:
+    """Submit the requests of ``items`` (``only``: question id → the repeats to send), split as
+    needed. A failed create leaves its items' ``error`` set (fatal: the judge becomes unusable)."""
+    by_id = {it.q.id: it for it in items}
+    requests = [r for r in _requests(loop, judge, items)
+                if only is None or repeat_of(r.custom_id) in only.get(r.question_id, ())]
+    records = []
+    for chunk in split_requests(requests, judge.max_requests, judge.max_bytes):
+        if loop.should_stop():
+            raise KeyboardInterrupt("stop requested")
+        targets = list({r.question_id: by_id[r.question_id] for r in chunk}.values())
+        if loop.judge_failure is not None:
+            error = f"judge_unusable: not graded after an earlier {loop.judge_failure.kind} error"
+        else:
+            try:
+                record = judge.submit(chunk, retry=retry)
+            except JudgeError as err:
+                logger.error("Batch not submitted ({}): {}", err.kind, err)
+                if err.fatal:
+                    loop.judge_failure = err
+                error = f"{err.kind}: {err}"
+            else:
+                records.append(record)
+                for it in targets:
+                    if not it.sources or it.sources[-1] is not record:
+                        it.sources.append(record)
+                continue
+        for it in targets:
+            if not retry:
+                it.error = error
+    return records
+
+
+def _matches_repeats(record: BatchRecord, repeats: int) -> bool:
+    """Whether the custom ids of ``record`` are those of a run with ``repeats`` grades a question."""
+    for cid in record.custom_ids:
+        m = _CUSTOM_ID.fullmatch(cid)
+        if m is None or (m.group(2) is None) != (repeats == 1) or repeat_of(cid) >= repeats:
+            return False
+    return True
+
+
+def _adopt(judge: BatchJudge, previous: Sequence[object], wanted: set[str],
+           repeats: int) -> dict[str, list[BatchRecord]]:
+    """The batches an earlier run submitted that this run collects, in their submission order:
+    for each question of ``wanted`` held by a batch not yet ``collected``, every batch holding it
+    (an earlier, collected one included: with ``--judge-repeats`` it holds the other repeats).
+    They are adopted (journaled at once, so an interruption during retrieval keeps them); the
+    other earlier batches are carried over as they were. A batch whose custom ids are those of
+    another ``--judge-repeats`` is not adopted: its questions are submitted anew. Returns question
+    id → its adopted batches, in submission order."""
+    records = [r for r in map(BatchRecord.from_json, previous) if r is not None]
+    holders: dict[str, list[BatchRecord]] = {}
+    for record in records:
+        for qid in dict.fromkeys(record.custom_ids.values()):
+            holders.setdefault(qid, []).append(record)
+    chosen: set[str] = set()  # question ids collected from earlier batches
+    for qid, held in holders.items():
+        if qid not in wanted or all(r.status == "collected" for r in held):
+            continue
+        if all(_matches_repeats(r, repeats) for r in held):
+            chosen.add(qid)
+        else:
+            logger.warning("[{}] an earlier batch holds it with another --judge-repeats: submitted anew", qid)
+    adopted: dict[str, BatchRecord] = {}
+    for record in records:  # submission order: the last batch holding a question is its latest submission
+        if any(qid in chosen for qid in record.custom_ids.values()):
+            adopted[record.id] = judge.adopt(record)
+        else:
+            judge.carry(record)
+    return {qid: [adopted[r.id] for r in holders[qid]] for qid in chosen}
+
+
+def _grade(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], adopted: bool,
+           settled: set[str] = frozenset()) -> None:
+    """Submit, collect, and re-submit transient failures once. ``settled``: question ids whose
+    rows this run takes over (a batch holding only those and the ones collected is ``collected``)."""
+    by_id = {it.q.id: it for it in items}
+    fresh = [it for it in items if not it.sources]
+    logger.info("Retrieval done for {:,} question(s); {:,} grading request(s) go to the Message Batches API{}",
+                len(items), len(fresh) * loop.repeats,
+                f" ({len(items) - len(fresh):,} collected from earlier batches)" if adopted else "")
+    _submit(loop, judge, fresh)
+    _collect(loop, judge, [r for r in judge.records if r.status == "submitted"], by_id, settled)
+    # One more, smaller batch for the entries that failed transiently (never for a retry batch's).
+    again: dict[str, set[int]] = {}
+    for it in items:
+        for r, entry in it.entries.items():
+            if entry.transient and it.batch is not None and not it.batch.retry:
+                again.setdefault(it.q.id, set()).add(r)
+    if again and loop.judge_failure is None:
+        logger.info("Re-submitting {:,} request(s) whose batch entry failed transiently, in a second batch",
+                    sum(len(v) for v in again.values()))
+        retry_items = [by_id[qid] for qid in again]
+        first = {it.q.id: dict(it.entries) for it in retry_items}
+        records = _submit(loop, judge, retry_items, retry=True, only=again)
+        _collect(loop, judge, records, by_id, settled)
+        for it in retry_items:
+            before = first[it.q.id]
+            it.recovered = any(it.entries.get(r) is not None and it.entries[r].kind == "succeeded"
+                               and before.get(r) is not None and before[r].transient for r in again[it.q.id])
+            if it.recovered:
+                loop.recovered += 1
+        logger.info("Second batch: {} of {} question(s) recovered", sum(it.recovered for it in retry_items),
+                    len(retry_items))
+
+
+def _collect(loop: BenchmarkLoop, judge: BatchJudge, records: Sequence[BatchRecord],
+             by_id: dict[str, _Item], settled: set[str] = frozenset()) -> None:
+    """Wait for each batch and give its entries to the questions it holds. A batch is then
+    ``collected``, or ``partial`` when it holds questions this run neither grades nor takes over
+    (a narrower ``--limit``/``--ids``): a later ``--resume`` collects those from it."""
+    for record in records:
+        if loop.judge_failure is not None:
+            break
+        try:
+            judge.wait(record)
+            entries = judge.collect(record)
+        except JudgeError as err:
+            loop.judge_failure = err
+            judge.mark(record, "failed")
+            logger.error("judge unusable ({}): {}", err.kind, err)
+            break
+        unused = False
+        for cid, qid in record.custom_ids.items():
+            it = by_id.get(qid)
+            if it is None or not any(s is record for s in it.sources):
+                unused = unused or qid not in settled  # not graded here, and not taken over
+                continue
+            it.entries[repeat_of(cid)] = entries.get(cid) or BatchEntry("missing", record.id, cid)
+            it.latency_ms = judge.elapsed_ms(it.sources[0])  # from its first submission
+        record.status = "partial" if unused else "collected"
+
+
+def _final_row(loop: BenchmarkLoop, judge: BatchJudge, it: _Item):
+    """The finished row of one question (a row taken over, complete, or graded from its entries)."""
+    if it.done is not None:
+        return it.done
+    if it.row is not None:
+        return it.row
+    p = it.partial
+    try:
+        variant = prompt_variant(it.q.expected_answer)
+        if it.entries:
+            p.grades = [it.entries[r].grade(variant, it.latency_ms) for r in sorted(it.entries)]
+        else:
+            error = it.error or (f"judge_unusable: not graded after an earlier {loop.judge_failure.kind} error"
+                                 if loop.judge_failure is not None and it.batch is None else _pending_error(it))
+            p.grades = [GradeResult(None, None, 0.0, error, None, variant)]
+        for g in p.grades:
+            cost = loop.judge_usage.add(g.reply)
+            if cost is not None:
+                p.cost = (p.cost or 0.0) + cost
+        p.grade = combine_grades(p.grades)
+        row = loop.row(p, it.rank, None)
+        if it.recovered and row.llm_grade is not None:
+            row = replace(row, recovered=True)
+        return _annotated(loop, it, row)
+    except (Exception, SystemExit) as err:  # its grades are in hand: kept in the row, even after a signal
+        return loop.failed_row(p, err)
+
+
+def _write_unfinished(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item], n: int) -> None:
+    """After an interruption: rows taken over and complete rows are finished as usual (journal,
+    console line); a question still waiting for its grade goes into the results only, as
+    ``batch_pending``."""
+    for it in items:
+        graded = (len(it.entries) == loop.repeats and bool(it.sources)
+                  and all(s.status in ("collected", "partial") for s in it.sources))
+        if not it.waiting or graded:  # complete, or graded by batches all collected, not yet written
+            loop.finish(it.index + 1, n, it.done if it.done is not None else it.row if it.row is not None
+                         else _final_row(loop, judge, it))
+            continue
+        p = it.partial
+        try:
+            p.grade = GradeResult(None, None, 0.0, _pending_error(it), None, prompt_variant(it.q.expected_answer))
+            loop.results.append(loop.row(p, it.rank, None))
+        except Exception as err:  # noqa: BLE001 - a row that cannot be built is left out
+            logger.debug("[{}] pending row not written: {}: {}", it.q.id, type(err).__name__, err)

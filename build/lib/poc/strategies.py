@@ -1,0 +1,75 @@
+"""The strategy registry: a name → a factory returning a fresh retriever.
+
+``baseline`` = BM25; ``modular-no-llm`` = hybrid (BM25 + WordLlama, α = 0.5);
+``modular`` = the same hybrid, with each question rewritten by an LLM first (the benchmark loop
+does the rewriting, so every row records the query it used). A user's own retriever loads with
+``package.module:factory`` (``factory()`` returns an object with ``index`` and ``retrieve``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from poc.retriever import Retriever
+from utils.errors import InputError
+
+StrategyFactory = Callable[..., Retriever]
+
+
+def _baseline(**_: object) -> Retriever:
+    from poc.bm25 import BM25Retriever
+
+    return BM25Retriever()
+
+
+def _hybrid(**_: object) -> Retriever:
+    from poc.hybrid import HybridRetriever
+
+    return HybridRetriever(alpha=0.5)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A named retrieval strategy: ``factory()`` returns a fresh retriever; ``rewrites_queries``
+    says the benchmark loop rewrites each question with an LLM (Claude Haiku) before retrieving."""
+
+    name: str
+    factory: StrategyFactory
+    rewrites_queries: bool = False
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "baseline": Strategy("baseline", _baseline),
+    "modular-no-llm": Strategy("modular-no-llm", _hybrid),
+    "modular": Strategy("modular", _hybrid, rewrites_queries=True),
+}
+
+
+def resolve_strategy(name: str) -> Strategy:
+    """A registered name, or ``package.module:factory``. Raises :class:`InputError` naming the fix."""
+    if name in STRATEGIES:
+        return STRATEGIES[name]
+    if ":" not in name:
+        raise InputError(f"unknown strategy {name!r}: use one of {', '.join(sorted(STRATEGIES))}, "
+                         "or package.module:factory for your own retriever")
+    module_name, _, attr = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as err:  # ImportError, or the module raising while importing
+        raise InputError(f"strategy {name!r}: cannot import {module_name!r} ({type(err).__name__}: {err}): "
+                         "check the module path and that it is importable from the current folder") from err
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise InputError(f"strategy {name!r}: {module_name} has no callable {attr!r}: "
+                         "name a function that returns a retriever")
+
+    def user_factory(**_: object) -> Retriever:
+        retriever = factory()
+        if not isinstance(retriever, Retriever):
+            raise InputError(f"strategy {name!r}: {attr}() returned {type(retriever).__name__}, which lacks "
+                             "index(chunks) and retrieve(query, k): implement poc.retriever.Retriever")
+        return retriever
+
+    return Strategy(name, user_factory)

@@ -1,0 +1,207 @@
+"""The project logger: loguru, with a ``metric`` method.
+
+Library modules only *emit* records; they never add or remove sinks. ``benchmark.py`` adds the
+console and file sinks (see :func:`utils.logger.add_sinks`), which never raise: a log folder or
+file that cannot be written gives console-only logging and one warning line.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import stat
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from loguru import logger as _logger
+
+from utils.console import active_progress, escape_control
+from utils.redaction import Redactor
+
+CONSOLE_FORMAT = "{time:HH:mm:ss} | {level: <7} | {message}\n"
+FILE_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {name}:{line} | {message}\n{exception}"
+
+
+class BenchmarkLogger:
+    """A thin face over loguru's logger: ``trace``, ``debug``, ``info``, ``warning``, ``error``
+    and ``metric(name, value, unit="")``. Records keep the caller's module and line."""
+
+    def __init__(self, bound: Any) -> None:
+        self._log = bound.opt(depth=1)
+
+    def trace(self, message: str, *args: Any) -> None:
+        self._log.trace(message, *args)
+
+    def debug(self, message: str, *args: Any) -> None:
+        self._log.debug(message, *args)
+
+    def info(self, message: str, *args: Any) -> None:
+        self._log.info(message, *args)
+
+    def warning(self, message: str, *args: Any) -> None:
+        self._log.warning(message, *args)
+
+    def error(self, message: str, *args: Any) -> None:
+        self._log.error(message, *args)
+
+    def metric(self, name: str, value: float | int | None, unit: str = "") -> None:
+        """An INFO line ``METRIC name=value unit``; the record's ``extra`` holds name, value, unit."""
+        shown = "null" if value is None else (f"{value:.4f}".rstrip("0").rstrip(".") if isinstance(value, float)
+                                              else str(value))
+        suffix = f" {unit}" if unit else ""
+        self._log.bind(metric=name, value=value, unit=unit).info("METRIC {}={}{}", name, shown, suffix)
+
+
+def get_logger() -> BenchmarkLogger:
+    return BenchmarkLogger(_logger)
+
+
+def _escape_keeping_newlines(text: str) -> str:
+    """:func:`utils.console.escape_control` on each line (the project's own messages and tables span
+    lines; nothing else may start one). Printable lines, nearly all, pass at C speed."""
+    return "\n".join(line if line.isprintable() else escape_control(line) for line in text.split("\n"))
+
+
+class _InterceptHandler(logging.Handler):
+    """Stdlib logging (httpx2, the anthropic SDK) into loguru. Their INFO chatter (one line per
+    HTTP request, retry notices) goes to DEBUG: in the log file, not on the console."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = record.levelname if record.levelno >= logging.WARNING else "DEBUG"
+        _logger.bind(stdlib=record.name).opt(depth=6, exception=record.exc_info).log(
+            level, "[{}] {}", record.name, record.getMessage())
+
+
+class _ConsoleWriter:
+    """The console sink: redacts, escapes control characters (newlines kept), never raises. A
+    stream that fails (a closed pipe) ends console output silently; text the stream's encoding
+    cannot hold is written with backslash escapes."""
+
+    def __init__(self, stream: TextIO, redact: Redactor) -> None:
+        self.stream = stream
+        self.redact = redact
+        self.broken = False
+        self._lock = threading.Lock()
+
+    def __call__(self, message: str) -> None:
+        text = _escape_keeping_newlines(self.redact(str(message)))
+        with self._lock:
+            if self.broken:
+                return
+            try:
+                bar = active_progress(self.stream)
+                if bar is not None:  # a progress bar is drawn on this terminal: write above it
+                    bar.write(text)
+                    return
+                try:
+                    self.stream.write(text)
+                except UnicodeEncodeError:
+                    encoding = getattr(self.stream, "encoding", None) or "utf-8"
+                    self.stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.broken = True
+
+    def warning(self, text: str) -> None:
+        """A WARNING line in the console format, written directly (a sink cannot log)."""
+        self(f"{datetime.now():%H:%M:%S} | {'WARNING': <7} | {text}\n")
+
+
+class _FileWriter:
+    """The file sink: redacts, escapes control characters (newlines kept), never raises. The
+    first write that fails (a full disk) closes the file and puts one warning on the console; from
+    then on records go to the console only."""
+
+    def __init__(self, handle: TextIO, path: Path, redact: Redactor, console: _ConsoleWriter) -> None:
+        self.handle: TextIO | None = handle
+        self.path = path
+        self.redact = redact
+        self.console = console
+
+    def __call__(self, message: str) -> None:
+        if self.handle is None:
+            return
+        try:
+            self.handle.write(_escape_keeping_newlines(self.redact(str(message))))
+            self.handle.flush()
+        except (OSError, ValueError) as err:
+            self.close()
+            reason = getattr(err, "strerror", None) or str(err)
+            self.console.warning(f"log file {self.path}: {reason}: logging to the console only from here on")
+
+    def close(self) -> None:
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            try:
+                handle.close()  # flushes what is buffered: may fail again on a full disk
+            except (OSError, ValueError):
+                pass
+
+
+@dataclass
+class LogSinks:
+    """What :func:`add_sinks` set up. ``path``: the log file (``None``: console only, it could not
+    be opened). Call :meth:`close` at exit, after ``logger.remove()``."""
+
+    path: Path | None
+    _file: _FileWriter | None = None
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def _open_log_file(log_file: Path) -> TextIO:
+    """Open ``log_file`` for appending, creating its folder; only a regular file (a FIFO in the way
+    would block the open forever: O_NONBLOCK makes it fail instead)."""
+    try:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OSError(err.errno, f"its folder cannot be created: {err.strerror}") from None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(log_file, flags, 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
+        return open(fd, "a", encoding="utf-8", errors="backslashreplace")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def add_sinks(level: str, log_file: Path | None, secrets: Iterable[str] = ()) -> LogSinks:
+    """Entry points only: console at ``level`` on stderr (never a traceback), and ``log_file`` at
+    TRACE with tracebacks. Both sinks replace every secret (in every spelling, see
+    :mod:`utils.redaction`) with ``[REDACTED]`` and escape control characters except newlines.
+
+    Never raises: a log file that cannot be opened (its folder cannot be created, is read-only, a
+    file or a FIFO is in the way) gives console-only logging and one warning line; a log file that
+    fails later (a full disk) is closed with one warning line. ``log_file=None``: console only.
+    """
+    redact = Redactor(secrets)
+    _logger.remove()
+    for name in ("components", "utils", "poc"):  # the library's records (components.api disables them)
+        _logger.enable(name)
+    logging.basicConfig(handlers=[_InterceptHandler()], level=logging.INFO, force=True)
+    console = _ConsoleWriter(sys.stderr, redact)
+    _logger.add(console, level=level.upper(), format=lambda record: CONSOLE_FORMAT, colorize=False,
+                backtrace=False, diagnose=False)
+    if log_file is None:
+        return LogSinks(None)
+    log_file = Path(log_file)
+    try:
+        handle = _open_log_file(log_file)
+    except OSError as err:
+        _logger.warning("log file {} cannot be written ({}): logging to the console only; pass --log-dir a "
+                        "folder you can write to", log_file, err.strerror or err)
+        return LogSinks(None)
+    writer = _FileWriter(handle, log_file, redact, console)
+    _logger.add(writer, level="TRACE", format=FILE_FORMAT, colorize=False, backtrace=False, diagnose=False)
+    return LogSinks(log_file, writer)

@@ -1,0 +1,304 @@
+"""Writing output files safely: strict JSON with every secret redacted, atomic writes, and the
+paths an output may take.
+
+* :func:`strict_json_value` / :func:`to_strict_json`: any value as strict JSON, secrets redacted
+  (:mod:`utils.redaction`);
+* :func:`write_json_atomic` / :func:`write_text_atomic`: a reader sees the old file or the new one,
+  never a partial one; :func:`remove_temp_files` for an exit that skips ``finally`` blocks;
+* :func:`resolve_output` / :func:`check_writable`: where an output may go (never an input file,
+  never inside the corpus, only a regular file, a folder that can be written).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from utils.errors import InputError, ResultsWriteError
+from utils.redaction import Redactor
+
+
+# --------------------------------------------------------------------------- strict JSON
+
+MAX_JSON_DEPTH = 100  # containers nested deeper than this are written as a short note instead
+_HUGE_INT_BITS = 13_000  # past ~4,300 digits int → str raises (sys.get_int_max_str_digits)
+
+
+def strict_json_value(value: Any, secrets: Iterable[str] | Redactor = ()) -> Any:
+    """A copy of ``value`` that strict JSON can hold, with every secret gone.
+
+    Every string value and key has each secret (in every spelling, see :mod:`utils.redaction`)
+    replaced by ``[REDACTED]`` *before* serialisation; lone surrogates become U+FFFD (a pair of
+    surrogate code points becomes the character it encodes); NaN and ±infinity, and integers too
+    large to print, become ``None``; tuples and sets become lists; dataclasses become dicts; numpy
+    scalars and arrays become Python numbers and lists; keys that are not strings become the
+    strings ``json`` would make of them; a container nested deeper than :data:`MAX_JSON_DEPTH`, or
+    holding itself, becomes a short note; anything else becomes ``str(value)``.
+    """
+    redact = secrets if isinstance(secrets, Redactor) else Redactor(secrets)
+    return _clean(value, redact, 0, set())
+
+
+def to_strict_json(payload: Any, secrets: Iterable[str] | Redactor = (), *, indent: int | None = 2) -> str:
+    """``payload`` as strict JSON text (see :func:`strict_json_value`): no NaN/Infinity, every secret
+    redacted, encodable as UTF-8. ``indent=None`` gives one line (a journal row)."""
+    return json.dumps(strict_json_value(payload, secrets), indent=indent, ensure_ascii=False, allow_nan=False)
+
+
+def _text(text: str, redact: Redactor) -> str:
+    text = redact(str.__str__(text))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: pairs recombine, the rest become U+FFFD
+        text = redact(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+    return text
+
+
+def _int(value: int) -> int | None:
+    value = int(value)
+    if value.bit_length() > _HUGE_INT_BITS:
+        try:
+            repr(value)
+        except ValueError:
+            return None
+    return value
+
+
+def _key(key: Any, redact: Redactor) -> str:
+    if isinstance(key, str):
+        return _text(key, redact)
+    if key is None or isinstance(key, (bool, int, float)):
+        try:
+            return json.dumps(key)
+        except ValueError:  # an integer too large to print
+            return "[huge integer]"
+    return _text(str(key), redact)
+
+
+def _clean(value: Any, redact: Redactor, depth: int, path: set[int]) -> Any:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return _text(value, redact)
+    if isinstance(value, int):
+        return _int(value)
+    if isinstance(value, float):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if isinstance(value, (dict, list, tuple, set, frozenset)):
+        if depth >= MAX_JSON_DEPTH:
+            return f"[nested deeper than {MAX_JSON_DEPTH} levels]"
+        if id(value) in path:
+            return "[circular reference]"
+        path.add(id(value))
+        try:
+            if isinstance(value, dict):
+                return {_key(k, redact): _clean(v, redact, depth + 1, path) for k, v in value.items()}
+            return [_clean(v, redact, depth + 1, path) for v in value]
+        finally:
+            path.discard(id(value))
+    if is_dataclass(value) and not isinstance(value, type):
+        return _clean(asdict(value), redact, depth, path)
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return _clean(value.tolist(), redact, depth, path)
+    if isinstance(value, numbers.Integral):
+        return _int(value)
+    if isinstance(value, numbers.Real):
+        return _clean(float(value), redact, depth, path)
+    return _text(str(value), redact)
+
+
+# --------------------------------------------------------------------------- where and how results are written
+
+DEFAULT_OUTPUT_NAME = "benchmark_results.json"
+
+_TEMP_FILES: set[str] = set()  # temp files of the writes in progress (see remove_temp_files)
+
+
+def write_json_atomic(path: Path, payload: Any, secrets: Iterable[str] = ()) -> None:
+    """Write ``payload`` as strict JSON (:func:`strict_json_value`: every secret redacted, no
+    NaN/Infinity) to ``path`` atomically, streamed (no second copy of the text in memory). See
+    :func:`write_text_atomic` for what atomic means here."""
+    clean = strict_json_value(payload, secrets)  # before any file exists: an error here leaves nothing behind
+
+    def dump(fh: TextIO) -> None:
+        json.dump(clean, fh, indent=2, ensure_ascii=False, allow_nan=False)
+        fh.write("\n")
+
+    _write_atomic(Path(path), dump)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically: a reader sees the old file or the new one,
+    never a partial one.
+
+    The temp file (``.<name>.<random>.tmp`` in the same folder) is removed on every failure,
+    including ``KeyboardInterrupt``/``SystemExit`` at any point; an earlier file at ``path`` is left
+    as it was. A failure to write (a full disk, the folder gone) raises :class:`ResultsWriteError`.
+    A new file gets the mode an ordinary write gives (0666 less the umask); an earlier file's mode
+    is kept.
+    """
+    _write_atomic(Path(path), lambda fh: fh.write(text))
+
+
+def _write_atomic(path: Path, write: Callable[[TextIO], object]) -> None:
+    tmp: str | None = None
+    try:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mode = None
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        while True:
+            tmp = str(path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp")
+            _TEMP_FILES.add(tmp)  # named before it exists, so an interrupt right after creation still finds it
+            try:
+                fh = open(os.open(tmp, flags, 0o666), "w", encoding="utf-8")
+                break
+            except FileExistsError:  # someone else's file: not ours to remove
+                _TEMP_FILES.discard(tmp)
+                tmp = None
+        with fh:
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        _fsync_folder(path.parent)
+    except OSError as err:
+        raise ResultsWriteError(str(path), err.strerror or str(err)) from err
+    finally:
+        if tmp is not None:
+            _TEMP_FILES.discard(tmp)
+            try:
+                os.unlink(tmp)  # after os.replace the name is gone already
+            except OSError:
+                pass
+
+
+def remove_temp_files() -> None:
+    """Remove the temp file of every write in progress. For an exit that skips ``finally`` blocks
+    (``os._exit`` on a second signal): call it first, and no partial results file is left behind."""
+    for tmp in list(_TEMP_FILES):
+        _TEMP_FILES.discard(tmp)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename durable; best effort (some file systems cannot fsync a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def resolve_output(output: str | os.PathLike, *, questions_path: str | os.PathLike | None,
+                   corpus_dir: str | os.PathLike | None) -> Path:
+    """The file the results go to, for ``--output output``; raises InputError (one line, naming the
+    fix) when writing there could destroy something.
+
+    * a trailing ``/``, or an existing folder, means a folder: ``<folder>/benchmark_results.json``;
+    * a symlink is written through (the link stays, the file it names gets the results): the real
+      path is returned;
+    * refused: the questions file (any spelling: same file by ``os.path.samefile``, hard links and
+      symlinks included), anything inside the corpus folder, anything that exists and is not a
+      regular file (a device, a FIFO, a socket, a folder), a missing or unwritable folder.
+    ``questions_path`` ``-`` (stdin) or ``None``, and ``corpus_dir`` ``None`` (the built-in corpus),
+    are not checked against.
+    """
+    raw = os.fspath(output)
+    path = Path(raw)
+    if raw.endswith(("/", os.sep)) or path.is_dir():
+        if not path.is_dir():
+            raise InputError(f"--output {raw}: folder {path} does not exist: create it or choose another path")
+        path = path / DEFAULT_OUTPUT_NAME
+    shown = str(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as err:
+        raise InputError(f"--output {shown}: cannot be inspected ({err.strerror}): choose another path") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise InputError(f"--output {shown} is not a regular file ({_file_kind(st.st_mode)}): results are only "
+                         f"written to a regular file: give a path such as {DEFAULT_OUTPUT_NAME}")
+    if questions_path is not None and os.fspath(questions_path) != "-" and _same_file(path, Path(questions_path)):
+        raise InputError(f"--output {shown} is the questions file: give --output another path "
+                         f"(e.g. {DEFAULT_OUTPUT_NAME} in another folder)")
+    if corpus_dir is not None and _inside(path, Path(corpus_dir)):
+        raise InputError(f"--output {shown} is inside the corpus folder {corpus_dir}: give --output a path "
+                         "outside it")
+    check_writable(path)
+    return path
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return a.resolve() == b.resolve()
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` lies in ``folder`` or below, by real path and by identity of each parent
+    (so a bind mount or another spelling of the folder is caught too)."""
+    real = path.resolve()
+    try:
+        folder_st = os.stat(folder)
+    except OSError:
+        return real.is_relative_to(folder.resolve())
+    if real.is_relative_to(folder.resolve()):
+        return True
+    for parent in real.parents:
+        try:
+            if os.path.samestat(os.stat(parent), folder_st):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def check_writable(path: Path, option: str = "--output", example: str = DEFAULT_OUTPUT_NAME) -> None:
+    """Raise InputError unless ``path`` can be written (its folder exists and accepts files); the
+    message names the command-line ``option`` that gave the path (and ``example``, a file name)."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{option} {path} is a folder: give a file path such as {path / example}")
+    parent = path.parent
+    if not parent.is_dir():
+        raise InputError(f"{option} {path}: folder {parent} does not exist: create it or choose another path")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
+    except OSError as err:
+        raise InputError(f"{option} {path}: folder {parent} is not writable ({err.strerror}): "
+                         "choose a folder you can write to") from None
+    os.close(fd)
+    os.unlink(tmp)

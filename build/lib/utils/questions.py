@@ -1,0 +1,259 @@
+"""Questions files: load and validate before anything is retrieved or graded.
+
+Accepted shapes: ``{"needle_doc_id": ..., "questions": [...]}`` (the top-level needle applies to
+questions that name none) or a bare list. Per question: ``id``, ``question``, optional
+``expected_answer``, and the needle as ``needle_doc_id``, ``doc_id`` or ``needle_doc_ids`` (a list).
+Unknown fields are kept in ``extra``. Every problem raises :class:`InputError` naming the file,
+the item and the fix.
+
+Bounds: the file must be a regular file (a symlink to one is fine), or ``-`` for standard input,
+of at most :data:`MAX_QUESTIONS_BYTES` (50 MB). A FIFO, device, socket or folder is refused before
+anything is read (it is opened non-blocking, so a FIFO without a writer cannot hang the load); at
+most cap + 1 bytes are read, in 1 MiB reads, so Ctrl-C is delivered while waiting on a slow pipe.
+The JSON must be strict: ``NaN``/``Infinity``, numbers that overflow a float or have more digits
+than Python converts, a question nested more than :data:`MAX_QUESTION_DEPTH` levels and lone UTF-16
+surrogates (``\\ud800``) are refused, since any of them would break the strict-JSON results, their
+writing or their console lines.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+import os
+import stat
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from utils.errors import InputError
+
+_KNOWN = {"id", "question", "expected_answer", "needle_doc_id", "doc_id", "needle_doc_ids"}
+MAX_QUESTIONS_BYTES = 50_000_000  # 50 MB: the Kubernetes sets are 10-30 kB
+MAX_QUESTION_DEPTH = 32  # levels of objects/lists in one question, itself included
+STDIN = "-"  # --questions - reads standard input
+STDIN_NAME = "<stdin>"  # QuestionSet.path and messages when reading standard input
+_READ_SIZE = 1 << 20
+_FIX = "pass --questions a JSON file, or - to read standard input"
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    expected_answer: str | None
+    needle_doc_ids: tuple[str, ...]
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    path: str
+    sha256: str
+    questions: list[Question]
+    document: object = field(default=None, repr=False, compare=False)  # the file's JSON as parsed
+
+
+def _item_name(i: int, raw: dict) -> str:
+    qid = raw.get("id")
+    return f"question #{i + 1}" + (f" (id {qid!r})" if isinstance(qid, (str, int)) and qid != "" else "")
+
+
+def _check_values(where: str, item: dict) -> None:
+    """Every value of a question (keys included) nests at most MAX_QUESTION_DEPTH levels and is
+    valid Unicode. Iterative, so it cannot overflow the stack itself."""
+    stack: list[tuple[object, int]] = [(item, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise InputError(f"{where} contains a lone surrogate (\\u{ord(value[err.start]):04x}), which is not "
+                                 "valid Unicode: write the character meant (a \\u pair, or UTF-8)") from None
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_QUESTION_DEPTH:
+                raise InputError(f"{where} is nested more than {MAX_QUESTION_DEPTH} levels deep: "
+                                 "flatten its extra fields")
+            children = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+
+
+def _parse_question(path: str, i: int, raw: object, default_needle: object) -> Question:
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: question #{i + 1} is a {type(raw).__name__}, not an object: "
+                         'write each question as {"id": ..., "question": ..., "needle_doc_id": ...}')
+    where = f"{path}: {_item_name(i, raw)}"
+    _check_values(where, raw)
+    if "id" not in raw or raw["id"] in (None, ""):
+        raise InputError(f"{where} has no id: give every question a unique \"id\"")
+    if not isinstance(raw["id"], (str, int)) or isinstance(raw["id"], bool):
+        raise InputError(f"{where}: \"id\" is a {type(raw['id']).__name__}: make it a string")
+    for name in ("question", "expected_answer", "needle_doc_id", "doc_id"):
+        value = raw.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{where}: \"{name}\" is a {type(value).__name__}, not a string: make it a string")
+    text = raw.get("question")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{where} has no question text: fill in \"question\"")
+    needles: list[str]
+    if raw.get("needle_doc_ids") is not None:
+        ids = raw["needle_doc_ids"]
+        if not isinstance(ids, list) or not ids or not all(isinstance(x, str) and x for x in ids):
+            raise InputError(f"{where}: \"needle_doc_ids\" must be a non-empty list of doc id strings")
+        needles = list(ids)
+    elif raw.get("needle_doc_id") or raw.get("doc_id"):
+        needles = [raw.get("needle_doc_id") or raw["doc_id"]]
+    elif isinstance(default_needle, str) and default_needle:
+        needles = [default_needle]
+    else:
+        raise InputError(f"{where} has no needle: add \"needle_doc_id\" (or \"doc_id\") naming the document "
+                         "that answers it, or a top-level \"needle_doc_id\"")
+    expected = raw.get("expected_answer")
+    expected = expected.strip() if isinstance(expected, str) and expected.strip() else None
+    extra = {k: v for k, v in raw.items() if k not in _KNOWN}
+    return Question(id=str(raw["id"]), question=text.strip(), expected_answer=expected,
+                    needle_doc_ids=tuple(dict.fromkeys(needles)), extra=extra)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _read_bounded(stream: BinaryIO, where: str) -> bytes:
+    """At most MAX_QUESTIONS_BYTES + 1 bytes, one bounded read at a time (Ctrl-C lands between)."""
+    parts: list[bytes] = []
+    size = 0
+    while size <= MAX_QUESTIONS_BYTES:
+        part = stream.read(min(_READ_SIZE, MAX_QUESTIONS_BYTES + 1 - size))
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    if size > MAX_QUESTIONS_BYTES:
+        raise InputError(f"{where} is over the {MAX_QUESTIONS_BYTES // 1_000_000} MB cap for a questions file: "
+                         "split the questions into several files")
+    return b"".join(parts)
+
+
+def _read_file(path: Path) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise InputError(f"questions file {path} does not exist: {_FIX}") from None
+    except IsADirectoryError:
+        raise InputError(f"questions file {path} is a folder: {_FIX}") from None
+    except OSError as err:
+        raise InputError(f"questions file {path} cannot be opened ({err.strerror}): check it is readable") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"questions file {path} is a folder: {_FIX}")
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"questions file {path} is {_kind(info.st_mode)}, not a regular file: {_FIX}")
+        if info.st_size > MAX_QUESTIONS_BYTES:
+            raise InputError(f"questions file {path} is over the {MAX_QUESTIONS_BYTES // 1_000_000} MB cap for a "
+                             "questions file: split the questions into several files")
+        stream = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with stream:
+        return _read_bounded(stream, f"questions file {path}")
+
+
+class _NotJson(ValueError):
+    """A number strict JSON does not have (NaN, Infinity, 1e999)."""
+
+
+def _strict_constant(name: str) -> float:
+    raise _NotJson(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJson(f"the number {text[:20]}{'…' if len(text) > 20 else ''} overflows a float")
+    return value
+
+
+def _parse_json(text: str, where: str) -> object:
+    try:
+        return json.loads(text, parse_constant=_strict_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{where}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}): "
+                         "fix the JSON syntax") from None
+    except _NotJson as err:
+        raise InputError(f"{where}: {err}: write a finite number, or null") from None
+    except RecursionError:
+        raise InputError(f"{where}: the JSON is nested too deeply to read: "
+                         "a questions file needs at most a few levels") from None
+    except ValueError as err:  # int(): more digits than sys.get_int_max_str_digits()
+        raise InputError(f"{where}: a number has more than {sys.get_int_max_str_digits()} digits "
+                         f"({str(err).split(':')[0]}): write it as a string") from None
+
+
+def load_questions(path: str | Path) -> QuestionSet:
+    """Load and validate a questions file; ``"-"`` reads standard input (see the module's bounds)."""
+    if str(path) == STDIN:
+        name = STDIN_NAME
+        if sys.stdin is None:
+            raise InputError("--questions - reads standard input, which is closed: pipe the questions in")
+        data = _read_bounded(sys.stdin.buffer, "standard input")
+    else:
+        name = str(path)
+        data = _read_file(Path(path))
+    return parse_questions(data, name)
+
+
+def parse_questions(data: bytes, name: str) -> QuestionSet:
+    """A questions file's bytes (``name`` for messages) as a validated :class:`QuestionSet`."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{name}: not valid UTF-8 (byte {err.start}): save the file as UTF-8") from None
+    doc = _parse_json(text, name)
+    default_needle = None
+    if isinstance(doc, dict):
+        if "questions" not in doc:
+            raise InputError(f"{name}: the top-level object has no \"questions\" list: "
+                             'use {"questions": [...]} or a bare list of questions')
+        default_needle = doc.get("needle_doc_id")
+        items = doc["questions"]
+        if not isinstance(items, list):
+            raise InputError(f"{name}: \"questions\" is a {type(items).__name__}, not a list: make it a list")
+    elif isinstance(doc, list):
+        items = doc
+    else:
+        raise InputError(f"{name}: the top level is a {type(doc).__name__}: "
+                         'use {"questions": [...]} or a bare list of questions')
+    if not items:
+        raise InputError(f"{name}: the questions list is empty: add at least one question")
+    questions = [_parse_question(name, i, raw, default_needle) for i, raw in enumerate(items)]
+    seen: dict[str, int] = {}
+    for i, q in enumerate(questions):
+        if q.id in seen:
+            raise InputError(f"{name}: question #{i + 1} repeats id {q.id!r} (first used by question "
+                             f"#{seen[q.id] + 1}): give every question a unique id")
+        seen[q.id] = i
+    return QuestionSet(path=name, sha256=hashlib.sha256(data).hexdigest(), questions=questions, document=doc)
+
+
+def check_needles(questions: QuestionSet, corpus_ids: set[str], corpus_source: str) -> None:
+    """Every needle must be a document of the corpus; name up to three close ids when not."""
+    for i, q in enumerate(questions.questions):
+        for needle in q.needle_doc_ids:
+            if needle in corpus_ids:
+                continue
+            close = difflib.get_close_matches(needle, corpus_ids, n=3, cutoff=0.6)
+            hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else \
+                "check --corpus, or the doc id (a file stem)"
+            raise InputError(f"{questions.path}: question #{i + 1} (id {q.id!r}): needle {needle!r} is not a "
+                             f"document of the corpus {corpus_source}: {hint}")
