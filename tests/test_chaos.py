@@ -40,6 +40,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, judge_env, mount_tmpfs, unmount
 from tests.loopback import LoopbackServer, Reply, error
 
@@ -355,6 +357,7 @@ def execute(plan: Plan, root: Path, earlier_bytes: bytes, plugin_dir: Path) -> O
             unmount(mounted)
 
 
+@pytest.mark.slow
 def test_chaos_invariant(tmp_path: Path):
     disk = can_mount_tmpfs(tmp_path / "probe")
     plans = [p for p in make_plans(random.Random(SEED), RUNS, disk) if not ONLY or p.index in ONLY]

@@ -64,6 +64,7 @@ def test_quality_floor(strategy, qfile, retrievers):
     assert h1 >= floor[0] and h5 >= floor[1] and mrr >= floor[2], (h1, h5, mrr)
 
 
+@pytest.mark.slow
 def test_end_to_end_needle_set(tmp_path: Path):
     out = tmp_path / "r.json"
     run = run_cli("--corpus", str(K8S / "docs"), "--questions", str(K8S / "needle_questions.json"),

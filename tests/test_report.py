@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import html
 import json
 import re
 from pathlib import Path
@@ -329,3 +330,39 @@ def test_chromium_reports_script_errors(tmp_path: Path):
     page.write_text(html, encoding="utf-8")
     root = Elements(dump_dom(page)).find("html")[0]
     assert root.get("data-ready") is None and "undefinedFunction" in (root.get("data-errors") or "")
+
+
+# ---- bounded work and presentation
+
+def test_report_work_is_bounded_in_k_and_groups():
+    huge = copy.deepcopy(schema2())
+    huge["run"]["k"] = 10**7
+    huge["results"][0]["rank"] = 5_000_000
+    huge["groups"] = {"section": {f"s{i}": {"count": 1, "hit_at_1_rate": 0.0} for i in range(20_000)}}
+    page = render_report([huge], ["huge"])  # finishes (it drew 10^7 bars and 20,000 groups before)
+    assert "21-10000000" in page  # ranks past 20 share one bar
+    assert "other (19989 values)" in page  # the largest 11 groups, then one "other"
+
+
+def test_fold_groups_keeps_the_largest():
+    from components.analysis.report import fold_groups
+
+    stats = {f"v{i}": {"count": i} for i in range(1, 16)}
+    folded = fold_groups(stats, limit=4)
+    assert list(folded) == ["v15", "v14", "v13", "other (12 values)"] and folded["other (12 values)"] == {"count": 78}
+    assert fold_groups({"a": {"count": 1}}, limit=4) == {"a": {"count": 1}}
+
+
+def test_a_zero_delta_is_not_coloured_as_a_loss():
+    from components.analysis.report import _sign_class
+
+    assert [_sign_class(x) for x in (-0.5, 0.0, 1e-15, 0.2, None)] == ["bad", "muted", "muted", "good", "muted"]
+
+
+def test_glossary_names_every_metric():
+    page = render_report([schema2()], ["new"])
+    glossary = page[page.index("<details class=glossary>"):page.index("</details>", page.index("<details class=glossary>"))]
+    from utils.metrics import metrics
+
+    assert all(f"<dt>{html.escape(m.label)}</dt>" in glossary for m in metrics())
+    assert "<dt>lexical proxy</dt>" in glossary and "<dt>total score</dt>" in glossary

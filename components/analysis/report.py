@@ -40,7 +40,8 @@ from utils.metrics import PASS_MARK
 from utils.output import check_writable, write_text_atomic
 from utils.results import GROUP_FIELDS, RunResult, load_run
 
-MAX_GROUP_VALUES = 12
+MAX_GROUP_VALUES = 12  # a field with more values than this is shown as its largest groups plus "other"
+MAX_PLOTTED_RANK = 20  # ranks beyond this share one bar (and one column of the grade-against-rank plot)
 DELTA_METRICS = (("mrr", "MRR"), ("avg_total_score", "total score"))  # (metric key, label) of the paired-delta plot
 CARDS = ("hit_at_1_rate", "mrr", "avg_llm_grade", "pass_rate_7")  # the metric keys shown large at the top of a run
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -155,7 +156,8 @@ def _metadata(report: Mapping, label: str) -> str:
             pairs.append(("corpus sha256", _short_hash(corpus["sha256"])))
     index = run_info.get("index") if isinstance(run_info.get("index"), Mapping) else {}
     if index:
-        pairs.append(("index", _h(", ".join(f"{k} {v}" for k, v in index.items()))))
+        pairs.append(("index", ", ".join(f"{_h(k)} {_short_hash(v) if k == 'key' and v else _h(v)}"
+                                          for k, v in index.items())))
     boot = report.get("bootstrap") if isinstance(report.get("bootstrap"), Mapping) else {}
     if boot:
         pairs.append(("bootstrap", _h(", ".join(f"{k} {v}" for k, v in boot.items()))))
@@ -243,13 +245,20 @@ def _legend_below(fig: Any, ncol: int) -> None:
 
 
 def _rank_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
+    """Questions per needle rank 1..k (ranks beyond :data:`MAX_PLOTTED_RANK` in one bar), then none."""
     plt = _plt()
     ranks = Counter(r.get("rank") for r in rows)
-    xs = list(range(1, k + 1))
-    counts = [ranks.get(x, 0) for x in xs] + [sum(v for key, v in ranks.items() if key is None or key > k)]
-    labels = [str(x) for x in xs] + ["none"]
+    shown = min(k, MAX_PLOTTED_RANK)
+    xs = list(range(1, shown + 1))
+    counts = [ranks.get(x, 0) for x in xs]
+    labels = [str(x) for x in xs]
+    if k > shown:
+        counts.append(sum(v for key, v in ranks.items() if key is not None and shown < key <= k))
+        labels.append(f"{shown + 1}-{k}")
+    counts.append(sum(v for key, v in ranks.items() if key is None or key > k))
+    labels.append("none")
     fig, ax = plt.subplots(figsize=(4.2, 2.8))
-    bars = ax.bar(labels, counts, color=[_COLORS["good"]] + [_COLORS["bar"]] * (k - 1) + [_COLORS["bad"]])
+    bars = ax.bar(labels, counts, color=[_COLORS["good"]] + [_COLORS["bar"]] * (len(labels) - 2) + [_COLORS["bad"]])
     ax.bar_label(bars, fontsize=8)
     ax.set_xlabel("rank of the first needle chunk")
     ax.set_ylabel("questions")
@@ -276,8 +285,16 @@ def _quadrant_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
     """Grade against rank: one bubble per (rank, grade) cell, sized and labelled by its count;
     shaded: the two disagreement rules (needle in the top k with grade ≤ 4; not in it with ≥ 7)."""
     plt = _plt()
-    cells = Counter((r["rank"] if r.get("rank") is not None and r["rank"] <= k else k + 1, r["llm_grade"])
-                    for r in rows if is_number(r.get("llm_grade")))
+    shown = min(k, MAX_PLOTTED_RANK)  # ranks past it share the column after the last one shown
+
+    def column(rank: Any) -> int:
+        if rank is None or rank > k:
+            return shown + (2 if k > shown else 1)
+        return rank if rank <= shown else shown + 1
+
+    cells = Counter((column(r.get("rank")), r["llm_grade"]) for r in rows if is_number(r.get("llm_grade")))
+    ticks = [str(x) for x in range(1, shown + 1)] + ([f"{shown + 1}-{k}"] if k > shown else []) + ["none"]
+    k = len(ticks) - 1  # the shaded rule spans every retrieved column
     from matplotlib.patches import Rectangle
 
     fig, ax = plt.subplots(figsize=(4.2, 3.1))
@@ -295,7 +312,7 @@ def _quadrant_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
                 ax.annotate(str(n), (x, y), ha="center", va="center", fontsize=7, color="white")
     ax.set_xlim(0.5, k + 1.5)
     ax.set_ylim(0.5, 10.5)
-    ax.set_xticks(range(1, k + 2), [str(x) for x in range(1, k + 1)] + ["none"])
+    ax.set_xticks(range(1, k + 2), ticks)
     ax.set_yticks(range(1, 11))
     ax.set_xlabel("needle rank")
     ax.set_ylabel("judge grade")
@@ -324,9 +341,23 @@ def _group_stats(report: Mapping, rows: Sequence[Mapping]) -> dict[str, dict[str
     return out
 
 
+def fold_groups(stats: Mapping[str, Mapping], limit: int = MAX_GROUP_VALUES) -> dict[str, Mapping]:
+    """The groups of one field as a plot or table shows them: all when there are at most
+    ``limit``; else the largest ``limit - 1`` (by count, then name) and one ``other (N values)``
+    holding the rest's count (its rates are not recomputed: the run's per-group figures stay exact)."""
+    if len(stats) <= limit:
+        return dict(stats)
+    ranked = sorted(stats.items(), key=lambda kv: (-(kv[1].get("count") or 0), kv[0]))
+    kept, rest = ranked[:limit - 1], ranked[limit - 1:]
+    other = {"count": sum(v.get("count") or 0 for _, v in rest)}
+    return {**dict(kept), f"other ({len(rest)} values)": other}
+
+
 def _group_plot(field_name: str, stats: Mapping[str, Mapping], name: str) -> str:
-    """hit@1, hit@5 and pass ≥ 7 (those the groups have) per value of one field, in percent."""
+    """hit@1, hit@5 and pass ≥ 7 (those the groups have) per value of one field, in percent; a
+    field with many values shows its largest groups (:func:`fold_groups`)."""
     plt = _plt()
+    stats = fold_groups(stats)
     values = list(stats)
     shown = [("hit_at_1_rate", "hit@1", _COLORS["good"]), ("hit_at_5_rate", "hit@5", _COLORS["bar"]),
              ("pass_rate_7", "pass ≥ 7", _COLORS["warn"])]
@@ -446,6 +477,13 @@ def _grade(g: Any) -> str:
 
 def _arrow(before: Any, after: Any, fmt: Any = str) -> str:
     return f"{'-' if before is None else fmt(before)} → {'-' if after is None else fmt(after)}"
+
+
+def _sign_class(delta: Any) -> str:
+    """good above 0, bad below, muted at 0 or absent (a Δ of 0 is no loss)."""
+    if not is_number(delta) or abs(delta) <= 1e-12:
+        return "muted"
+    return "good" if delta > 0 else "bad"
 
 
 def _verdict_class(verdict: Any) -> str:
@@ -581,7 +619,7 @@ def _pair_table(comp: Mapping, labels: Mapping[str, str], digits_of: Mapping[str
                          "detectable change.")
     head = (f"<tr><th>metric</th><th>n</th><th>{_h(comp.get('baseline'))}</th><th>{_h(comp.get('other'))}</th>"
             "<th>Δ</th><th>95% CI of Δ</th><th>p</th><th>p (Holm)</th><th>W/T/L</th><th>verdict</th></tr>")
-    table = f"<table class='metrics compare'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+    table = f"<div class=scroll><table class='metrics compare'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table></div>"
     return table, power, absent
 
 
@@ -602,11 +640,12 @@ def _changes_table(title: str, changes: Sequence[Any], cls: str) -> str:
             f"<td class=num>{_h(_arrow(c.get('doc_rank_before'), c.get('doc_rank_after')))}</td>"
             f"<td class=num>{_h(_arrow(c.get('grade_before'), c.get('grade_after'), _grade))}</td>"
             f"<td class=num>{_h(_arrow(c.get('total_before'), c.get('total_after'), lambda x: _fmt(x, 2)))}</td>"
-            f"<td class='num {cls}'>{_fmt(c.get('delta_total'), 2, True)}</td>"
-            f"<td class='num {cls}'>{_fmt(c.get('delta_rr'), 3, True)}</td>"
+            f"<td class='num {_sign_class(c.get('delta_total'))}'>{_fmt(c.get('delta_total'), 2, True)}</td>"
+            f"<td class='num {_sign_class(c.get('delta_rr'))}'>{_fmt(c.get('delta_rr'), 3, True)}</td>"
             f"<td><code>{_h(docs[0])}</code></td><td><code>{_h(docs[1])}</code></td></tr>")
     return (f"<details class=changes open><summary class={cls}><b>{_h(title)}</b> ({len(changes)}, largest first)"
-            f"</summary><table class=changes><thead>{head}</thead><tbody>{''.join(body)}</tbody></table></details>")
+            f"</summary><div class=scroll><table class=changes><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+            f"</div></details>")
 
 
 def render_comparison(comparison: Mapping, runs: Sequence[RunResult | Mapping] = ()) -> str:
@@ -683,6 +722,7 @@ margin:16px 0}.cards{display:flex;gap:12px;margin:10px 0}.card{flex:1;border:1px
 padding:8px 12px;background:#fbfcfd}.card .big{font-size:24px;font-weight:600}
 .twocol{display:grid;grid-template-columns:1fr 1fr;gap:18px;align-items:start}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line);
+overflow-wrap:anywhere;
 vertical-align:top}table.meta th{width:38%;color:var(--muted);font-weight:500}td.num{text-align:right;
 font-variant-numeric:tabular-nums}td.ci{color:var(--muted);font-variant-numeric:tabular-nums}
 .plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:14px;margin:14px 0}
@@ -711,6 +751,10 @@ background:#f3f4f6;font-size:12px}.ctitle{padding:2px 8px;color:var(--muted);fon
 .power{color:var(--muted);font-size:12px;margin:6px 0}details.changes{margin:8px 0}
 details.changes>summary{cursor:pointer}section.comparison figure.plot{max-width:780px;margin:10px 0}
 table.changes td,table.changes th{font-size:12px}table.compare td.num{white-space:nowrap}
+.scroll{overflow-x:auto;max-width:100%}details.glossary{background:#fff;border:1px solid var(--line);border-radius:10px;
+padding:6px 18px;margin:12px 0}details.glossary summary{cursor:pointer;font-weight:600}
+dl.glossary{display:grid;grid-template-columns:200px 1fr;gap:4px 14px;margin:8px 0}dl.glossary dt{font-weight:600}
+dl.glossary dd{margin:0;color:var(--muted)}th[title],.card[title]{cursor:help;text-decoration:underline dotted #b8bdc6}
 """
 
 JS = """
@@ -772,6 +816,33 @@ def _run_section(result: RunResult, label: str, index: int) -> str:
             f'<div class="plots">{"".join(plots)}</div><h3>Questions</h3>{_questions(rows, k, result.diagnosis_counts is not None)}</section>')
 
 
+GLOSSARY = (  # terms of the page that are not metrics of the registry (those come with their own description)
+    ("needle", "the document that answers a question (a question may have several)"),
+    ("R3 / rank", "the position of the first retrieved chunk from a needle document (chunk level); doc rank: "
+                  "its position among the distinct documents retrieved (document level)"),
+    ("grade", "the judge's 1-10 grade of how well the retrieved chunks answer the question"),
+    ("total score", "grade × rank weight: 1.0 at rank 1, 0.95 at 2-3, 0.85 at 4-5, 0.6 when no needle chunk "
+                    "was retrieved"),
+    ("pass ≥ 7", "a question passes when its total score is at least 7 (✓ on the question line)"),
+    ("lexical proxy", "the offline judge grades by key-term overlap with the expected answer (IDF-weighted), "
+                      "not by reading: a proxy to compare pipelines without an API key"),
+    ("proxy metrics", "computed from the judge's own 0-3 rating of each retrieved chunk: they see only what was "
+                      "retrieved, so there is no true recall"),
+    ("95% CI", "percentile bootstrap interval over questions (fixed seed, recorded in the results)"),
+    ("Δ, p, Holm", "paired difference between runs over the same questions, its sign-flip test p-value, "
+                   "Holm-adjusted when several runs are compared with one baseline"),
+)
+
+
+def glossary() -> str:
+    """One collapsible section: the page's terms and every metric of the registry, as its tooltips say."""
+    items = [(term, text) for term, text in GLOSSARY]
+    items += [(m.label, f"{m.description} ({M.UNITS[m.unit]}; {m.level} level)") for m in M.metrics()
+              if m.description]
+    body = "".join(f"<dt>{_h(term)}</dt><dd>{_h(text)}</dd>" for term, text in items)
+    return f"<details class=glossary><summary>Glossary</summary><dl class=glossary>{body}</dl></details>"
+
+
 def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], comparison: Mapping | None = None
                   ) -> str:
     """The whole page for ``runs`` (:class:`RunResult`, or results dicts: read with
@@ -781,7 +852,7 @@ def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], co
     title = "Retrieval benchmark report — " + ", ".join(labels)
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     body = [f"<h1>Retrieval benchmark report</h1><p class=muted>{len(runs)} run{'s' if len(runs) != 1 else ''}: "
-            f"{_h(', '.join(labels))} · generated {_h(generated)}</p>"]
+            f"{_h(', '.join(labels))} · generated {_h(generated)}</p>", glossary()]
     if comparison is not None:
         body.append(render_comparison(comparison, runs))
     body += [_run_section(r, label, i) for i, (r, label) in enumerate(zip(runs, labels, strict=True))]
