@@ -33,7 +33,7 @@ from utils.settings import Settings, secrets_in
 ROOT = Path(__file__).resolve().parent
 LOG_DIR = Path("logs")  # --log-dir's default: in the current folder, like every output
 STATUS_EXIT = {"completed": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "judge_failed": EXIT_JUDGE,
-               "budget_exhausted": EXIT_BUDGET}
+               "rate_limited": EXIT_JUDGE, "budget_exhausted": EXIT_BUDGET}
 
 EPILOG = """\
 examples:
@@ -56,8 +56,8 @@ environment:
 
 exit codes:
   0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
-  3 the judge or the query rewriter became unusable · 4 --max-cost reached · 5 the results could not
-  be written (the journal keeps the run) · 130 interrupted
+  3 the judge or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
+  4 --max-cost reached · 5 the results could not be written (the journal keeps the run) · 130 interrupted
 """
 
 

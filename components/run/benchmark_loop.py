@@ -45,6 +45,8 @@ from utils.console import escape_control
 from utils.results import QuestionResult, RetrievedItem
 
 MAX_RETRY_WAIT_S = 60.0  # the retry pass waits the longest retry-after seen, at most this
+BREAKER_THRESHOLD = 3  # consecutive rate-limit/overload failures that open the circuit breaker
+RATE_LIMIT_KINDS = frozenset({"rate_limit", "overloaded"})
 
 
 class Judge(Protocol):
@@ -167,6 +169,8 @@ class BenchmarkLoop:
         self.judge_failure: JudgeError | None = None  # the first fatal judge error
         self.rewriter_failure: JudgeError | None = None  # the first fatal rewriter error
         self.budget_exhausted = False
+        self.rate_limited: str | None = None  # the circuit breaker's reason, once it opened (see _breaker)
+        self._limited_in_a_row = 0
         self.recovered = 0
         self.results: list[QuestionResult] = []
         self._graded_with: dict[str, Partial] = {}  # for the retry pass: questions graded transiently
@@ -184,6 +188,8 @@ class BenchmarkLoop:
         if self.judge_failure is not None:
             err = self.judge_failure
             return GradeResult(None, None, 0.0, f"judge_unusable: not graded after an earlier {err.kind} error", None)
+        if self.rate_limited is not None:
+            return GradeResult(None, None, 0.0, self.rate_limited, None)
         if self.budget is not None and not self.budget.allows_next_call():
             if not self.budget_exhausted:
                 logger.warning("Grading stops: {}", self.budget.reason())
@@ -198,7 +204,27 @@ class BenchmarkLoop:
             return GradeResult(None, None, 0.0, f"{err.kind}: {err}", None)
         if result.retry_after is not None:
             self._longest_retry_after = max(self._longest_retry_after, result.retry_after)
+        self._breaker(result)
         return result
+
+    def _breaker(self, result: GradeResult) -> None:
+        """The circuit breaker: after :data:`BREAKER_THRESHOLD` rate-limit or overload failures in a
+        row whose ``retry-after`` is missing or longer than the retry pass would wait, the judge is
+        not called again in this run: the remaining questions are written ungraded (``rate_limit:
+        …``) and the run ends ``rate_limited`` (exit 3), for ``--resume`` to finish later."""
+        kind = (result.error or "").split(":", 1)[0]
+        if result.grade is not None or kind not in RATE_LIMIT_KINDS:
+            self._limited_in_a_row = 0 if result.grade is not None else self._limited_in_a_row
+            return
+        if result.retry_after is not None and result.retry_after <= self.retry_wait_max_s:
+            return  # a short wait: the retry pass will honour it
+        self._limited_in_a_row += 1
+        if self._limited_in_a_row >= BREAKER_THRESHOLD:
+            wait = f"retry-after {result.retry_after:g} s" if result.retry_after is not None else "no retry-after"
+            self.rate_limited = (f"rate_limit: not graded: the judge answered {kind} {self._limited_in_a_row} times in a "
+                                 f"row ({wait}); the run stopped calling it: --resume grades this question later")
+            logger.error("The judge is rate-limited ({} {} times in a row, {}): grading stops; the rest of the "
+                         "questions are written ungraded for --resume", kind, self._limited_in_a_row, wait)
 
     def _grade(self, p: Partial, chunks: list[Chunk]) -> None:
         for _ in range(self.repeats):
@@ -257,7 +283,7 @@ class BenchmarkLoop:
             else:
                 self._grade(p, chunks)
                 if self.relevance_judge is not None and chunks and not self.budget_exhausted \
-                        and self.judge_failure is None:
+                        and self.judge_failure is None and self.rate_limited is None:
                     if self.should_stop():
                         raise KeyboardInterrupt("stop requested")
                     try:
@@ -391,7 +417,7 @@ class BenchmarkLoop:
         (at most ``retry_wait_max_s``, default :data:`MAX_RETRY_WAIT_S`). Returns how many were recovered."""
         todo = [(pos, row) for pos, row in enumerate(self.results) if isinstance(row, QuestionResult)
                 and row.llm_grade is None and row.question_id in self._graded_with]
-        if not todo or self.judge_failure is not None:
+        if not todo or self.judge_failure is not None or self.rate_limited is not None:
             return 0
         wait = min(self.retry_wait_max_s, self._longest_retry_after)
         logger.info("Retrying {} question(s) whose grade failed transiently{}", len(todo),

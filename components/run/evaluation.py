@@ -250,6 +250,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         logger.warning("Interrupted after {} of {} questions: writing what is done", len(loop.results), len(selected))
     elif loop.judge_failure is not None or loop.rewriter_failure is not None:
         status = "judge_failed"
+    elif loop.rate_limited is not None:
+        status = "rate_limited"
     elif loop.budget_exhausted:
         status = "budget_exhausted"
     judge_info = judging.judge_info("judge", judge_repeats, loop.judge_usage.models)

@@ -175,6 +175,7 @@ def _middleware(config: ProviderConfig):
                 headers[_ORIGINAL_RETRY_AFTER] = f"{seconds:g}"
                 if not seconds <= config.max_retry_wait_s:
                     headers[name] = f"{config.max_retry_wait_s * per_second:g}"
+                    headers["x-should-retry"] = "false"  # a wait this long is the run's to decide, not the SDK's
             return response
 
     class _SyncBounded(_BoundedStream, httpx2.SyncByteStream):
@@ -209,6 +210,7 @@ def _middleware(config: ProviderConfig):
                 headers[_ORIGINAL_RETRY_AFTER] = f"{seconds:g}"
                 if not seconds <= config.max_retry_wait_s:
                     headers[name] = f"{config.max_retry_wait_s * per_second:g}"
+                    headers["x-should-retry"] = "false"  # a wait this long is the run's to decide, not the SDK's
             return response
 
     class _SyncBounded(_BoundedStream, httpx2.SyncByteStream):

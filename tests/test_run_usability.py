@@ -1,0 +1,67 @@
+"""What a new user meets in the run: one strategy twice, --resume taking its settings from the
+file, compare finding run ids where the run kept them, a summary that says what was run, and a
+question line that explains itself."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.conftest import ROOT, run_cli
+
+
+def test_one_strategy_twice_is_labelled_and_compared(tmp_path: Path):
+    out = tmp_path / "r.json"
+    run = run_cli("--strategy", "baseline,baseline", "--limit", "3", "--output", str(out))
+    assert run.code == 0, run.stderr  # it used to write both runs, then exit 2: "labels must be distinct"
+    assert "== baseline ==" in run.stdout and "== baseline-2 ==" in run.stdout
+    assert (tmp_path / "r.baseline.json").is_file() and (tmp_path / "r.baseline-2.json").is_file()
+    comparison = json.loads(next((tmp_path / "runs").glob("*_comparison.json")).read_text())
+    assert [r["label"] for r in comparison["runs"]] == ["baseline", "baseline-2"]
+    assert all(m["delta"] == 0 for m in comparison["comparisons"][0]["metrics"] if m["n"])  # results repeat
+
+
+def test_the_summary_says_what_was_run_and_the_line_explains_itself(tmp_path: Path):
+    run = run_cli("--limit", "2", "--strategy", "baseline", "--output", str(tmp_path / "r.json"))
+    assert run.code == 0, run.stderr
+    head = run.stdout.splitlines()[:5]
+    assert head[0].split() == ["strategy", "baseline"]
+    assert head[1].startswith("corpus") and "documents" in head[1] and "chunks" in head[1]
+    assert head[2].startswith("questions") and "questions.json: 2" in head[2]
+    assert head[3].split() == ["k", "5"] and head[4].startswith("judge") and "lexical proxy" in head[4]
+    lines = run.stderr.splitlines()
+    first = next(i for i, line in enumerate(lines) if "[1/2]" in line)
+    assert "legend: R3 ~ = needle at rank 3" in lines[first + 1]
+    assert run.stderr.count("legend:") == 1
+
+
+def test_resume_takes_the_recorded_settings(tmp_path: Path):
+    questions = tmp_path / "q.json"
+    shutil.copy(ROOT / "questions.json", questions)
+    out = tmp_path / "r.json"
+    first = run_cli("--limit", "3", "--k", "3", "--strategy", "baseline", "--questions", str(questions),
+                    "--output", str(out))
+    assert first.code == 0, first.stderr
+    again = run_cli("--resume", str(out), "--limit", "3", "--output", str(tmp_path / "again.json"))
+    assert again.code == 0, again.stderr  # questions file, strategy and k came from the file
+    data = json.loads((tmp_path / "again.json").read_text())
+    assert (data["run"]["strategy"], data["run"]["k"], data["run"]["questions_file"]) == ("baseline", 3, str(questions))
+    assert data["run"]["resumed_rows"] == 3
+    questions.write_text(questions.read_text().replace("?", "? ", 1))  # a real conflict is still refused
+    refused = run_cli("--resume", str(out), "--limit", "3", "--output", str(tmp_path / "x.json"))
+    assert refused.code == 2
+    line = next(ln for ln in refused.stderr.splitlines() if "| ERROR" in ln)
+    assert "the questions file differs" in line and f"the recorded questions file {questions}" in line
+    assert "run with the same questions file as the run you continue" in line
+
+
+def test_compare_finds_run_ids_in_the_runs_folder_of_the_output(tmp_path: Path):
+    out = tmp_path / "results" / "base.json"
+    out.parent.mkdir()
+    assert run_cli("--limit", "2", "--strategy", "baseline", "--output", str(out)).code == 0
+    assert run_cli("--limit", "2", "--strategy", "modular-no-llm", "--output", str(out)).code == 0
+    ids = sorted(p.stem for p in (tmp_path / "results" / "runs").glob("*.json"))
+    compared = run_cli("compare", str(out), ids[0])  # the id lives in results/runs/, not ./runs/
+    assert compared.code == 0, compared.stderr
+    assert "Compared on 2 questions" in compared.stdout
