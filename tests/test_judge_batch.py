@@ -96,7 +96,7 @@ def test_journal_returns_batch_lines_in_the_run_and_rows_as_before(tmp_path: Pat
     journal.append({"batch": {"id": "msgbatch_2", "custom_ids": {"q1": "b"}, "status": "submitted"}})
     journal.close()
     run, rows = read_rows(tmp_path / "j.jsonl")
-    assert set(rows) == {"a", "b"} and rows["a"]["llm_grade"] == 7
+    assert set(rows) == {"a", "b"} and rows["a"].llm_grade == 7
     assert [(b["id"], b["status"]) for b in run["judge_batch"]] == [("msgbatch_1", "collected"),
                                                                     ("msgbatch_2", "submitted")]
     assert run["strategy"] == "baseline"
@@ -215,7 +215,7 @@ def test_interrupt_while_rows_are_finished_writes_each_row_once():
         loop, questions = _loop_and_questions(3, record=lines.append)
         shown = []
 
-        def on_row():
+        def on_row(row, i, n):
             shown.append(1)
             if len(shown) == 2:
                 raise KeyboardInterrupt("SIGINT")

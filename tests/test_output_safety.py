@@ -197,7 +197,7 @@ FAILING_WRITES = [
 
 @pytest.mark.parametrize("patch,expected", [r[1:] for r in FAILING_WRITES], ids=[r[0] for r in FAILING_WRITES])
 def test_a_failed_write_leaves_no_temp_file_and_the_earlier_file(tmp_path: Path, monkeypatch, patch, expected):
-    from utils import results
+    from utils import output as results
 
     out = tmp_path / "r.json"
     out.write_text(EARLIER)
@@ -231,7 +231,7 @@ def test_a_full_disk_keeps_the_earlier_file(tiny_tmpfs: Path):
 
 def test_remove_temp_files_cleans_a_write_in_flight(tmp_path: Path, monkeypatch):
     """What the edge calls before ``os._exit`` (a second signal during the final write)."""
-    from utils import results
+    from utils import output as results
 
     seen = []
 

@@ -27,7 +27,7 @@ import itertools
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -388,7 +388,7 @@ class BenchmarkLoop:
         """Every question in order; a question in ``done`` (``--resume``: a graded row) is taken
         over as it is, without a judge call."""
         self.results = []
-        done = done or {}
+        done = typed_rows(done)
         n = len(questions)
         for i, q in enumerate(questions, start=1):
             if q.id in done:
@@ -441,6 +441,12 @@ class BenchmarkLoop:
             self.finish(pos + 1, n, new, position=pos)
         logger.info("Retry pass: {} of {} recovered", self.recovered, len(todo))
         return self.recovered
+
+
+def typed_rows(done: Mapping[str, QuestionResult | Mapping] | None) -> dict[str, QuestionResult]:
+    """Rows taken over from an earlier run, as typed rows (a mapping is read and checked)."""
+    return {qid: row if isinstance(row, QuestionResult) else QuestionResult.from_json(row, f"row {qid!r}")
+            for qid, row in (done or {}).items()}
 
 
 def combine_grades(grades: list[GradeResult]) -> GradeResult:

@@ -130,8 +130,8 @@ def _check_resume(identity: dict, previous: dict, path: Path) -> None:
                       f"{str(identity.get(key))[:12]}…")
         else:
             detail = f"{previous.get(key)!r} there, {identity.get(key)!r} now"
-        raise InputError(f"--resume {path}: the {what} differs ({escape_control(detail)}): run with the same {what} "
-                         "as the run you continue")
+        raise InputError(f"--resume {path}: the {what} differs ({key} differs: {escape_control(detail)}): run with "
+                         f"the same {what} as the run you continue")
 
 
 def _continue_command(argv: list[str], path: Path) -> str:
@@ -167,13 +167,14 @@ def resume_defaults(args, env: dict[str, str], given: set[str]) -> None:
     if "--k" not in given and isinstance(recorded.get("k"), int):
         args.k = recorded["k"]
     provider, model = recorded.get("judge_provider"), recorded.get("judge_model")
-    if provider and not env.get("BENCHMARK_JUDGE") and not env.get("BENCHMARK_JUDGE_MODEL"):
-        from components.judges.providers import providers
+    from components.judges.providers import providers
 
-        cls = providers().get(provider)
-        if cls is not None and not cls.calls_models:
+    cls = providers().get(provider) if provider else None
+    judge_vars = ["BENCHMARK_JUDGE", "BENCHMARK_JUDGE_MODEL", *(cls.model_variables.values() if cls else ())]
+    if cls is not None and not any(env.get(name) for name in judge_vars):  # no judge setting given: the file's
+        if not cls.calls_models:
             env["BENCHMARK_JUDGE"] = provider
-        elif cls is not None and model:
+        elif model:
             env["BENCHMARK_JUDGE_MODEL"] = f"{provider}/{model}"
 
 

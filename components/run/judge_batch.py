@@ -72,7 +72,7 @@ from loguru import logger
 
 from components.judges.llm import LLMReply
 from components.judges.retrieval_grader import GradeResult, build_prompt, grade_reply, prompt_variant
-from components.run.benchmark_loop import Partial, combine_grades
+from components.run.benchmark_loop import Partial, combine_grades, typed_rows
 from utils.errors import InputError, JudgeError
 from utils.metrics import RetrievalMetrics as M
 from utils.questions import Question
@@ -511,7 +511,7 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
     raises KeyboardInterrupt after writing what is done, as ``BenchmarkLoop.run`` does."""
     loop.results = []
     loop.judge_usage.batch = True
-    done = done or {}
+    done = typed_rows(done)
     items: list[_Item] = []
     n = len(questions)
     try:
