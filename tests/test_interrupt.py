@@ -145,3 +145,19 @@ def test_inside_deferred_the_first_signal_waits_and_a_second_exits_at_once(signa
         assert proc.returncode == 0 and "write finished" in proc.stdout
     else:
         assert proc.returncode == 130 and "write finished" not in proc.stdout
+
+
+def test_interrupt_before_the_first_question_names_no_journal(tmp_path: Path):
+    """Ctrl-C while the first question is graded: nothing written, and no line tells the user to
+    --resume a journal that was just deleted."""
+    out = tmp_path / "r.json"
+    with LoopbackServer(default=Reply(delay=5.0)) as srv:
+        proc = start(out, srv.url)
+        wait_for_line(proc, "Corpus builtin")
+        time.sleep(0.5)  # inside the first (slow) judge call
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stderr.read()
+        code = proc.wait(timeout=30)
+    assert code == 130, rest
+    assert not out.exists() and not list((tmp_path / "runs").glob("*.journal.jsonl"))
+    assert "--resume" not in rest and "nothing written" in rest

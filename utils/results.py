@@ -148,6 +148,7 @@ class JudgeInfo:
     reply_models: list[str] = field(default_factory=list)  # the model ids the replies named
     repeats: int = 1
     relevance_prompt_sha256: str | None = None  # the chunk-relevance prompt, when chunks were rated
+    concurrency: dict | None = None  # --concurrency: {requested, peak, final_limit, lowered}; null: sequential
     details: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:

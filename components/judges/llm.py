@@ -27,6 +27,9 @@ class LLMReply:
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
     cost_usd: float | None = None  # priced by the provider; None: no price known (or not priced)
+    # what the server says is left of its rate limits, when it says: requests_remaining,
+    # tokens_remaining_calls (its tokens left, in calls the size of this one), reset_s
+    rate_limit: dict | None = None
 
 
 class LLM(Protocol):

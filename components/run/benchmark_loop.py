@@ -26,8 +26,11 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -35,6 +38,7 @@ from loguru import logger
 
 from components.judges.llm import TRANSIENT_KINDS, LLMReply
 from components.judges.retrieval_grader import GradeResult
+from components.run.concurrency import Gate
 from components.run.query_rewriter import QueryRewriter, RewriteResult
 from poc.chunking import Chunk
 from poc.retriever import Retriever, ScoredChunk
@@ -117,10 +121,11 @@ class Budget:
     def __init__(self, max_usd: float, usage: Usage) -> None:
         self.max_usd, self.usage = max_usd, usage
 
-    def allows_next_call(self) -> bool:
+    def allows_next_call(self, in_flight: int = 0) -> bool:
+        """Whether one more call fits, counting ``in_flight`` calls not yet paid at the mean cost."""
         spent = self.usage.cost_usd or 0.0
         mean = spent / self.usage.calls if self.usage.calls else 0.0
-        return spent + mean <= self.max_usd
+        return spent + mean * (1 + in_flight) <= self.max_usd
 
     def reason(self) -> str:
         spent = self.usage.cost_usd or 0.0
@@ -152,7 +157,8 @@ class BenchmarkLoop:
                  max_cost_usd: float | None = None,
                  keep_text: bool = True,
                  retry_wait_max_s: float = MAX_RETRY_WAIT_S,
-                 on_row: Callable[[QuestionResult, int, int], None] | None = None) -> None:
+                 on_row: Callable[[QuestionResult, int, int], None] | None = None,
+                 concurrency: int = 1) -> None:
         self.retriever, self.judge, self.k = retriever, judge, k
         self.rewriter = rewriter
         self.should_stop = should_stop
@@ -175,6 +181,9 @@ class BenchmarkLoop:
         self.results: list[QuestionResult] = []
         self._graded_with: dict[str, Partial] = {}  # for the retry pass: questions graded transiently
         self._longest_retry_after = 0.0
+        self.concurrency = max(1, concurrency)
+        self.gate: Gate | None = None  # with concurrency > 1: every LLM call passes it (components/run/concurrency.py)
+        self._lock = threading.RLock()  # the loop's shared state, when judge calls run in worker threads
 
     def stop_if_signalled(self, err: BaseException) -> None:
         """Raise KeyboardInterrupt (from ``err``) when a signal was received: ``err`` may be the
@@ -184,27 +193,47 @@ class BenchmarkLoop:
 
     # ------------------------------------------------------------------ one LLM call each
 
+    def _call(self, call: Callable[[], Any]) -> Any:
+        """One LLM call (its result has ``reply``, ``error`` and maybe ``retry_after``), through the
+        gate when judge calls run concurrently."""
+        if self.gate is None:
+            return call()
+        with self.gate.call() as done:
+            result = call()
+            reply = getattr(result, "reply", None)
+            kind = None if reply is not None else (getattr(result, "error", None) or "error").split(":", 1)[0]
+            done(kind, getattr(result, "retry_after", None), getattr(reply, "rate_limit", None))
+            return result
+
+    def _in_flight(self) -> int:
+        """Judge calls started and not yet counted (0 in a sequential run)."""
+        return max(0, self.gate.in_flight) if self.gate is not None else 0
+
     def _grade_once(self, q: Question, chunks: list[Chunk]) -> GradeResult:
-        if self.judge_failure is not None:
-            err = self.judge_failure
-            return GradeResult(None, None, 0.0, f"judge_unusable: not graded after an earlier {err.kind} error", None)
-        if self.rate_limited is not None:
-            return GradeResult(None, None, 0.0, self.rate_limited, None)
-        if self.budget is not None and not self.budget.allows_next_call():
-            if not self.budget_exhausted:
-                logger.warning("Grading stops: {}", self.budget.reason())
-            self.budget_exhausted = True
-            return GradeResult(None, None, 0.0, self.budget.reason(), None)
+        with self._lock:
+            if self.judge_failure is not None:
+                err = self.judge_failure
+                return GradeResult(None, None, 0.0, f"judge_unusable: not graded after an earlier {err.kind} error",
+                                   None)
+            if self.rate_limited is not None:
+                return GradeResult(None, None, 0.0, self.rate_limited, None)
+            if self.budget is not None and not self.budget.allows_next_call(self._in_flight()):
+                if not self.budget_exhausted:
+                    logger.warning("Grading stops: {}", self.budget.reason())
+                self.budget_exhausted = True
+                return GradeResult(None, None, 0.0, self.budget.reason(), None)
         try:
-            result = self.judge.grade(q.question, q.expected_answer, chunks)
+            result = self._call(lambda: self.judge.grade(q.question, q.expected_answer, chunks))
         except JudgeError as err:  # fatal: stop calling the judge
             self.stop_if_signalled(err)
-            self.judge_failure = err
+            with self._lock:
+                self.judge_failure = self.judge_failure or err
             logger.error("judge unusable ({}): {}", err.kind, err)
             return GradeResult(None, None, 0.0, f"{err.kind}: {err}", None)
-        if result.retry_after is not None:
-            self._longest_retry_after = max(self._longest_retry_after, result.retry_after)
-        self._breaker(result)
+        with self._lock:
+            if result.retry_after is not None:
+                self._longest_retry_after = max(self._longest_retry_after, result.retry_after)
+            self._breaker(result)
         return result
 
     def _breaker(self, result: GradeResult) -> None:
@@ -232,26 +261,40 @@ class BenchmarkLoop:
                 raise KeyboardInterrupt("stop requested")
             g = self._grade_once(p.q, chunks)
             p.grades.append(g)
-            cost = self.judge_usage.add(g.reply)
+            with self._lock:
+                cost = self.judge_usage.add(g.reply)
             if cost is not None:
                 p.cost = (p.cost or 0.0) + cost
         p.grade = combine_grades(p.grades)
 
     # ------------------------------------------------------------------ one question
 
-    def retrieve(self, p: Partial) -> str | None:
+    def rewrite(self, q: Question) -> tuple[RewriteResult | None, str | None]:
+        """``(the rewrite, None)``, or ``(None, the row's error)`` when the rewriter cannot be used."""
+        with self._lock:
+            failure = self.rewriter_failure
+        if failure is not None:
+            return None, f"rewriter_unusable: not retrieved after an earlier {failure.kind} error"
+        try:
+            result = self._call(lambda: self.rewriter.rewrite(q.question))
+        except JudgeError as err:
+            self.stop_if_signalled(err)
+            with self._lock:
+                self.rewriter_failure = self.rewriter_failure or err
+            logger.error("query rewriter unusable ({}): {}", err.kind, err)
+            return None, f"rewriter_unusable: {err.kind}: {err}"
+        with self._lock:
+            self.rewriter_usage.add(result.reply)
+        return result, None
+
+    def retrieve(self, p: Partial, rewritten: tuple[RewriteResult | None, str | None] | None = None) -> str | None:
+        """Retrieve ``p``'s question (rewritten first when the strategy rewrites; ``rewritten``: that
+        rewrite, made earlier); returns the row's error, or None."""
         query = p.q.question
         if self.rewriter is not None:
-            if self.rewriter_failure is not None:
-                return f"rewriter_unusable: not retrieved after an earlier {self.rewriter_failure.kind} error"
-            try:
-                p.rewrite = self.rewriter.rewrite(query)
-            except JudgeError as err:
-                self.stop_if_signalled(err)
-                self.rewriter_failure = err
-                logger.error("query rewriter unusable ({}): {}", err.kind, err)
-                return f"rewriter_unusable: {err.kind}: {err}"
-            self.rewriter_usage.add(p.rewrite.reply)
+            p.rewrite, error = rewritten if rewritten is not None else self.rewrite(p.q)
+            if error is not None:
+                return error
             query = p.rewrite.query_used
         start = time.perf_counter()
         try:
@@ -267,38 +310,58 @@ class BenchmarkLoop:
         p.latency_ms = (time.perf_counter() - start) * 1000
         return None
 
+    def _retrieved(self, i: int, n: int, p: Partial, rewritten=None) -> tuple[str | None, int | None, list[Chunk]]:
+        """Retrieval of one question, in the calling (main) thread: ``(error, rank, chunks)``."""
+        error = self.retrieve(p, rewritten)
+        chunks = [s.chunk for s in p.retrieved]
+        rank = M.calculate_rank(p.retrieved, p.q.needle_doc_ids)
+        logger.trace("[{}/{}] retrieved: {}", i, n, ", ".join(
+            f"{s.chunk.chunk_id} ({'-' if s.score is None else f'{s.score:.4f}'})" for s in p.retrieved))
+        logger.trace("[{}/{}] needle {} rank: {}", i, n, "/".join(p.q.needle_doc_ids), rank)
+        if self.should_stop():  # the current question is abandoned, as on KeyboardInterrupt
+            raise KeyboardInterrupt("stop requested")
+        return error, rank, chunks
+
     def _question(self, i: int, n: int, q: Question) -> QuestionResult:
         p = Partial(q)
         try:
-            error = self.retrieve(p)
-            chunks = [s.chunk for s in p.retrieved]
-            rank = M.calculate_rank(p.retrieved, q.needle_doc_ids)
-            logger.trace("[{}/{}] retrieved: {}", i, n, ", ".join(
-                f"{s.chunk.chunk_id} ({'-' if s.score is None else f'{s.score:.4f}'})" for s in p.retrieved))
-            logger.trace("[{}/{}] needle {} rank: {}", i, n, "/".join(q.needle_doc_ids), rank)
-            if self.should_stop():  # the current question is abandoned, as on KeyboardInterrupt
-                raise KeyboardInterrupt("stop requested")
+            error, rank, chunks = self._retrieved(i, n, p)
+        except (Exception, SystemExit) as err:
+            self.stop_if_signalled(err)
+            return self.failed_row(p, err)
+        return self._judged(p, rank, chunks, error)
+
+    def _judged(self, p: Partial, rank: int | None, chunks: list[Chunk], error: str | None) -> QuestionResult:
+        """The judge's part of one question (grades, chunk relevance) and its row; in a worker
+        thread when judge calls run concurrently. An exception is contained in the row."""
+        q = p.q
+        try:
             if error is not None:
                 p.grade = GradeResult(None, None, 0.0, error, None)
             else:
                 self._grade(p, chunks)
-                if self.relevance_judge is not None and chunks and not self.budget_exhausted \
-                        and self.judge_failure is None and self.rate_limited is None:
+                with self._lock:
+                    rate_ok = not self.budget_exhausted and self.judge_failure is None and self.rate_limited is None
+                if self.relevance_judge is not None and chunks and rate_ok:
                     if self.should_stop():
                         raise KeyboardInterrupt("stop requested")
                     try:
-                        p.relevance = self.relevance_judge.relevance(q.question, q.expected_answer, chunks)
+                        p.relevance = self._call(lambda: self.relevance_judge.relevance(q.question, q.expected_answer,
+                                                                                         chunks))
                     except JudgeError as err:  # fatal: stop calling the judge
                         self.stop_if_signalled(err)
-                        self.judge_failure = err
+                        with self._lock:
+                            self.judge_failure = self.judge_failure or err
                         logger.error("judge unusable ({}): {}", err.kind, err)
-                    cost = self.judge_usage.add(getattr(p.relevance, "reply", None))
+                    with self._lock:
+                        cost = self.judge_usage.add(getattr(p.relevance, "reply", None))
                     if cost is not None:
                         p.cost = (p.cost or 0.0) + cost
             row = self.row(p, rank, None)
             if chunks and p.grade is not None and p.grade.error \
                     and p.grade.error.split(":", 1)[0] in TRANSIENT_KINDS:
-                self._graded_with[q.id] = p
+                with self._lock:
+                    self._graded_with[q.id] = p
             if self.annotate is not None:
                 row = replace(row, **self.annotate(q, chunks, row))
             return row
@@ -383,10 +446,13 @@ class BenchmarkLoop:
         if self.on_row is not None:
             self.on_row(row, i, n)
 
-    def run(self, questions: Sequence[Question], done: dict[str, QuestionResult] | None = None
+    def run(self, questions: Sequence[Question], done: Mapping[str, QuestionResult | Mapping] | None = None
             ) -> list[QuestionResult]:
         """Every question in order; a question in ``done`` (``--resume``: a graded row) is taken
-        over as it is, without a judge call."""
+        over as it is, without a judge call. With ``concurrency`` > 1 the judge calls of several
+        questions are in flight at once (:meth:`_run_concurrently`); rows are finished in order."""
+        if self.concurrency > 1:
+            return self._run_concurrently(questions, done)
         self.results = []
         done = typed_rows(done)
         n = len(questions)
@@ -404,12 +470,96 @@ class BenchmarkLoop:
                 raise
             if self.should_stop():  # a signal while this question ran: its errors may be the signal's
                 break
-            grade_line = row.llm_grade if row.llm_grade is not None else (row.grade_error or "")
-            logger.debug("[{}/{}] grade={} reasoning={}", i, n, grade_line, row.llm_reasoning or row.grade_error)
-            logger.debug("[{}/{}] total = grade × weight = {} × {} = {}", i, n, row.llm_grade,
-                         M.rank_weight(row.rank), row.total_score)
-            self.finish(i, n, row)
+            self._finished(i, n, row)
         return self.results
+
+    def _finished(self, i: int, n: int, row: QuestionResult) -> None:
+        grade_line = row.llm_grade if row.llm_grade is not None else (row.grade_error or "")
+        logger.debug("[{}/{}] grade={} reasoning={}", i, n, grade_line, row.llm_reasoning or row.grade_error)
+        logger.debug("[{}/{}] total = grade × weight = {} × {} = {}", i, n, row.llm_grade,
+                     M.rank_weight(row.rank), row.total_score)
+        self.finish(i, n, row)
+
+    def _run_concurrently(self, questions: Sequence[Question], done: Mapping | None) -> list[QuestionResult]:
+        """The loop with up to ``concurrency`` judge calls in flight (:class:`Gate`).
+
+        Retrieval stays in question order in this (the main) thread; each question's judge calls
+        (its grades, chunk relevance) run in a worker thread; with a rewriting strategy the next
+        questions' rewrites run ahead in workers too. Rows are finished — kept, journaled, handed to
+        ``on_row`` — in question order as they complete (a question's row waits for the ones
+        before it), so the journal and the console read as in a sequential run. On a stop, no new
+        call starts; every row already graded is still finished, and the questions in flight are
+        left to ``--resume``."""
+        self.results = []
+        done = typed_rows(done)
+        n = len(questions)
+        self.gate = Gate(self.concurrency, max_wait_s=self.retry_wait_max_s, should_stop=self.should_stop)
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="judge")
+        pending: deque[tuple[int, QuestionResult | Future]] = deque()
+        rewrites: dict[int, Future] = {}
+        try:
+            for idx, q in enumerate(questions):
+                if self.rewriter is not None:  # rewrites run ahead of retrieval, a window of `concurrency`
+                    for j in range(idx, min(n, idx + self.concurrency)):
+                        if j not in rewrites and questions[j].id not in done:
+                            rewrites[j] = pool.submit(self.rewrite, questions[j])
+                if q.id in done:
+                    pending.append((idx + 1, done[q.id]))
+                    self._drain(pending, n)
+                    continue
+                if self.should_stop():
+                    break
+                p = Partial(q)
+                try:
+                    error, rank, chunks = self._retrieved(idx + 1, n, p, self._await(rewrites.pop(idx))
+                                                          if idx in rewrites else None)
+                except (Exception, SystemExit) as err:
+                    self.stop_if_signalled(err)
+                    pending.append((idx + 1, self.failed_row(p, err)))
+                else:
+                    pending.append((idx + 1, pool.submit(self._judged, p, rank, chunks, error)))
+                self._drain(pending, n)
+                while len(pending) > 2 * self.concurrency:  # do not retrieve too far ahead of the judge
+                    self._drain(pending, n, wait=True)
+            while pending:
+                self._drain(pending, n, wait=True)
+        except KeyboardInterrupt:
+            self._drain(pending, n, stopping=True)
+            if not self.should_stop():
+                raise
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return self.results
+
+    def _await(self, future: Future) -> Any:
+        """A worker's result, waiting in short steps so that a signal or a stop is seen."""
+        while True:
+            if future.done():
+                return future.result()
+            if self.should_stop():
+                raise KeyboardInterrupt("stop requested")
+            try:
+                return future.result(timeout=0.2)
+            except TimeoutError:
+                continue
+
+    def _drain(self, pending: deque, n: int, wait: bool = False, stopping: bool = False) -> None:
+        """Finish the rows at the head of ``pending`` that are ready (``wait``: the head's first).
+        ``stopping``: finish every row already graded, in order, and drop the questions in flight."""
+        while pending:
+            i, item = pending[0]
+            if isinstance(item, Future):
+                if stopping and (not item.done() or item.cancelled() or item.exception() is not None):
+                    pending.popleft()  # in flight, or abandoned by the stop: --resume runs it
+                    continue
+                if not item.done() and not wait:
+                    return
+                row = self._await(item)  # a worker's KeyboardInterrupt (a stop) propagates
+            else:
+                row = item
+            pending.popleft()
+            self._finished(i, n, row)
+            wait = False
 
     def retry_transient(self, sleep: Callable[[float], None] = time.sleep) -> int:
         """One more sequential pass over the rows whose grade failed transiently (rate limit,

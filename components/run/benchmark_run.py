@@ -71,6 +71,7 @@ class RunOptions:
     group_by: list[str] | None = None
     cache_dir: Path | None = None  # the index cache; None = --no-cache
     judge_batch: bool = False  # grade through the provider's batch API (components/run/judge_batch.py)
+    concurrency: int = 1  # judge calls in flight at once (1: the sequential loop)
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -193,6 +194,9 @@ class BenchmarkRun:
         check_writable(o.output)
         check_batch_options(judge=settings.judge, judge_batch=o.judge_batch, max_cost_usd=o.max_cost_usd,
                             chunk_relevance=o.chunk_relevance)
+        if o.judge_batch and o.concurrency > 1:
+            raise InputError("--concurrency does not apply to --judge-batch (the batch API grades in parallel "
+                             "itself): run without one of them")
         strategies = [resolve_strategy(name) for name in o.strategies]
         qset, questions = selected_questions(o.questions, o.limit, o.ids)
         previous = read_rows(o.resume) if o.resume else None
@@ -304,7 +308,7 @@ class BenchmarkRun:
             result = evaluate(prepared, (qset, questions), k=o.k, judging=judging, settings=self.settings,
                               name=strategy.name, judge_repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd,
                               group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
-                              on_row=on_row, should_stop=self.should_stop, context=context)
+                              concurrency=o.concurrency, on_row=on_row, should_stop=self.should_stop, context=context)
         log_metrics(result)
         logger.info("Summary ({} judge: {}) follows on stdout", result.run.judge.provider, result.run.judge.model)
         sys.stdout.write(summary_table(result))
@@ -321,6 +325,7 @@ class BenchmarkRun:
     def _write(self, result: RunResult, run_path: Path, journal: Journal, n_rows: int, extra: list[Path]) -> None:
         if n_rows == 0:
             journal.remove()
+            self.state.journal = self.state.continue_command = None  # nothing to continue: the journal is gone
             logger.warning("No question finished: nothing written (an earlier {} is kept)", self.o.output)
             return
         with self.deferred_signals():

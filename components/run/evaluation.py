@@ -199,7 +199,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
              k: int = 5, judging: Judging | None = None, settings: Settings | None = None, name: str | None = None,
              judge_repeats: int = 1, chunk_relevance: bool | None = None, max_cost_usd: float | None = None,
              group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: Path | None = None,
-             rewrites_queries: bool | None = None,
+             rewrites_queries: bool | None = None, concurrency: int = 1,
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
              should_stop: Callable[[], bool] | None = None, context: RunContext | None = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
@@ -229,7 +229,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     loop = BenchmarkLoop(prepared.retriever, judging.judge, k=k, rewriter=rewriter, should_stop=should_stop,
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
                          repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
-                         retry_wait_max_s=settings.retry_wait_max_s, on_row=on_row)
+                         retry_wait_max_s=settings.retry_wait_max_s, on_row=on_row, concurrency=concurrency)
     started = now()
     status = "completed"
     try:
@@ -257,6 +257,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     judge_info = judging.judge_info("judge", judge_repeats, loop.judge_usage.models)
     if context.batch is not None:
         judge_info = replace(judge_info, mode="batch")
+    if loop.gate is not None:
+        judge_info = replace(judge_info, concurrency=loop.gate.to_json())
     rewriter_info = judging.judge_info("rewriter", 1, loop.rewriter_usage.models) if rewriter is not None else None
     usage = {"judge": loop.judge_usage.to_json()}
     if rewriter is not None:

@@ -240,6 +240,35 @@ def parse_message(data: object, request_id: str | None = None, *, cost: Any = No
     return replace(reply, cost_usd=cost(reply)) if cost is not None else reply
 
 
+def rate_limit_headers(headers: Mapping[str, str], reply: LLMReply) -> dict | None:
+    """The ``anthropic-ratelimit-*`` headers of a reply as the concurrency gate reads them:
+    requests left, the tokens left counted in calls the size of this one, and the seconds until the
+    requests' limit resets. None when the reply has none."""
+    def number(name: str) -> float | None:
+        try:
+            return float(headers[name])
+        except (KeyError, ValueError, TypeError):
+            return None
+
+    requests = number("anthropic-ratelimit-requests-remaining")
+    tokens = number("anthropic-ratelimit-tokens-remaining")
+    if requests is None and tokens is None:
+        return None
+    size = (reply.input_tokens or 0) + (reply.output_tokens or 0)
+    reset = None
+    stamp = headers.get("anthropic-ratelimit-requests-reset")
+    if stamp:
+        from datetime import datetime, timezone
+
+        try:
+            reset = max(0.0, (datetime.fromisoformat(stamp.replace("Z", "+00:00")) - datetime.now(timezone.utc))
+                        .total_seconds())
+        except ValueError:
+            reset = None
+    return {"requests_remaining": requests, "reset_s": reset,
+            "tokens_remaining_calls": (tokens // size) if tokens is not None and size else None}
+
+
 def _line(model_id: str) -> str | None:
     """The model line of an id (``claude-sonnet-5-5`` → ``sonnet``), for suggesting a newer model."""
     parts = model_id.split("-")
@@ -513,13 +542,15 @@ class AnthropicProvider(Provider):
             with client.messages.with_streaming_response.create(
                     messages=[{"role": "user", "content": prompt}], **settings.request_params()) as response:
                 request_id = response.headers.get("request-id")
+                headers = response.headers
                 body = b"".join(response.iter_bytes())
             if len(body) > self.config.max_body_bytes:  # decoded size (a compressed body can grow)
                 raise _BodyLimit("bad_response", f"the reply body passed {self.config.max_body_bytes:,} bytes")
             data = json.loads(body)
         except Exception as err:  # SDK errors, our body bounds, bad JSON, and transport errors it did not wrap
             raise self.classify_error(err, settings.requested) from None
-        return parse_message(data, request_id, cost=self.cost(settings.requested))
+        reply = parse_message(data, request_id, cost=self.cost(settings.requested))
+        return replace(reply, rate_limit=rate_limit_headers(headers, reply))
 
     def batch_api(self, choice: ModelChoice) -> MessageBatches:
         return MessageBatches(self, choice.native)
