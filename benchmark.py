@@ -115,6 +115,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--concurrency", type=_positive_int, default=1, metavar="N",
                    help="judge calls in flight at once (default 1: one question after the other); rows still come "
                         "in question order, and rate limits lower it")
+    p.add_argument("--order-check", action="store_true",
+                   help="grade each question a second time with its chunks in reverse order: how much the order "
+                        "moves the judge's grade (one more judge call per question checked)")
+    p.add_argument("--order-check-sample", type=_positive_int, metavar="N",
+                   help="with --order-check: check N questions drawn with a fixed seed (default: all)")
     p.add_argument("--no-text", action="store_true", help="leave the retrieved chunks' text out of the results")
     p.add_argument("--chunk-relevance", action=argparse.BooleanOptionalAction, default=None,
                    help="rate each retrieved chunk 0-3 (proxy NDCG/precision; one more judge call per question); "
@@ -201,7 +206,8 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, gua
         resume=args.resume, max_cost_usd=args.max_cost, judge_repeats=args.judge_repeats,
         keep_text=not args.no_text, chunk_relevance=args.chunk_relevance, group_by=args.group_by,
         cache_dir=None if args.no_cache else (args.cache_dir or settings.cache_dir),
-        judge_batch=args.judge_batch, concurrency=args.concurrency, log_file=log_path, argv=list(args.argv))
+        judge_batch=args.judge_batch, concurrency=args.concurrency,
+        order_check=(args.order_check_sample or True) if args.order_check else None, log_file=log_path, argv=list(args.argv))
     runner = BenchmarkRun(options, settings, should_stop=lambda: guard.received is not None,
                           deferred_signals=guard.deferred, state=state)
     results = runner.execute()

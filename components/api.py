@@ -78,7 +78,7 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
              judge: str | None = None, settings: Settings | None = None, name: str | None = None,
              judge_repeats: int = 1, chunk_relevance: bool | None = None, max_cost_usd: float | None = None,
              group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: str | os.PathLike | None = None,
-             concurrency: int = 1, on_row: Callable[[QuestionResult, int, int], None] | None = None,
+             concurrency: int = 1, order_check: int | bool | None = None, on_row: Callable[[QuestionResult, int, int], None] | None = None,
              should_stop: Callable[[], bool] | None = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
 
@@ -103,7 +103,7 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
     return _evaluate(retriever, questions, corpus, k=k, settings=_settings(judge, settings), name=name,
                      judge_repeats=judge_repeats, chunk_relevance=chunk_relevance, max_cost_usd=max_cost_usd,
                      group_by=group_by, keep_text=keep_text, cache_dir=Path(cache_dir) if cache_dir else None,
-                     concurrency=concurrency, on_row=on_row, should_stop=should_stop)
+                     concurrency=concurrency, order_check=order_check, on_row=on_row, should_stop=should_stop)
 
 
 def _as_result(run: RunResult | str | os.PathLike | Mapping) -> RunResult:

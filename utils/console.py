@@ -192,6 +192,13 @@ def summary_table(result: Any) -> str:
     if consistency:
         lines.append(row("judge repeats", f"grade moved by 2 or more in {consistency['moved_2_or_more_rate']:.1f}% of "
                                           f"{consistency['questions']} questions, mean SD {consistency['mean_sd']:.2f}"))
+    checked = result.order_check
+    if checked:
+        ci = checked.get("mean_change_ci95")
+        lines.append(row("chunk order", f"reversed, the grade moved by {checked['mean_abs_change']:.2f} on average over "
+                                        f"{checked['questions']} questions (mean {checked['mean_change']:+.2f}"
+                                        + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+                                        + f"); pass/fail flipped for {checked['flip_rate']:.1f}%"))
     if is_number(result.avg_latency_ms) or is_number(result.index_time_s):
         parts = []
         if is_number(result.avg_latency_ms):

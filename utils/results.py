@@ -109,6 +109,9 @@ class QuestionResult:
     chunk_relevance: list[int] | None = None
     chunk_relevance_error: str | None = None
     chunk_relevance_raw: str | None = None
+    # --order-check: the grade of the same chunks shown in reverse order (null: not checked)
+    llm_grade_reversed: int | None = None
+    order_check_error: str | None = None
 
     def to_json(self) -> dict:
         row = asdict(self)
@@ -240,6 +243,7 @@ class RunResult:
     diagnosis_counts: dict[str, int] | None = None
     chunk_relevance_count: int | None = None  # questions whose chunks were rated
     judge_consistency: dict | None = None  # with --judge-repeats: how much the grades moved
+    order_check: dict | None = None  # with --order-check: how much reversing the chunks moved the grade
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)  # top-level fields of a file this version does not know
     source: str | None = field(default=None, compare=False)  # the file it was read from
@@ -256,7 +260,7 @@ class RunResult:
                    ungraded_count=self.ungraded_count, grade_errors=dict(self.grade_errors),
                    avg_latency_ms=self.avg_latency_ms, index_time_s=self.index_time_s, ci95=dict(self.ci95),
                    bootstrap=dict(self.bootstrap), groups=self.groups)
-        for name in ("diagnosis_counts", "chunk_relevance_count", "judge_consistency"):
+        for name in ("diagnosis_counts", "chunk_relevance_count", "judge_consistency", "order_check"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         out.update({k: v for k, v in self.extra.items() if k not in out and k != "results"})
@@ -397,6 +401,27 @@ def judge_consistency(rows: Sequence[QuestionResult]) -> dict | None:
             "mean_sd": round(_stats.fmean(sd for _, sd in spreads if sd is not None), 4)}
 
 
+def order_check(rows: Sequence[QuestionResult]) -> dict | None:
+    """With ``--order-check``: over the questions graded in both orders, the mean absolute grade
+    change when the chunks are reversed, the share (percent) whose pass/fail at the pass mark flips,
+    and the mean signed change (reversed − original) with its paired 95% bootstrap interval. None
+    when no question was checked."""
+    from components.analysis import statistics as S
+
+    pairs = [(r.llm_grade, r.llm_grade_reversed, r.rank) for r in rows
+             if r.llm_grade is not None and r.llm_grade_reversed is not None]
+    if not pairs:
+        return None
+    changes = [float(b - a) for a, b, _ in pairs]
+    flips = sum(1 for a, b, rank in pairs
+                if (M.total_score(a, rank) >= M.PASS_MARK) != (M.total_score(b, rank) >= M.PASS_MARK))
+    ci = S.bootstrap_ci(changes)
+    return {"questions": len(pairs), "mean_abs_change": round(_stats.fmean(abs(c) for c in changes), 4),
+            "flip_rate": round(100.0 * flips / len(pairs), 4), "mean_change": round(_stats.fmean(changes), 4),
+            "mean_change_ci95": [round(ci[0], 4), round(ci[1], 4)] if ci else None,
+            "errors": sum(1 for r in rows if r.order_check_error)}
+
+
 def build_report(run: RunInfo, rows: Iterable[QuestionResult | Mapping], *, index_time_s: float | None = None,
                  group_by: Sequence[str] | None = None, relevance: bool = False) -> RunResult:
     """The run's :class:`RunResult`: every metric of the registry the run has (see
@@ -417,7 +442,7 @@ def build_report(run: RunInfo, rows: Iterable[QuestionResult | Mapping], *, inde
         grade_errors=dict(sorted(errors.items())), avg_latency_ms=M.average(r.latency_ms for r in rows),
         index_time_s=index_time_s, diagnosis_counts=count_tags(rows),
         chunk_relevance_count=sum(1 for r in rows if r.chunk_relevance is not None) if relevance else None,
-        judge_consistency=judge_consistency(rows))
+        judge_consistency=judge_consistency(rows), order_check=order_check(rows))
 
 
 # --------------------------------------------------------------------------- reading
@@ -661,7 +686,7 @@ def json_schema() -> dict:
     top = {name: _type_schema(hints[name]) for name in ("question_count", "graded_count", "ungraded_count",
                                                         "grade_errors", "avg_latency_ms", "index_time_s", "bootstrap",
                                                         "groups", "diagnosis_counts", "chunk_relevance_count",
-                                                        "judge_consistency")}
+                                                        "judge_consistency", "order_check")}
     top["ci95"] = {"type": "object", "additionalProperties": {
         "anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}]}}
     return {

@@ -29,7 +29,7 @@ import statistics
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -144,6 +144,7 @@ class Partial:
     grades: list[GradeResult] = field(default_factory=list)
     relevance: Any = None
     cost: float | None = None
+    reversed_grade: GradeResult | None = None  # --order-check: the grade of the same chunks in reverse order
 
 
 class BenchmarkLoop:
@@ -158,7 +159,7 @@ class BenchmarkLoop:
                  keep_text: bool = True,
                  retry_wait_max_s: float = MAX_RETRY_WAIT_S,
                  on_row: Callable[[QuestionResult, int, int], None] | None = None,
-                 concurrency: int = 1) -> None:
+                 concurrency: int = 1, order_check: Collection[str] = ()) -> None:
         self.retriever, self.judge, self.k = retriever, judge, k
         self.rewriter = rewriter
         self.should_stop = should_stop
@@ -182,6 +183,7 @@ class BenchmarkLoop:
         self._graded_with: dict[str, Partial] = {}  # for the retry pass: questions graded transiently
         self._longest_retry_after = 0.0
         self.concurrency = max(1, concurrency)
+        self.order_check = frozenset(order_check)  # question ids graded again with the chunks reversed
         self.gate: Gate | None = None  # with concurrency > 1: every LLM call passes it (components/run/concurrency.py)
         self._lock = threading.RLock()  # the loop's shared state, when judge calls run in worker threads
 
@@ -266,6 +268,14 @@ class BenchmarkLoop:
             if cost is not None:
                 p.cost = (p.cost or 0.0) + cost
         p.grade = combine_grades(p.grades)
+        if p.q.id in self.order_check and len(chunks) > 1 and p.grade.grade is not None:
+            if self.should_stop():
+                raise KeyboardInterrupt("stop requested")
+            p.reversed_grade = self._grade_once(p.q, list(reversed(chunks)))
+            with self._lock:
+                cost = self.judge_usage.add(p.reversed_grade.reply)
+            if cost is not None:
+                p.cost = (p.cost or 0.0) + cost
 
     # ------------------------------------------------------------------ one question
 
@@ -422,6 +432,8 @@ class BenchmarkLoop:
             chunk_relevance=getattr(rel, "scores", None),
             chunk_relevance_error=getattr(rel, "error", None),
             chunk_relevance_raw=getattr(rel, "raw", None),
+            llm_grade_reversed=p.reversed_grade.grade if p.reversed_grade is not None else None,
+            order_check_error=p.reversed_grade.error if p.reversed_grade is not None else None,
         )
 
     # ------------------------------------------------------------------ the run

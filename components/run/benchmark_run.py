@@ -72,6 +72,7 @@ class RunOptions:
     cache_dir: Path | None = None  # the index cache; None = --no-cache
     judge_batch: bool = False  # grade through the provider's batch API (components/run/judge_batch.py)
     concurrency: int = 1  # judge calls in flight at once (1: the sequential loop)
+    order_check: int | bool | None = None  # --order-check: True (all), a sample size, or None
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -194,6 +195,8 @@ class BenchmarkRun:
         check_writable(o.output)
         check_batch_options(judge=settings.judge, judge_batch=o.judge_batch, max_cost_usd=o.max_cost_usd,
                             chunk_relevance=o.chunk_relevance)
+        if o.judge_batch and o.order_check:
+            raise InputError("--order-check is not sent through --judge-batch: run without one of them")
         if o.judge_batch and o.concurrency > 1:
             raise InputError("--concurrency does not apply to --judge-batch (the batch API grades in parallel "
                              "itself): run without one of them")
@@ -303,12 +306,14 @@ class BenchmarkRun:
             id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir), done=done,
             resumed_from=str(o.resume) if o.resume else None, batch=batch, previous_batches=previous_batches,
             grouped=journal.grouped, questions_file=str(o.questions), quick=o.limit == 5 and not o.ids,
-            selection={"limit": o.limit, "ids": o.ids}, log_file=str(o.log_file) if o.log_file else None)
+            selection={"limit": o.limit, "ids": o.ids,
+                       **({"order_check": {"sample": o.order_check, "seed": 0}} if o.order_check else {})},
+            log_file=str(o.log_file) if o.log_file else None)
         with progress:
             result = evaluate(prepared, (qset, questions), k=o.k, judging=judging, settings=self.settings,
                               name=strategy.name, judge_repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd,
                               group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
-                              concurrency=o.concurrency, on_row=on_row, should_stop=self.should_stop, context=context)
+                              concurrency=o.concurrency, order_check=o.order_check, on_row=on_row, should_stop=self.should_stop, context=context)
         log_metrics(result)
         logger.info("Summary ({} judge: {}) follows on stdout", result.run.judge.provider, result.run.judge.model)
         sys.stdout.write(summary_table(result))

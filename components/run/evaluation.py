@@ -200,6 +200,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
              judge_repeats: int = 1, chunk_relevance: bool | None = None, max_cost_usd: float | None = None,
              group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: Path | None = None,
              rewrites_queries: bool | None = None, concurrency: int = 1,
+             order_check: int | bool | None = None, order_check_seed: int = 0,
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
              should_stop: Callable[[], bool] | None = None, context: RunContext | None = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
@@ -229,7 +230,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     loop = BenchmarkLoop(prepared.retriever, judging.judge, k=k, rewriter=rewriter, should_stop=should_stop,
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
                          repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
-                         retry_wait_max_s=settings.retry_wait_max_s, on_row=on_row, concurrency=concurrency)
+                         retry_wait_max_s=settings.retry_wait_max_s, on_row=on_row, concurrency=concurrency,
+                         order_check=order_check_sample(selected, order_check, order_check_seed))
     started = now()
     status = "completed"
     try:
@@ -287,6 +289,20 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)
     return result
+
+
+def order_check_sample(questions: Sequence[Question], order_check: int | bool | None, seed: int = 0) -> list[str]:
+    """The ids of the questions graded a second time with their chunks reversed: none (None or
+    False), all (True), or a sample of that many drawn with ``seed`` (in the questions' order)."""
+    if not order_check:
+        return []
+    ids = [q.id for q in questions]
+    if order_check is True or order_check >= len(ids):
+        return ids
+    import random
+
+    chosen = set(random.Random(seed).sample(ids, order_check))
+    return [i for i in ids if i in chosen]
 
 
 def questions_from(questions: Any) -> tuple[QuestionSet, list[Question]]:
