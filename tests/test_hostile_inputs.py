@@ -1,0 +1,121 @@
+"""Hostile or foreign files given to the commands around the run: one clear line, exit 2, no
+traceback on the console, nothing written — and --resume checks its file before any judge call."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import judge_env, run_cli
+from tests.loopback import LoopbackServer
+
+
+def valid(tmp_path: Path) -> dict:
+    out = tmp_path / "good.json"
+    run = run_cli("--limit", "3", "--strategy", "baseline", "--output", str(out))
+    assert run.code == 0, run.stderr
+    return json.loads(out.read_text())
+
+
+def _set(path: list, value):
+    def change(doc: dict) -> None:
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return change
+
+
+HOSTILE = [  # (name, text of the file made from a valid results dict, words of the error line)
+    ("rank-as-string", lambda d: (_set(["results", 0, "rank"], "1")(d), json.dumps(d))[1], "rank is a string"),
+    ("grade-as-string", lambda d: (_set(["results", 1, "llm_grade"], "9")(d), json.dumps(d))[1],
+     "llm_grade is a string"),
+    ("nan", lambda d: json.dumps(d).replace('"mrr": ', '"mrr": NaN, "x": ', 1), "NaN is not a JSON number"),
+    ("infinity", lambda d: json.dumps(d).replace('"mrr": ', '"mrr": Infinity, "x": ', 1), "Infinity"),
+    ("list-for-object", lambda d: (_set(["run"], [1, 2])(d), json.dumps(d))[1], "run is a list"),
+    ("deep-nesting", lambda d: json.dumps(d)[:-1] + ', "x": ' + "[" * 200_000 + "]" * 200_000 + "}",
+     "nested too deeply"),
+    ("huge-integer", lambda d: json.dumps(d)[:-1] + ', "x": ' + "7" * 5000 + "}", "digits"),
+    ("lone-surrogate", lambda d: json.dumps(d).replace('"question": "', '"question": "\\ud800', 1), "lone surrogate"),
+    ("id-as-number", lambda d: (_set(["results", 0, "question_id"], 12)(d), json.dumps(d))[1],
+     "question_id is a number"),
+]
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory) -> dict:
+    return valid(tmp_path_factory.mktemp("good"))
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+@pytest.mark.parametrize("make,words", [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_commands_refuse_hostile_results_with_one_line(tmp_path: Path, good: dict, command: str, make, words):
+    ok, bad = tmp_path / "ok.json", tmp_path / "bad.json"
+    ok.write_text(json.dumps(good))
+    bad.write_text(make(json.loads(json.dumps(good))))
+    out = tmp_path / "out.html"
+    args = [command, str(ok), str(bad)] + (["-o", str(out)] if command == "report" else ["--json", str(out)])
+    run = run_cli(*args)
+    assert run.code == 2, run.stderr[-2000:]
+    errors = [line for line in run.stderr.splitlines() if "| ERROR" in line]
+    assert len(errors) == 1 and words in errors[0] and "bad.json" in errors[0], run.stderr[-2000:]
+    assert "Traceback" not in run.stderr and not out.exists()
+
+
+@pytest.mark.parametrize("special", ["fifo", "devzero", "runs-symlink-to-fifo"])
+def test_readers_take_only_regular_files(tmp_path: Path, good: dict, special: str):
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps(good))
+    if special == "fifo":
+        target = tmp_path / "fifo.json"
+        os.mkfifo(target)
+        arg = str(target)
+    elif special == "devzero":
+        arg = "/dev/zero"
+    else:
+        fifo = tmp_path / "pipe"
+        os.mkfifo(fifo)
+        (tmp_path / "runs").mkdir()
+        (tmp_path / "runs" / "20260101T000000Z_x.json").symlink_to(fifo)
+        arg = str(tmp_path / "runs" / "20260101T000000Z_x.json")
+    run = run_cli("compare", str(ok), arg, timeout=60)  # a FIFO with no writer must not hang the read
+    assert run.code == 2 and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda row: row.update(llm_grade="9"), "llm_grade is a string"),
+    (lambda row: row.update(retrieved=[{"rank": 1, "doc_id": 3}]), "doc_id is a number"),
+    (lambda row: row.update(question_id=None), "has no question_id"),
+])
+def test_resume_checks_its_file_before_any_judge_call(tmp_path: Path, few_questions: Path, edit, words):
+    out = tmp_path / "r.json"
+    with LoopbackServer() as srv:
+        first = run_cli("--questions", str(few_questions), "--output", str(out), env=judge_env(srv.url))
+        assert first.code == 0, first.stderr
+        data = json.loads(out.read_text())
+        edit(data["results"][0])
+        data["results"] = data["results"][:2]  # one question left to grade: it must not be paid for
+        out.write_text(json.dumps(data))
+        srv.requests.clear()
+        again = run_cli("--questions", str(few_questions), "--output", str(tmp_path / "again.json"), "--resume",
+                        str(out), env=judge_env(srv.url))
+        calls = [r for r in srv.requests if r.path.endswith("/v1/messages")]
+    assert again.code == 2, again.stderr[-2000:]
+    assert calls == [] and words in again.stderr and "Traceback" not in again.stderr
+    assert not (tmp_path / "again.json").exists()
+
+
+def test_resume_checks_an_edited_journal_before_any_judge_call(tmp_path: Path, few_questions: Path):
+    journal = tmp_path / "run.journal.jsonl"
+    journal.write_text(json.dumps({"journal": 1, "run": {}}) + "\n"
+                       + json.dumps({"question_id": "py_001", "llm_grade": "9", "retrieved": []}) + "\n")
+    with LoopbackServer() as srv:
+        run = run_cli("--questions", str(few_questions), "--output", str(tmp_path / "r.json"), "--resume",
+                      str(journal), env=judge_env(srv.url))
+        calls = [r for r in srv.requests if r.path.endswith("/v1/messages")]
+    assert run.code == 2 and calls == []
+    line = next(ln for ln in run.stderr.splitlines() if "| ERROR" in ln)
+    assert "line 2" in line and "llm_grade is a string" in line
