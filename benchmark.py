@@ -10,25 +10,44 @@ console lines and exit codes (see EXIT_* and the README). The run itself is
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib
 import os
 import signal
 import sys
-import threading
-from datetime import datetime
-from pathlib import Path
 
-from loguru import logger
 
-from components.judges.providers import load_provider_modules
-from utils.console import escape_control
-from utils.errors import (EXIT_BUDGET, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK, EXIT_WRITE,
-                          BenchmarkError, InputError, ResultsWriteError)
-from utils.logger import add_sinks
-from utils.output import DEFAULT_OUTPUT_NAME, remove_temp_files, resolve_output
-from utils.settings import Settings, secrets_in
+def _quiet_early_signals() -> None:
+    """While the modules load (up to a second): a Ctrl-C, SIGTERM or SIGHUP ends the command at
+    once with 130 and one line, instead of a traceback from an import. :func:`main` hands the
+    signals to its :class:`SignalGuard` as soon as it starts."""
+    def stop(signum: int, _frame: object) -> None:
+        os.write(2, b"interrupted while starting: nothing written\n")
+        os._exit(130)
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), stop)
+
+
+if __name__ == "__main__" or (__name__ == "benchmark"
+                               and os.path.basename(sys.argv[0] if sys.argv else "") == "retrieval-benchmark"):
+    _quiet_early_signals()
+
+import argparse  # noqa: E402 - after the early signal handlers, on purpose
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+import threading  # noqa: E402
+from datetime import datetime  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from loguru import logger  # noqa: E402
+
+from components.judges.providers import load_provider_modules  # noqa: E402
+from utils.console import escape_control  # noqa: E402
+from utils.errors import (EXIT_BUDGET, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK,  # noqa: E402
+                          EXIT_WRITE, BenchmarkError, InputError, ResultsWriteError)
+from utils.logger import add_sinks  # noqa: E402
+from utils.output import DEFAULT_OUTPUT_NAME, remove_temp_files, resolve_output  # noqa: E402
+from utils.settings import Settings, secrets_in  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 LOG_DIR = Path("logs")  # --log-dir's default: in the current folder, like every output
@@ -278,7 +297,8 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
             resume_defaults(args, env, given={a.split("=", 1)[0] for a in argv if a.startswith("--")})
         settings = Settings.from_env(env)
         if command is not None:
-            code = command.run(args, settings)
+            with guard:  # a signal interrupts the command (its temp file removed), exit 130
+                code = command.run(args, settings)
         else:
             if args.questions is None:
                 args.questions = default_questions()

@@ -5,10 +5,15 @@ fault drawn from a seeded generator:
 * a signal (SIGINT, SIGTERM or SIGHUP) at a random moment: half of them a random time after
   start (start-up included), half a random time after the console reported a random question (the
   loop, the retry pass and the final write);
-* a judge fault: a 5xx burst, attempts that time out, a 401 from some call on, a garbage body;
+* a judge fault: a 5xx burst, attempts that time out, a 401 from some call on, a garbage body, a
+  rate limit with ``retry-after: 3600`` from some call on (the circuit breaker ends the run);
 * a crashing plug-in retriever (an exception, ``sys.exit``, ``os._exit``, a segfault, a bare
   KeyboardInterrupt, a malformed return, a failing factory or ``index()``);
 * a full disk: the output folder on a small tmpfs (root only; otherwise that fault is not drawn).
+
+Each run draws, apart, its ``--concurrency`` (1, 1 or 3: the invariant holds with judge calls in
+flight too) and a command run afterwards on its results (``compare`` or ``report``, or none), with
+a signal at a random moment or its output on a full disk.
 
 After each run the invariant must hold:
 
@@ -18,7 +23,9 @@ After each run the invariant must hold:
 2. an earlier results file is byte-identical or a valid newer results file (strict JSON);
 3. no temp file (``.*.tmp``) is left;
 4. a process that ended by itself did so with a documented exit code, without a traceback on the
-   console, and, when it left a journal, its console names it.
+   console, and, when it left a journal, its console names it;
+5. the command run afterwards leaves its input files byte-identical, no temp file, and ends with a
+   documented exit code and no traceback.
 
 ``CHAOS_SEED`` and ``CHAOS_RUNS`` override the seed and the number of runs, ``CHAOS_ONLY=3,17``
 replays those runs (a failure's message names the seed and each failing run's plan). Two runs at a time; about two
@@ -111,7 +118,8 @@ def make():
 '''
 PLUGIN_KINDS = ("raise", "sys-exit", "os-exit", "segfault", "keyboard-interrupt", "memory-error", "recursion",
                 "bad-return", "string-scores", "index-raises", "factory-raises")
-JUDGE_KINDS = ("5xx-burst", "timeout", "401", "garbage")
+JUDGE_KINDS = ("5xx-burst", "timeout", "401", "garbage", "rate-limit")
+COMMANDS = (None, "compare", "report")
 GARBAGE = (b"<html>502 Bad Gateway</html>", b'{"content": [{"type": "text", "text": "unterminated',
            b"[" * 5000 + b"]" * 5000, b'{"content": 1e999}', b"\xff\xfe\x00garbage")
 
@@ -137,10 +145,17 @@ class Plan:
     at: float  # seconds after start or after a line (signal), request number (judge), retrieve() call (plug-in)
     extra: dict = field(default_factory=dict)
 
+    concurrency: int = 1
+    command: str | None = None  # compare | report, run on the results afterwards
+    command_fault: str = ""  # signal | disk
+    command_at: float = 0.0  # seconds after the command's start (signal)
+
     def __str__(self) -> str:
         where = f" after line {self.extra['after_line']}" if self.extra.get("after_line") else ""
+        then = f"; then {self.command} with {self.command_fault} at {self.command_at:g}" if self.command else ""
         return (f"run {self.index}: {self.fault}={self.kind} at {self.at:g}{where}, {self.n} questions, judge "
-                f"delay {self.delay:.2f}s, earlier file {'yes' if self.earlier else 'no'}")
+                f"delay {self.delay:.2f}s, earlier file {'yes' if self.earlier else 'no'}, concurrency "
+                f"{self.concurrency}{then}")
 
 
 def make_plans(rng: random.Random, runs: int, disk: bool) -> list[Plan]:
@@ -167,6 +182,11 @@ def make_plans(rng: random.Random, runs: int, disk: bool) -> list[Plan]:
         else:
             plan.kind = "tmpfs"
             plan.at = rng.choice([8, 16, 32, 48, 64, 96, 128, 192, 256])  # KiB
+        apart = random.Random(f"{SEED}:{i}")  # drawn apart: the faults above stay those of the seed
+        plan.concurrency = apart.choice([1, 1, 3])
+        plan.command = apart.choice(COMMANDS)
+        plan.command_fault = apart.choice(["signal"] + (["disk"] if disk else []))
+        plan.command_at = round(apart.uniform(0.25, 2.5), 3)  # from 0.25 s: before that, Python itself starts
         plans.append(plan)
     return plans
 
@@ -180,6 +200,8 @@ def judge_script(plan: Plan):
     def script(n: int, body: dict) -> Reply:
         if plan.kind == "401":
             return error(401, "authentication_error", "invalid x-api-key") if n >= first else ok
+        if plan.kind == "rate-limit":
+            return error(429, "rate_limit_error", "slow down", **{"retry-after": "3600"}) if n >= first else ok
         if not first <= n < first + burst:
             return ok
         if plan.kind == "5xx-burst":
@@ -319,7 +341,7 @@ def execute(plan: Plan, root: Path, earlier_bytes: bytes, plugin_dir: Path) -> O
             start = time.monotonic()
             proc = subprocess.Popen(
                 [sys.executable, str(ROOT / "benchmark.py"), "--strategy", strategy, "--questions", str(qfile),
-                 "--output", str(out), "--log-dir", str(folder / "logs")],
+                 "--output", str(out), "--log-dir", str(folder / "logs"), "--concurrency", str(plan.concurrency)],
                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             lines: list[str] = []
             marker = f"| [{plan.extra.get('after_line')}/{plan.n}] R"
@@ -351,7 +373,52 @@ def execute(plan: Plan, root: Path, earlier_bytes: bytes, plugin_dir: Path) -> O
             wall = time.monotonic() - start
         stderr = "".join(lines)
         problems = check(plan, out, earlier, code, stderr, questions)
+        if plan.command is not None and out.exists():
+            problems += afterwards(plan, folder, out)
         return Outcome(plan, code, stderr, problems, wall)
+    finally:
+        if mounted is not None:
+            unmount(mounted)
+
+
+def afterwards(plan: Plan, folder: Path, results: Path) -> list[str]:
+    """Run ``plan.command`` on the run's results with its fault; what it must keep (invariant 5)."""
+    inputs = {p: p.read_bytes() for p in (results, *sorted((folder / "out" / "runs").glob("*.json")))
+              if p.is_file()}
+    target = folder / "cmd"
+    target.mkdir()
+    mounted = None
+    if plan.command_fault == "disk":
+        if mount_tmpfs(target, "8k") is None:
+            mounted = target
+    try:
+        other = next((p for p in inputs if p != results), results)
+        args = (["compare", str(results), str(other), "--json", str(target / "c.json")] if plan.command == "compare"
+                else ["report", str(results), "-o", str(target / "r.html")])
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))}
+        proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), *args, "--log-dir", str(folder / "logs")],
+                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if plan.command_fault == "signal":
+            try:
+                proc.wait(timeout=plan.command_at)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return [f"{plan.command} did not end within {RUN_TIMEOUT}s"]
+        problems = []
+        if proc.returncode not in DOCUMENTED_EXITS:
+            problems.append(f"{plan.command} ended with exit code {proc.returncode}, not a documented one")
+        if "Traceback" in err:
+            problems.append(f"{plan.command}: a traceback on the console")
+        if any(p.read_bytes() != data for p, data in inputs.items()):
+            problems.append(f"{plan.command} changed its input files")
+        temps = [p.name for p in target.rglob(".*.tmp")]
+        if temps:
+            problems.append(f"{plan.command} left temp files: {temps}")
+        return problems
     finally:
         if mounted is not None:
             unmount(mounted)
