@@ -20,7 +20,9 @@ SCENARIOS = {
     # name: (script, default, expected grade_error kinds per question, exit code, max judge requests)
     # transient failures get one more pass after the loop (3 more attempts each)
     "timeout": ([], Reply(delay=2.0), ["timeout"] * 3, 0, 18),
-    "retry-after-3600": ([], error(429, "rate_limit_error", **{"retry-after": "3600"}), ["rate_limit"] * 3, 0, 18),
+    # a retry-after longer than the run would wait: no SDK retry, no retry pass; three in a row open the
+    # circuit breaker (exit 3, rate_limited, every row kept for --resume)
+    "retry-after-3600": ([], error(429, "rate_limit_error", **{"retry-after": "3600"}), ["rate_limit"] * 3, 3, 3),
     # the retry pass recovers a transient failure once the judge answers again
     "529-and-500-bursts": ([error(529, "overloaded_error")] * 3 + [error(500, "api_error")] * 2 + [OK], OK,
                            [None, None, None], 0, 8),
@@ -62,7 +64,9 @@ def test_fault(name: str, tmp_path: Path, few_questions: Path):
         assert "ungraded because" in run.stdout  # the summary table is on stdout
         for kind in set(k for k in kinds if k):
             assert data["grade_errors"][kind] == kinds.count(kind)
-    if exit_code == 3:
+    if name == "retry-after-3600":
+        assert data["run"]["status"] == "rate_limited" and "--resume" in run.stderr
+    elif exit_code == 3:
         assert data["run"]["status"] == "judge_failed"
         assert data["run"]["judge_failure"].startswith(kinds[kinds.index("judge_unusable") - 1])
         fix = "ANTHROPIC_API_KEY" if name.startswith("401") else "BENCHMARK_SONNET_MODEL"

@@ -213,7 +213,7 @@ def test_taxonomy(serve, replies, kind, fatal, requests):
     assert SENTINEL_KEY not in str(info.value)
 
 
-def test_retry_after_is_capped_and_kept(serve, monkeypatch):
+def test_a_retry_after_past_the_cap_is_not_retried_by_the_sdk_and_is_kept(serve, monkeypatch):
     import anthropic._base_client
 
     server, provider = serve([error(429, "rate_limit_error", **{"retry-after": "3600"})] * 3)
@@ -228,8 +228,26 @@ def test_retry_after_is_capped_and_kept(serve, monkeypatch):
     monkeypatch.setattr(anthropic._base_client.SyncAPIClient, "_calculate_retry_timeout", spy)
     with pytest.raises(JudgeError) as info:
         model.complete("x")
-    assert computed == [0.2, 0.2]  # the SDK waited the 0.2 s cap before each retry, not an hour
-    assert info.value.retry_after == 3600.0  # the server's wish, for the run's retry pass
+    assert computed == [] and len(server.requests) == 1  # no SDK retry: an hour is the run's to decide
+    assert info.value.retry_after == 3600.0  # the server's wish, for the run (retry pass or circuit breaker)
+
+
+def test_a_retry_after_within_the_cap_is_waited_by_the_sdk(serve, monkeypatch):
+    import anthropic._base_client
+
+    server, provider = serve([error(429, "rate_limit_error", **{"retry-after": "0.1"})] * 3)
+    model = provider.model(provider.check_model_settings("claude-sonnet-5-5"))
+    computed: list[float] = []
+    calculate = anthropic._base_client.SyncAPIClient._calculate_retry_timeout
+
+    def spy(self, *args, **kwargs):
+        computed.append(calculate(self, *args, **kwargs))
+        return computed[-1]
+
+    monkeypatch.setattr(anthropic._base_client.SyncAPIClient, "_calculate_retry_timeout", spy)
+    with pytest.raises(JudgeError) as info:
+        model.complete("x")
+    assert computed == [0.1, 0.1] and info.value.retry_after == 0.1
 
 
 def test_timeout_is_a_deadline_for_a_trickling_body(serve):
