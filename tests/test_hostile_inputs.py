@@ -14,10 +14,12 @@ from tests.loopback import LoopbackServer
 
 
 def valid(tmp_path: Path) -> dict:
-    out = tmp_path / "good.json"
-    run = run_cli("--limit", "3", "--strategy", "baseline", "--output", str(out))
-    assert run.code == 0, run.stderr
-    return json.loads(out.read_text())
+    """A graded run's results, made in process through the API (no command line needed)."""
+    from components.api import evaluate
+    from tests.conftest import ROOT
+
+    questions = json.loads((ROOT / "questions.json").read_text())["questions"][:3]
+    return evaluate("baseline", questions, judge="offline").to_json()
 
 
 def _set(path: list, value):
