@@ -193,7 +193,7 @@ def test_every_command_accepts_log_dir(monkeypatch):
     args = benchmark._command_parser("fake", module).parse_args(["--n", "2", "--log-dir", "/tmp/x"])
     assert args.log_dir == Path("/tmp/x") and args.n == 2
     default = benchmark._command_parser("fake", module).parse_args([])
-    assert default.log_dir == benchmark.ROOT / "logs"
+    assert default.log_dir == benchmark.LOG_DIR
 
 
 def _tree(root: Path) -> set[str]:
