@@ -34,18 +34,18 @@ if __name__ == "__main__" or (__name__ == "benchmark"
 
 import argparse  # noqa: E402 - after the early signal handlers, on purpose
 import contextlib  # noqa: E402
+import difflib  # noqa: E402
 import importlib  # noqa: E402
 import threading  # noqa: E402
-from datetime import datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from loguru import logger  # noqa: E402
 
 from components.judges.providers import load_provider_modules  # noqa: E402
 from utils.console import escape_control  # noqa: E402
-from utils.errors import (EXIT_BUDGET, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK,  # noqa: E402
-                          EXIT_WRITE, BenchmarkError, InputError, ResultsWriteError)
-from utils.logger import add_sinks  # noqa: E402
+from utils.errors import (EXIT_BUDGET, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE,  # noqa: E402
+                          EXIT_OK, EXIT_WRITE, BenchmarkError, InputError, ResultsWriteError)
+from utils.logger import add_sinks, log_file_path, log_header, prune_logs  # noqa: E402
 from utils.output import DEFAULT_OUTPUT_NAME, remove_temp_files, resolve_output  # noqa: E402
 from utils.settings import Settings, secrets_in  # noqa: E402
 
@@ -87,6 +87,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
     return value
 
 
@@ -159,6 +169,9 @@ def _add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-dir", type=Path, default=LOG_DIR,
                    help="folder of the TRACE log files (default: %(default)s); when it cannot be written, "
                         "logging goes to the console only")
+    p.add_argument("--log-keep", type=_count, default=50, metavar="N",
+                   help="keep the newest N log files of --log-dir: older benchmark_*.log files there are deleted "
+                        "once the new one is open (default: %(default)s; 0 keeps them all)")
     p.add_argument("--log-level", default="INFO", type=str.upper,
                    choices=["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"], help="console log level")
 
@@ -250,6 +263,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _unknown_command(word: str) -> str:
+    """The error line for ``python benchmark.py WORD ...`` where WORD is no command: the run takes
+    options only, so a first argument that is not an option is a mistyped command."""
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    if close:
+        return f"unknown command {word!r}: did you mean {close[0]}?"
+    if word.endswith(".json"):
+        return f"unknown command {word!r}: a run takes options only: did you mean --questions {word}?"
+    return (f"unknown command {word!r}: the commands are {', '.join(COMMANDS)}; a run takes options only "
+            "(python benchmark.py --help)")
+
+
 def _command_parser(name: str, module) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"benchmark.py {name}", description=COMMANDS[name][1])
     module.add_arguments(p)
@@ -266,23 +291,30 @@ def _log_unraisable(unraisable) -> None:
 
 def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    env = dict(os.environ if env is None else env)
     command = None
     if argv and argv[0] in COMMANDS:
         command = importlib.import_module(COMMANDS[argv[0]][0])
         args = _command_parser(argv[0], command).parse_args(argv[1:])
+    elif argv and not argv[0].startswith("-"):
+        add_sinks("INFO", None, secrets=secrets_in(env))
+        logger.error("error: {}", escape_control(_unknown_command(argv[0])))
+        logger.remove()
+        return EXIT_INPUT
     else:
         args = parse_args(argv)
     args.argv = argv
-    env = dict(os.environ if env is None else env)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     try:  # plug-in providers first: their secrets are redacted like the built-in ones'
         load_provider_modules([m.strip() for m in (env.get("BENCHMARK_PROVIDERS") or "").split(",") if m.strip()])
         early_error = None
     except InputError as err:
         early_error = err
-    sinks = add_sinks(args.log_level, args.log_dir / f"benchmark_{stamp}_{os.getpid()}.log",
-                      secrets=secrets_in(env))
+    sinks = add_sinks(args.log_level, log_file_path(args.log_dir), secrets=secrets_in(env))
     log_path = sinks.path  # None: console only (add_sinks said why, once)
+    log_header(argv, {"strategy": args.strategy, "corpus": args.corpus or "built-in",
+                      "questions": args.questions or default_questions()} if command is None else None)
+    if log_path is not None:
+        prune_logs(log_path.parent, args.log_keep, current=log_path)
     from components.run.benchmark_run import RunState
 
     state = RunState()

@@ -8,6 +8,7 @@ does the rewriting, so every row records the query it used). A user's own retrie
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,8 +53,7 @@ def resolve_strategy(name: str) -> Strategy:
     if name in STRATEGIES:
         return STRATEGIES[name]
     if ":" not in name:
-        raise InputError(f"unknown strategy {name!r}: use one of {', '.join(sorted(STRATEGIES))}, "
-                         "or package.module:factory for your own retriever")
+        raise InputError(f"unknown strategy {name!r}: {_suggestion(name)}")
     module_name, _, attr = name.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -73,3 +73,21 @@ def resolve_strategy(name: str) -> Strategy:
         return retriever
 
     return Strategy(name, user_factory)
+
+
+def _suggestion(name: str) -> str:
+    """The fix for a strategy name that is neither registered nor ``package.module:factory``: a close
+    registered name, or the colon form of a dotted name whose module imports and has that attribute."""
+    registered = ", ".join(sorted(STRATEGIES))
+    close = difflib.get_close_matches(name, STRATEGIES, n=2, cutoff=0.6)
+    if close:
+        return f"did you mean {' or '.join(repr(c) for c in close)}? (registered: {registered})"
+    module_name, dot, attr = name.rpartition(".")
+    if dot and module_name and attr.isidentifier():
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:  # noqa: BLE001 - any failure: no suggestion, the generic fix below
+            module = None
+        if module is not None and hasattr(module, attr):
+            return f"did you mean {module_name + ':' + attr!r}? (your own retriever is package.module:factory)"
+    return f"use one of {registered}, or package.module:factory for your own retriever"

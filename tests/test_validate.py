@@ -81,7 +81,9 @@ def test_pinned_verdicts_offline(tiny, tmp_path, capsys):
 def test_write_clean_keeps_the_input_format(tiny, tmp_path):
     corpus, questions = tiny
     clean = tmp_path / "clean.json"
-    assert validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean)), OFFLINE) == 0
+    # --force: q_generic fails only necessity, which the lexical judge may not drop on its own
+    assert validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean), "--force"),
+                        OFFLINE) == 0
     doc = strict_load(clean.read_text())
     original = json.loads(questions.read_text())
     assert doc["description"] == "hand-made" and doc["question_count"] == 2
@@ -97,7 +99,8 @@ def test_write_clean_from_standard_input(tiny, tmp_path, monkeypatch):
     corpus, questions = tiny
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(questions.read_bytes())))
     clean = tmp_path / "clean.json"
-    assert validate.run(validate_args("-", corpus, tmp_path / "v.json", "--write-clean", str(clean)), OFFLINE) == 0
+    assert validate.run(validate_args("-", corpus, tmp_path / "v.json", "--write-clean", str(clean), "--force"),
+                        OFFLINE) == 0
     original = json.loads(questions.read_text())
     assert strict_load(clean.read_text())["questions"] == [original["questions"][0], original["questions"][2]]
 
@@ -264,7 +267,8 @@ def test_transient_judge_error_escaping_a_judge_propagates(tmp_path):
 
 def test_cli_end_to_end_on_questions_json(tmp_path):
     out, clean = tmp_path / "v.json", tmp_path / "clean.json"
-    result = run_cli("validate", "questions.json", "--json", str(out), "--write-clean", str(clean), "--seed", "3")
+    result = run_cli("validate", "questions.json", "--json", str(out), "--write-clean", str(clean), "--seed", "3",
+                     "--force")
     assert result.code == 0, result.stderr
     report = strict_load(out.read_text())
     qset = load_questions(ROOT / "questions.json")

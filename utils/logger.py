@@ -2,7 +2,9 @@
 
 Library modules only *emit* records; they never add or remove sinks. ``benchmark.py`` adds the
 console and file sinks (see :func:`utils.logger.add_sinks`), which never raise: a log folder or
-file that cannot be written gives console-only logging and one warning line.
+file that cannot be written gives console-only logging and one warning line. Each log file
+(:func:`log_file_path`) opens with :func:`log_header` (the command line and what it works on);
+:func:`prune_logs` then keeps the newest ``--log-keep`` log files of the folder.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
+import shlex
 import stat
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +29,8 @@ from utils.console import active_progress, escape_control
 from utils.redaction import Redactor
 
 CONSOLE_FORMAT = "{time:HH:mm:ss} | {level: <7} | {message}\n"
-FILE_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {name}:{line} | {message}\n{exception}"
+# loguru appends "\n{exception}" to a format given as a string: the record, then its traceback if any
+FILE_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {name}:{line} | {message}"
 
 
 class BenchmarkLogger:
@@ -205,3 +210,64 @@ def add_sinks(level: str, log_file: Path | None, secrets: Iterable[str] = ()) ->
     writer = _FileWriter(handle, log_file, redact, console)
     _logger.add(writer, level="TRACE", format=FILE_FORMAT, colorize=False, backtrace=False, diagnose=False)
     return LogSinks(log_file, writer)
+
+
+# --------------------------------------------------------------------------- log files: names, header, pruning
+
+# The name of every log file benchmark.py opens; prune_logs removes no other file.
+LOG_NAME = re.compile(r"benchmark_\d{8}-\d{6}_\d+\.log")
+
+
+def log_file_path(folder: Path) -> Path:
+    """A new log file's path in ``folder``: ``benchmark_<local time>_<pid>.log`` (see :data:`LOG_NAME`)."""
+    return Path(folder) / f"benchmark_{datetime.now():%Y%m%d-%H%M%S}_{os.getpid()}.log"
+
+
+def log_header(argv: Iterable[str], details: Mapping[str, object] | None = None) -> None:
+    """The first records of a log file (DEBUG: the file only): the command line and the folder it ran
+    in, then ``details`` (e.g. the run's strategy, corpus and questions) on one line. The sinks
+    redact secrets, so a key typed on the command line does not reach the file."""
+    _logger.debug("command line: {} (in {})", shlex.join(["python", "benchmark.py", *argv]), os.getcwd())
+    shown = {name: value for name, value in (details or {}).items() if value is not None}
+    if shown:
+        _logger.debug("{}", " · ".join(f"{name}: {value}" for name, value in shown.items()))
+
+
+def prune_logs(folder: Path, keep: int, current: Path) -> list[Path]:
+    """Delete the oldest log files of ``folder`` (by modification time) so that ``keep`` remain,
+    ``current`` included; ``keep`` 0 keeps every one. Only regular files named like
+    :data:`LOG_NAME` are candidates (never a symlink, never another file); ``current`` is never
+    deleted. Never raises: a file that cannot be deleted is left (a DEBUG record says why).
+    Returns the files deleted."""
+    if keep <= 0:
+        return []
+    current = Path(current)
+    try:
+        entries = list(os.scandir(folder))
+    except OSError as err:
+        _logger.debug("log folder {} not pruned: {}", folder, err.strerror or err)
+        return []
+    candidates: list[tuple[float, str, Path]] = []
+    for entry in entries:
+        if entry.name == current.name or not LOG_NAME.fullmatch(entry.name):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            candidates.append((info.st_mtime, entry.name, Path(entry.path)))
+    candidates.sort()
+    removed: list[Path] = []
+    for _, _, path in candidates[:max(0, len(candidates) - (keep - 1))]:
+        try:
+            path.unlink()
+        except FileNotFoundError:  # another run pruned it first
+            continue
+        except OSError as err:
+            _logger.debug("old log file {} not deleted: {}", path, err.strerror or err)
+            continue
+        removed.append(path)
+    if removed:
+        _logger.debug("deleted {} old log file(s) of {} (--log-keep {})", len(removed), folder, keep)
+    return removed

@@ -3,8 +3,11 @@
 Accepted shapes: ``{"needle_doc_id": ..., "questions": [...]}`` (the top-level needle applies to
 questions that name none) or a bare list. Per question: ``id``, ``question``, optional
 ``expected_answer``, and the needle as ``needle_doc_id``, ``doc_id`` or ``needle_doc_ids`` (a list).
-Unknown fields are kept in ``extra``. Every problem raises :class:`InputError` naming the file,
-the item and the fix.
+Unknown fields are kept in ``extra`` (``category``, ``difficulty``, ``reference_ranks`` ... are
+metadata); those that look like a known field (``answer`` for ``expected_answer``, ``needle`` for
+``needle_doc_id``, a typo) get one warning per file, before anything else is done, since the
+benchmark does not read them. Every problem raises :class:`InputError` naming the file, the item and
+the fix.
 
 Bounds: the file must be a regular file (a symlink to one is fine), or ``-`` for standard input,
 of at most :data:`MAX_QUESTIONS_BYTES` (50 MB). A FIFO, device, socket or folder is refused before
@@ -27,7 +30,10 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections import Counter
 from typing import BinaryIO
+
+from loguru import logger
 
 from utils.errors import InputError
 
@@ -37,6 +43,17 @@ MAX_QUESTION_DEPTH = 32  # levels of objects/lists in one question, itself inclu
 STDIN = "-"  # --questions - reads standard input
 STDIN_NAME = "<stdin>"  # QuestionSet.path and messages when reading standard input
 _READ_SIZE = 1 << 20
+# Field names people write for a known field (compared lower-cased, "-" and " " read as "_").
+_ALIASES = {
+    **dict.fromkeys(("answer", "answers", "expected", "expected_answers", "reference_answer", "gold_answer",
+                     "ground_truth", "reference"), "expected_answer"),
+    **dict.fromkeys(("needle", "needle_id", "needle_doc", "doc", "document", "document_id", "docid", "source_doc",
+                     "source_doc_id", "gold_doc_id"), "needle_doc_id"),
+    **dict.fromkeys(("needles", "needle_ids", "needle_docs", "doc_ids", "document_ids", "documents"),
+                    "needle_doc_ids"),
+    **dict.fromkeys(("query", "prompt", "question_text", "text", "q"), "question"),
+    **dict.fromkeys(("qid", "question_id", "_id"), "id"),
+}
 _FIX = "pass --questions a JSON file, or - to read standard input"
 
 
@@ -117,6 +134,56 @@ def _parse_question(path: str, i: int, raw: object, default_needle: object) -> Q
     extra = {k: v for k, v in raw.items() if k not in _KNOWN}
     return Question(id=str(raw["id"]), question=text.strip(), expected_answer=expected,
                     needle_doc_ids=tuple(dict.fromkeys(needles)), extra=extra)
+
+
+def _squash(name: str) -> str:
+    return name.casefold().replace("-", "").replace("_", "").replace(" ", "")
+
+
+def known_field_like(name: str) -> str | None:
+    """The known question field an unknown field name looks like (an alias such as ``answer``, a
+    different spelling such as ``expectedAnswer``, or a typo such as ``expected_anwser``), else None."""
+    if name in _KNOWN:
+        return None
+    key = name.strip().casefold().replace("-", "_").replace(" ", "_")
+    if key in _ALIASES:
+        return _ALIASES[key]
+    squashed = {_squash(k): k for k in _KNOWN}
+    if _squash(name) in squashed:
+        return squashed[_squash(name)]
+    close = difflib.get_close_matches(key, _KNOWN, n=1, cutoff=0.85)
+    return close[0] if close else None
+
+
+def _needle_fields(raw: dict) -> bool:
+    return any(raw.get(k) not in (None, "", []) for k in ("needle_doc_id", "doc_id", "needle_doc_ids"))
+
+
+def warn_lookalike_fields(name: str, items: list) -> dict[str, str]:
+    """One warning (a loguru WARNING) naming the unknown fields of the questions in ``items`` that
+    look like a known field the question does not already give; returns them, field → known field."""
+    counts: Counter[str] = Counter()
+    meant: dict[str, str] = {}
+    for raw in items:
+        if not isinstance(raw, dict):
+            continue
+        for key in raw:
+            if not isinstance(key, str) or key in _KNOWN:
+                continue
+            known = known_field_like(key)
+            if known is None:
+                continue
+            already = _needle_fields(raw) if known in ("needle_doc_id", "needle_doc_ids") else \
+                raw.get(known) not in (None, "")
+            if not already:
+                counts[key] += 1
+                meant[key] = known
+    if counts:
+        listed = ", ".join(f"{key!r} in {n} question{'s' if n != 1 else ''} (did you mean {meant[key]!r}?)"
+                           for key, n in counts.items())
+        logger.warning("{}: fields the benchmark does not read look like known ones: {}; rename them, or they "
+                       "stay metadata only", name, listed)
+    return {key: meant[key] for key in counts}
 
 
 def _kind(mode: int) -> str:
@@ -236,6 +303,7 @@ def parse_questions(data: bytes, name: str) -> QuestionSet:
                          'use {"questions": [...]} or a bare list of questions')
     if not items:
         raise InputError(f"{name}: the questions list is empty: add at least one question")
+    warn_lookalike_fields(name, items)
     questions = [_parse_question(name, i, raw, default_needle) for i, raw in enumerate(items)]
     seen: dict[str, int] = {}
     for i, q in enumerate(questions):

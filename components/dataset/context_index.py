@@ -6,6 +6,11 @@ stopwords, Snowball stems; IDF over the whole corpus). From it:
 * **gold** (:meth:`ContextIndex.gold`) — the chunks of the question's needle document(s), ranked
   by their BM25 score for the question (ties, e.g. no query term in the document: document
   order). Several needle documents are pooled into one ranking.
+* **answer-first positives** (:meth:`ContextIndex.answer_first`) — the needle chunks ordered by how
+  much of the expected answer they hold, by the lexical judge's per-chunk rule
+  (:meth:`components.judges.lexical_judge.LexicalJudge.relevance`: the IDF-weighted share of the
+  answer's key terms in the chunk, banded 0-3; band 3, a share of 60% or more, *holds the answer*),
+  then by BM25 for the question within a band. Without an expected answer: BM25 only, as gold.
 * **hard negatives** (:meth:`ContextIndex.hard_negatives`) — the best-scoring chunks of all other
   documents; a chunk scoring 0 (no query term) is not a hard negative.
 * **random others** (:meth:`ContextIndex.random_others`) — chunks of other documents drawn
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,8 +33,24 @@ from poc.chunking import Chunk
 from poc.retriever import ScoredChunk
 
 
+HOLDS_ANSWER = 3  # the lexical relevance band of a chunk that holds the expected answer
+
+
 def has_text(chunk: Chunk) -> bool:
     return bool(chunk.text.strip())
+
+
+@dataclass(frozen=True)
+class Positive:
+    """A needle chunk as a positive: its BM25 score for the question and its lexical relevance to
+    the expected answer (0-3; None without an expected answer, or one without key terms)."""
+
+    scored: ScoredChunk
+    answer_relevance: int | None
+
+    @property
+    def holds_answer(self) -> bool | None:
+        return None if self.answer_relevance is None else self.answer_relevance >= HOLDS_ANSWER
 
 
 class ContextIndex:
@@ -38,6 +60,7 @@ class ContextIndex:
         self._bm25.index(self.chunks)
         self._doc_ids = {c.doc_id for c in self.chunks}
         self._by_doc: dict[str, list[int]] = {}
+        self._lexical = None  # the lexical judge, built on first use (answer_first only)
         for i, c in enumerate(self.chunks):
             if has_text(c):
                 self._by_doc.setdefault(c.doc_id, []).append(i)
@@ -55,6 +78,23 @@ class ContextIndex:
         scores = self._bm25.scores(question)
         ranked = sorted(positions, key=lambda i: (-float(scores[i]), i))
         return [ScoredChunk(self.chunks[i], float(scores[i])) for i in ranked[:k]]
+
+    def answer_first(self, question: str, expected_answer: str | None, needle_doc_ids: Iterable[str],
+                     k: int) -> list[Positive]:
+        """The ``k`` needle chunks that hold most of ``expected_answer`` (the relevance band of the
+        module docstring), BM25 for ``question`` ordering each band; best first."""
+        positions = [i for doc in dict.fromkeys(needle_doc_ids) for i in self._by_doc.get(doc, [])]
+        scores = self._bm25.scores(question)
+        bands: list[int] | None = None
+        if expected_answer and positions:
+            if self._lexical is None:
+                from components.judges.lexical_judge import LexicalJudge
+
+                self._lexical = LexicalJudge(self.chunks)
+            bands = self._lexical.relevance(question, expected_answer, [self.chunks[i] for i in positions]).scores
+        band = dict(zip(positions, bands, strict=True)) if bands is not None else {}
+        ranked = sorted(positions, key=lambda i: (-band.get(i, 0), -float(scores[i]), i))
+        return [Positive(ScoredChunk(self.chunks[i], float(scores[i])), band.get(i)) for i in ranked[:k]]
 
     def hard_negatives(self, question: str, needle_doc_ids: Iterable[str], n: int) -> list[ScoredChunk]:
         """The ``n`` best chunks of the other documents with a positive BM25 score, best first."""

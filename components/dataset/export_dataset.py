@@ -1,12 +1,15 @@
-"""``python benchmark.py export-dataset --questions Q -o dataset.jsonl`` — a retrieval dataset in
-seed 003's schema: one JSON line per question, in the questions file's order.
+"""``python benchmark.py export-dataset --questions Q [-o dataset.jsonl]`` — a retrieval dataset in
+seed 003's schema: one JSON line per question, in the questions file's order (without ``-o``:
+``dataset.jsonl`` in the current folder).
 
 * ``id`` — ``<questions file stem>:<question id>``; ``source`` — ``benchmark_mining`` (seed 003:
   the queries are mined from an existing benchmark, not generated); ``query`` — the question text.
 * ``positive_ctxs`` — the needle document's best ``--positives`` chunks (default 1; per needle
-  document when there are several, pooled and re-ranked), ranked by BM25 for the query within the
-  needle documents (see :mod:`components.dataset.context_index`); ``rank_relevance`` is 1 for the
-  best (the primary target), 2, 3 ... for the next ones.
+  document when there are several, pooled and re-ranked): the chunks that hold the expected
+  answer's key terms first (the lexical judge's per-chunk rule: 60% or more of the answer's
+  IDF-weighted key terms in the chunk), BM25 for the query ordering the rest (see
+  :meth:`components.dataset.context_index.ContextIndex.answer_first`; without an expected answer,
+  BM25 only); ``rank_relevance`` is 1 for the best (the primary target), 2, 3 ... for the next ones.
 * ``negative_ctxs`` — hard negatives: the ``--hard-negatives`` (default 5) best chunks by BM25
   for the query over the whole corpus that are not from a needle document and score above 0,
   each with ``is_hard_negative: true``.
@@ -14,9 +17,11 @@ seed 003's schema: one JSON line per question, in the questions file's order.
   indexed text: title and heading path, then the body — what retrievers index and judges see)
   and ``bm25_score``.
 * ``metadata`` — the question's own extra fields (``difficulty``, ``category``, ``type`` ...),
-  ``expected_answer``, ``needle_doc_ids``, ``questions_file``, and ``validation`` (the verdict,
-  flags, reasons and the two check grades from a ``validate`` JSON given with ``--validation``,
-  else null).
+  ``expected_answer``, ``needle_doc_ids``, ``questions_file``, ``positive_has_answer`` (whether the
+  first positive holds the expected answer's key terms: false flags a line where no needle chunk
+  does, counted in the summary line; null without an expected answer), and ``validation`` (the
+  verdict, flags, reasons and the two check grades from a ``validate`` JSON given with
+  ``--validation``, else null).
 
 Strict JSON lines (UTF-8, no NaN). A needle that is not in the corpus is an input error; a needle
 document without text gives a line with no positives (and a warning).
@@ -30,7 +35,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from components.dataset.context_index import ContextIndex
+from components.dataset.context_index import ContextIndex, Positive
 from poc.retriever import ScoredChunk
 from utils.errors import InputError
 from utils.questions import Question, QuestionSet, check_needles, load_questions
@@ -38,9 +43,14 @@ from utils.output import check_writable, write_text_atomic
 from utils.settings import Settings
 
 SOURCE = "benchmark_mining"
+DEFAULT_OUTPUT = "dataset.jsonl"
+OUTPUTS_EPILOG = (f"outputs: without -o, {DEFAULT_OUTPUT} is written in the current folder. Every command writes "
+                  "its default output in the current folder under a fixed name (benchmark_results.json and runs/, "
+                  f"validation.json, report.html, {DEFAULT_OUTPUT}; logs under --log-dir), names git ignores.")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = OUTPUTS_EPILOG
     p.add_argument("--questions", type=Path, required=True, help="questions JSON file")
     p.add_argument("--corpus", type=Path, default=None,
                    help="folder of Markdown files, one document each (default: built-in Python reference)")
@@ -48,7 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="validation JSON written by `benchmark.py validate` for these questions")
     p.add_argument("--hard-negatives", type=int, default=5, help="hard negatives per question (default 5)")
     p.add_argument("--positives", type=int, default=1, help="best needle chunks per needle document (default 1)")
-    p.add_argument("-o", "--output", type=Path, required=True, help="JSON lines file to write")
+    p.add_argument("-o", "--output", type=Path, default=Path(DEFAULT_OUTPUT),
+                   help=f"JSON lines file to write (default {DEFAULT_OUTPUT}, in the current folder)")
 
 
 def _context(scored: ScoredChunk) -> dict:
@@ -88,13 +99,19 @@ def _validation_summary(entry: dict | None) -> dict | None:
 def dataset_line(q: Question, index: ContextIndex, *, questions_path: str, positives: int, hard_negatives: int,
                  validation: dict | None) -> dict:
     """One line of the dataset (see the module docstring)."""
-    best = [s for doc in q.needle_doc_ids for s in index.gold(q.question, [doc], positives)]
-    best.sort(key=lambda s: -s.score)  # stable: ties keep needle, then document, order
-    positive_ctxs = [dict(_context(s), rank_relevance=rank) for rank, s in enumerate(best, start=1)]
+    best: list[Positive] = [p for doc in q.needle_doc_ids
+                            for p in index.answer_first(q.question, q.expected_answer, [doc], positives)]
+    best.sort(key=lambda p: (-(p.answer_relevance or 0), -p.scored.score))  # stable: ties keep needle order
+    positive_ctxs = [dict(_context(p.scored), rank_relevance=rank) for rank, p in enumerate(best, start=1)]
+    if q.expected_answer is None or (best and best[0].holds_answer is None):
+        has_answer = None
+    else:
+        has_answer = bool(best) and best[0].holds_answer
     negative_ctxs = [dict(_context(s), is_hard_negative=True)
                      for s in index.hard_negatives(q.question, q.needle_doc_ids, hard_negatives)]
     metadata = {**q.extra, "expected_answer": q.expected_answer, "needle_doc_ids": list(q.needle_doc_ids),
-                "questions_file": Path(questions_path).name, "validation": _validation_summary(validation)}
+                "questions_file": Path(questions_path).name, "positive_has_answer": has_answer,
+                "validation": _validation_summary(validation)}
     return {"id": f"{Path(questions_path).stem}:{q.id}", "source": SOURCE, "query": q.question,
             "positive_ctxs": positive_ctxs, "negative_ctxs": negative_ctxs, "metadata": metadata}
 
@@ -114,6 +131,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     check_needles(qset, corpus.ids(), corpus.source)
     index = ContextIndex(chunk_corpus(corpus.documents))
     lines = []
+    without_answer: list[str] = []
     for q in qset.questions:
         entry = None
         if validation is not None:
@@ -124,8 +142,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                             hard_negatives=args.hard_negatives, validation=entry)
         if not line["positive_ctxs"]:
             logger.warning("question {!r}: its needle document has no text: no positive context", q.id)
+        if line["metadata"]["positive_has_answer"] is False:
+            without_answer.append(q.id)
+            logger.debug("question {!r}: no chunk of its needle holds the expected answer's key terms", q.id)
         lines.append(json.dumps(line, ensure_ascii=False, allow_nan=False))
     write_text_atomic(args.output, "".join(line + "\n" for line in lines))
-    logger.info("{} dataset lines written to {} (positives per needle {}, hard negatives up to {})", len(lines),
-                args.output, args.positives, args.hard_negatives)
+    shown = ", ".join(without_answer[:5]) + (f" and {len(without_answer) - 5} more" if len(without_answer) > 5 else "")
+    logger.info("{} dataset lines written to {} (positives per needle {}, hard negatives up to {}); {} without a "
+                "positive holding the expected answer's key terms (positive_has_answer false{})", len(lines),
+                args.output, args.positives, args.hard_negatives, len(without_answer),
+                f": {shown}" if without_answer else "")
     return 0

@@ -1,4 +1,5 @@
-"""``python benchmark.py validate QUESTIONS`` — the forward RAG check of seed 003 on a questions file.
+"""``python benchmark.py validate QUESTIONS`` (or ``--questions QUESTIONS``) — the forward RAG check of
+seed 003 on a questions file.
 
 For every question the judge (:func:`components.judges.setup.make_judge`: the LLM grader, or the
 offline lexical one, labelled ``lexical``) grades two contexts of ``k`` chunks:
@@ -25,12 +26,18 @@ prompt; the lexical judge cannot grade, so the checks fail as ungraded).
 A question passes when it has no failing flag and both checks pass. ``--write-clean OUT`` writes
 the passing questions in the input's own format (the same top-level object with its
 ``questions`` list filtered, ``question_count`` updated when present; or a bare list).
+
+The lexical judge's necessity check is unreliable on a single-topic corpus (random chunks of other
+documents share the topic's generic words: "pod", "container"): with it, the console says so once
+when a question fails necessity, and ``--write-clean`` refuses to drop a question that fails only
+necessity unless ``--force`` is given (the validation JSON is written either way).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -55,19 +62,32 @@ NECESSITY_MAX = 3
 VALIDATION_VERSION = 1
 BLOCKING_FLAGS = ("duplicate", "unknown_needle", "empty_needle")
 EXIT_OK, EXIT_JUDGE, EXIT_INTERRUPTED = 0, 3, 130
+DEFAULT_JSON = "validation.json"
+OUTPUTS_EPILOG = (f"outputs: without --json, {DEFAULT_JSON} is written in the current folder. Every command writes "
+                  "its default output in the current folder under a fixed name (benchmark_results.json and runs/, "
+                  f"{DEFAULT_JSON}, report.html, dataset.jsonl; logs under --log-dir), names git ignores.")
+LEXICAL_NECESSITY_NOTE = ("the offline lexical judge's necessity check is unreliable on a single-topic corpus "
+                          "(random chunks of other documents share the topic's generic words)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("questions", type=Path, help="questions JSON file to validate")
+    p.epilog = OUTPUTS_EPILOG
+    p.add_argument("questions", type=Path, nargs="?", metavar="QUESTIONS",
+                   help="questions JSON file to validate (or --questions QUESTIONS)")
+    p.add_argument("--questions", type=Path, dest="questions_option", metavar="QUESTIONS",
+                   help="questions JSON file to validate, as in the other commands")
     p.add_argument("--corpus", type=Path, default=None,
                    help="folder of Markdown files, one document each (default: built-in Python reference)")
     p.add_argument("--k", type=int, default=5, help="chunks per check (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random chunks of the necessity check (default 0)")
     p.add_argument("--judge-repeats", type=int, default=1, help="grade each check N times and report the spread")
-    p.add_argument("--json", type=Path, default=Path("validation.json"),
-                   help="validation JSON to write (default validation.json)")
+    p.add_argument("--json", type=Path, default=Path(DEFAULT_JSON),
+                   help=f"validation JSON to write (default {DEFAULT_JSON}, in the current folder)")
     p.add_argument("--write-clean", type=Path, default=None, metavar="OUT",
                    help="write the questions that pass to OUT, in the input's format")
+    p.add_argument("--force", action="store_true",
+                   help="with --write-clean and the offline lexical judge: also drop the questions that fail "
+                        "only the necessity check (unreliable on a single-topic corpus)")
 
 
 # --------------------------------------------------------------------------- records
@@ -363,7 +383,33 @@ def judge_description(judge, settings: Settings) -> dict:
             "prompt_sha256": PROMPT_SHA256, "reference_free_prompt_sha256": REFERENCE_FREE_PROMPT_SHA256}
 
 
+def questions_argument(args: argparse.Namespace) -> Path:
+    """The questions file, given as ``validate QUESTIONS`` or ``validate --questions QUESTIONS``."""
+    positional, option = args.questions, getattr(args, "questions_option", None)
+    if positional is None and option is None:
+        raise InputError("validate needs a questions file: python benchmark.py validate --questions QUESTIONS.json")
+    if positional is not None and option is not None and \
+            os.path.abspath(positional) != os.path.abspath(option):
+        raise InputError(f"two questions files ({positional} and --questions {option}): give one, "
+                         "either as validate QUESTIONS or as --questions QUESTIONS")
+    return positional if positional is not None else option
+
+
+def necessity_only_failures(items: Sequence[QuestionValidation]) -> list[str]:
+    """The ids of the questions whose only failure is a graded necessity check above the bar."""
+    return [item.question.id for item in items
+            if item.verdict == "fail" and not any(f.blocking for f in item.flags) and item.not_checked is None
+            and item.sufficiency is not None and item.sufficiency.passed is True
+            and item.necessity is not None and item.necessity.passed is False]
+
+
+def _ids(ids: Sequence[str], shown: int = 5) -> str:
+    text = ", ".join(ids[:shown])
+    return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    args.questions = questions_argument(args)
     if args.k < 1:
         raise InputError(f"--k {args.k}: give at least 1 chunk per check")
     if args.judge_repeats < 1:
@@ -390,9 +436,20 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     write_text_atomic(args.json, dump_json(report))
     sys.stdout.write(table(result.items, report["summary"], info["label"]))
     logger.info("Validation written to {}", args.json)
+    lexical = info["label"] == "lexical"
+    necessity_only = necessity_only_failures(result.items) if lexical else []
+    failing_necessity = [item for item in result.items if item.necessity is not None and item.necessity.passed is False]
+    if lexical and failing_necessity:
+        logger.warning("Note: {} question(s) fail necessity, but {}: check them with the LLM judge (set "
+                       "ANTHROPIC_API_KEY) before dropping them", len(failing_necessity), LEXICAL_NECESSITY_NOTE)
     if args.write_clean is not None:
         if result.status != "completed":
             logger.warning("--write-clean skipped: the validation is {}", result.status)
+        elif necessity_only and not args.force:
+            raise InputError(f"--write-clean would drop {len(necessity_only)} question(s) that fail only necessity "
+                             f"({_ids(necessity_only)}), which the offline lexical judge cannot judge reliably on a "
+                             "single-topic corpus: add --force to drop them anyway, or validate with the LLM judge "
+                             f"({args.json} is written, {args.write_clean} is not)")
         else:
             passing = {item.question.id for item in result.items if item.verdict == "pass"}
             write_text_atomic(args.write_clean, dump_json(clean_questions(qset, passing)))
