@@ -247,6 +247,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-dataset": ("components.dataset.export_dataset",
                        "export (query, positive chunks, hard negatives) as JSON lines (seed 003's schema)"),
     "report": ("components.analysis.report", "write one self-contained HTML report of one or more results files"),
+    "label": ("components.analysis.labels", "draw a stratified sample of a run's graded rows for people to grade "
+              "(JSON lines, judge grades left out)"),
+    "calibrate": ("components.analysis.calibration", "the judge against human grades: kappa, rho, pass/fail, and "
+                  "prediction-powered estimates of the run"),
 }
 
 
