@@ -61,7 +61,7 @@ from utils.errors import EXIT_BUDGET, BenchmarkError
 ROLES = ("grading", "relevance", "order check", "rewriter")
 ASSUMED_OUTPUT_TOKENS = {"grading": 150, "relevance": 40, "order check": 150, "rewriter": 40}
 CHARS_PER_TOKEN = 4.0
-COUNT_SAMPLE = 200  # distinct prompts of a role counted by the API; beyond this, a seeded sample is scaled
+COUNT_SAMPLE = 100  # distinct prompts of a role counted by the API; beyond this, a seeded sample is scaled
 COUNT_SEED = 0
 BATCHED = {"grading": True, "rewriter": False, "relevance": None, "order check": None}  # None: not with --judge-batch
 
