@@ -3,7 +3,6 @@ the loopback's token-counting endpoint (or approximated), prices by hand, no jud
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,4 +175,3 @@ def test_cli_estimate_with_the_offline_judge(tmp_path: Path, few_questions: Path
     done = run_cli("--questions", str(few_questions), "--estimate", "--output", str(tmp_path / "r.json"))
     assert done.code == 0, done.stderr
     assert "free" in done.stdout and "relevance" in done.stdout and not (tmp_path / "r.json").exists()
-    json.dumps(done.stdout)
