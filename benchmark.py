@@ -126,8 +126,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--resume", type=Path, help="continue a run from its results file or journal: graded rows are "
                    "kept without a new judge call, the rest run")
     p.add_argument("--max-cost", type=_dollars, dest="max_cost", metavar="USD",
-                   help="stop before the first judge call when the run's estimated cost is over USD, and stop grading "
-                        "before the spend would pass it (exit 4; --resume finishes later)")
+                   help="stop grading before the judge's cost would pass USD (exit 4; --resume finishes later); a "
+                        "run whose estimated cost is over USD says so before the first judge call")
     p.add_argument("--estimate", action="store_true",
                    help="build every request the run would send (retrieval runs, the judge is not called), count "
                         "its tokens and print what it would cost per role, sequentially and as a batch; writes nothing")

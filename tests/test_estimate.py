@@ -3,6 +3,7 @@ the loopback's token-counting endpoint (or approximated), prices by hand, no jud
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from components.run import estimate as E
 from components.run.query_rewriter import REWRITE_PROMPT
 from poc.chunking import Chunk
 from tests.conftest import SENTINEL_KEY, judge_env, run_cli
-from tests.loopback import LoopbackServer, count_tokens_rule
+from tests.loopback import LoopbackServer, Reply, count_tokens_rule
 from utils.questions import Question
 
 
@@ -138,13 +139,13 @@ def test_the_offline_judge_is_free():
     assert all(r.counted.startswith("approximation") for r in est.roles if r.calls)
 
 
-def test_check_budget():
-    est = E.CostEstimate("s", 1, "anthropic", "claude-sonnet-5-5", False, PRICES.as_of,
+def test_over_budget_says_how_far_the_budget_goes():
+    est = E.CostEstimate("s", 10, "anthropic", "claude-sonnet-5-5", False, PRICES.as_of,
                          [E.RoleEstimate("grading", 10, 100_000, 1_500, 0.215, 0.1075, "x")])
-    E.check_budget(est, 0.25)
-    with pytest.raises(E.OverBudget, match=r"\$0.2150 .* over --max-cost \$0.2: .* at least \$0.22") as err:
-        E.check_budget(est, 0.2)
-    assert err.value.exit_code == 4
+    assert E.over_budget(est, 0.25) is None
+    # $0.2 of $0.215 → floor(10 · 0.2 / 0.215) = 9 questions
+    line = E.over_budget(est, 0.2)
+    assert "$0.2150" in line and "about 9 of 10 question(s)" in line and "at least $0.22" in line
 
 
 def test_cli_estimate_sends_no_judge_call_and_writes_nothing(tmp_path: Path, few_questions: Path):
@@ -160,15 +161,20 @@ def test_cli_estimate_sends_no_judge_call_and_writes_nothing(tmp_path: Path, few
     assert SENTINEL_KEY not in done.stdout + done.stderr
 
 
-def test_cli_max_cost_over_the_estimate_stops_before_the_first_judge_call(tmp_path: Path, few_questions: Path):
+def test_cli_max_cost_over_the_estimate_warns_then_the_budget_stops_grading(tmp_path: Path, few_questions: Path):
     out = tmp_path / "results.json"
-    with LoopbackServer() as server:
-        done = run_cli("--questions", str(few_questions), "--strategy", "baseline", "--max-cost", "0.001",
+    priced = Reply(text='{"grade": 8, "reasoning": "fine"}', usage={"input_tokens": 1000, "output_tokens": 100})
+    with LoopbackServer(default=priced) as server:  # $0.003 a call; the estimate (real prompt sizes) is higher
+        done = run_cli("--questions", str(few_questions), "--strategy", "baseline", "--max-cost", "0.004",
                        "--output", str(out), env=judge_env(server.url))
-        assert server.requests == []
-    errors = [line for line in done.stderr.splitlines() if "error:" in line]
-    assert done.code == 4 and len(errors) == 1 and "raise --max-cost to at least" in errors[0]
-    assert not out.exists() and not (tmp_path / "runs").exists()
+        calls = len(server.requests)
+    warnings = [line for line in done.stderr.splitlines() if "the estimated cost of this run" in line]
+    assert len(warnings) == 1 and "over --max-cost $0.004" in warnings[0] and "of 3 question(s)" in warnings[0]
+    first_call = done.stderr.index("[1/3]")
+    assert done.stderr.index("the estimated cost of this run") < first_call  # said before the first judge call
+    assert done.code == 4 and calls == 1  # then the budget stops grading, as without the estimate
+    result = json.loads(out.read_text())
+    assert result["run"]["status"] == "budget_exhausted" and [r["llm_grade"] for r in result["results"]] == [8, None, None]
 
 
 def test_cli_estimate_with_the_offline_judge(tmp_path: Path, few_questions: Path):

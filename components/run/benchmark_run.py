@@ -278,12 +278,15 @@ class BenchmarkRun:
     def _run_strategy(self, strategy: Strategy, label: str, prepared, judging: Judging, qset: QuestionSet,
                       questions: list, previous, *, several: bool) -> RunResult:
         o = self.o
-        if o.max_cost_usd is not None and judging.setup.calls_models:  # before anything is written or paid
-            from components.run.estimate import check_budget
+        if o.max_cost_usd is not None and judging.setup.calls_models:  # before the first judge call
+            from components.run.estimate import over_budget
 
             est = self._estimate(strategy, label, prepared, judging, questions, previous)
-            logger.info("Estimated cost of this run: ${:.4f} (--max-cost ${:g})", est.usd or 0.0, o.max_cost_usd)
-            check_budget(est, o.max_cost_usd)
+            warning = over_budget(est, o.max_cost_usd)
+            if warning:
+                logger.warning("{}", warning)
+            else:
+                logger.info("Estimated cost of this run: ${:.4f} (--max-cost ${:g})", est.usd or 0.0, o.max_cost_usd)
         runs_dir = o.output.parent / RUNS_FOLDER
         runs_dir.mkdir(parents=True, exist_ok=True)
         run_id = new_run_id(label, runs_dir)

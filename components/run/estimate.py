@@ -37,10 +37,12 @@ that calls no model (the offline judge) costs nothing; a model missing from the 
 no price ("unknown").
 
 **--max-cost**: before the first judge call of each strategy, the same estimate runs; when its
-sequential total is over the budget, the run stops there — one line with the estimate and the
-fix, exit 4, nothing written, no judge call made (:class:`OverBudget`). A run whose estimate fits
-still has the running budget check of the loop, which stops grading if the real spend would
-pass ``--max-cost`` (exit 4, ``--resume`` finishes later).
+sequential total is over the budget, one warning line says so — the estimate, about how many
+questions the budget grades, and the budget that would grade them all — and the run goes on:
+the loop's budget check stops grading before the spend would pass ``--max-cost`` (the remaining
+rows are written ungraded, exit 4, ``--resume`` with a higher budget finishes them). The run is
+not stopped at the estimate: it is an estimate (the output side is assumed), and the rows graded
+within the budget are kept and paid for once.
 """
 
 from __future__ import annotations
@@ -56,7 +58,6 @@ from loguru import logger
 from components.judges.chunk_relevance import build_relevance_prompt
 from components.judges.retrieval_grader import build_prompt
 from components.run.query_rewriter import REWRITE_PROMPT
-from utils.errors import EXIT_BUDGET, BenchmarkError
 
 ROLES = ("grading", "relevance", "order check", "rewriter")
 ASSUMED_OUTPUT_TOKENS = {"grading": 150, "relevance": 40, "order check": 150, "rewriter": 40}
@@ -64,12 +65,6 @@ CHARS_PER_TOKEN = 4.0
 COUNT_SAMPLE = 100  # distinct prompts of a role counted by the API; beyond this, a seeded sample is scaled
 COUNT_SEED = 0
 BATCHED = {"grading": True, "rewriter": False, "relevance": None, "order check": None}  # None: not with --judge-batch
-
-
-class OverBudget(BenchmarkError):
-    """The estimate of a run is over ``--max-cost``: exit 4 before the first judge call, nothing written."""
-
-    exit_code = EXIT_BUDGET
 
 
 @dataclass(frozen=True)
@@ -231,12 +226,14 @@ def estimate(retriever, questions: Sequence, k: int, setup, *, strategy: str = "
     return result
 
 
-def check_budget(est: CostEstimate, max_cost_usd: float) -> None:
-    """Raise :class:`OverBudget` (exit 4) when the sequential estimate is over ``max_cost_usd``."""
+def over_budget(est: CostEstimate, max_cost_usd: float) -> str | None:
+    """The warning line when the sequential estimate is over ``max_cost_usd``; None when it fits
+    (or has no price)."""
     total = est.usd
     if total is None or total <= max_cost_usd:
-        return
-    raise OverBudget(f"the estimated cost of this run is ${total:.4f} ({sum(r.calls for r in est.roles):,} judge calls), "
-                     f"over --max-cost ${max_cost_usd:g}: nothing was graded; raise --max-cost to at least "
-                     f"${math.ceil(total * 100) / 100:.2f}, or grade fewer questions (--limit, --ids); --estimate shows "
-                     "the estimate per role")
+        return None
+    fits = math.floor(est.questions * max_cost_usd / total) if total else est.questions
+    return (f"the estimated cost of this run is ${total:.4f} ({sum(r.calls for r in est.roles):,} judge calls), over "
+            f"--max-cost ${max_cost_usd:g}: grading will stop at the budget after about {fits} of {est.questions} "
+            f"question(s) (exit 4; --resume finishes them); to grade them all, set --max-cost to at least "
+            f"${math.ceil(total * 100) / 100:.2f}")
