@@ -61,6 +61,7 @@ examples:
       --questions ../shared/datasets/kubernetes/needle_questions.json
   python benchmark.py --resume runs/20261123T120000Z_modular-no-llm.journal.jsonl --strategy modular-no-llm
   python benchmark.py compare runs/A.json runs/B.json
+  python benchmark.py --questions q.json --estimate       (what a run would cost, before it spends)
 
 environment:
   ANTHROPIC_API_KEY        the judge's key (never written anywhere); without it the offline lexical judge grades
@@ -135,7 +136,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--resume", type=Path, help="continue a run from its results file or journal: graded rows are "
                    "kept without a new judge call, the rest run")
     p.add_argument("--max-cost", type=_dollars, dest="max_cost", metavar="USD",
-                   help="stop grading before the judge's cost would pass USD (exit 4; --resume finishes later)")
+                   help="stop grading before the judge's cost would pass USD (exit 4; --resume finishes later); a "
+                        "run whose estimated cost is over USD says so before the first judge call")
+    p.add_argument("--estimate", action="store_true",
+                   help="build every request the run would send (retrieval runs, the judge is not called), count "
+                        "its tokens and print what it would cost per role, sequentially and as a batch; writes nothing")
     p.add_argument("--judge-repeats", type=_positive_int, default=1, metavar="N",
                    help="grade each question N times; the row keeps every grade and their spread")
     p.add_argument("--judge-batch", action="store_true",
@@ -239,7 +244,8 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, gua
         keep_text=not args.no_text, chunk_relevance=args.chunk_relevance, group_by=args.group_by,
         cache_dir=None if args.no_cache else (args.cache_dir or settings.cache_dir),
         judge_batch=args.judge_batch, concurrency=args.concurrency,
-        order_check=(args.order_check_sample or True) if args.order_check else None, log_file=log_path, argv=list(args.argv))
+        order_check=(args.order_check_sample or True) if args.order_check else None, log_file=log_path, argv=list(args.argv),
+        estimate=args.estimate)
     runner = BenchmarkRun(options, settings, should_stop=lambda: guard.received is not None,
                           deferred_signals=guard.deferred, state=state)
     results = runner.execute()
@@ -260,6 +266,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-dataset": ("components.dataset.export_dataset",
                        "export (query, positive chunks, hard negatives) as JSON lines (seed 003's schema)"),
     "report": ("components.analysis.report", "write one self-contained HTML report of one or more results files"),
+    "label": ("components.analysis.labels", "draw a stratified sample of a run's graded rows for people to grade "
+              "(JSON lines, judge grades left out)"),
+    "calibrate": ("components.analysis.calibration", "the judge against human grades: kappa, rho, pass/fail, and "
+                  "prediction-powered estimates of the run"),
 }
 
 

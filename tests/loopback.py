@@ -25,6 +25,11 @@ body — or ``"expired"`` / ``"canceled"``; a list answers successive submission
 else the message script as for ``POST /v1/messages``. ``batch_create_faults`` answers the first
 create calls with a fault: an error status without creating, or (a 200 with ``delay``/``drop``) a
 batch created whose answer comes late or never — the create the client cannot know succeeded.
+
+Token counting (``--estimate``): ``POST /v1/messages/count_tokens`` answers ``{"input_tokens": n}``
+with n = ``count_tokens(body)`` (default :func:`count_tokens_rule`), validated against the served
+models like a message request; ``token_counting=False`` is a gateway without it (404). Each body
+is kept in ``count_requests``; a count is never a message request (``requests`` stays empty).
 """
 
 from __future__ import annotations
@@ -132,6 +137,17 @@ def _refusal(model: str, body: dict, spec: ModelSpec | None) -> Reply | None:
                      f"max_tokens: {body.get('max_tokens')} > {spec.max_tokens}, the maximum for {model}")
     return None
 
+def count_tokens_rule(body: dict) -> int:
+    """The loopback's token count of a ``count_tokens`` body: 3 per message plus one per 4 characters
+    of its text (rounded up), a rule a test can compute by hand."""
+    total = 0
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        text = content if isinstance(content, str) else json.dumps(content)
+        total += 3 + -(-len(text) // 4)
+    return total
+
+
 def message_doc(reply: Reply, model: str, n: int) -> dict:
     """The Messages API body ``reply`` stands for (``json_body`` wins)."""
     if reply.json_body is not None:
@@ -191,8 +207,13 @@ class LoopbackServer:
                  validate: bool | None = None,
                  batch_script: dict[str, BatchAnswer | list[BatchAnswer]] | Callable[[str, dict, int], BatchAnswer]
                  | None = None, batch_polls: int = 1, batch_api: bool = True,
-                 batch_create_faults: list[Reply] | None = None) -> None:
+                 batch_create_faults: list[Reply] | None = None,
+                 count_tokens: Callable[[dict], int] | None = None, token_counting: bool = True) -> None:
         self.script = script if script is not None else []
+        # POST /v1/messages/count_tokens answers {"input_tokens": count_tokens(body)} (default:
+        # count_tokens_rule); token_counting=False: a gateway without it (404). Bodies recorded.
+        self.count_tokens = (count_tokens or count_tokens_rule) if token_counting else None
+        self.count_requests: list[dict | None] = []
         self.default = default or Reply()
         self.models = models
         self.validate = models is not None if validate is None else validate
@@ -247,6 +268,8 @@ class LoopbackServer:
                     body = json.loads(raw)
                 except ValueError:
                     body = None
+                if self.path.split("?", 1)[0].rstrip("/") == "/v1/messages/count_tokens":
+                    return self._count_tokens(body)
                 if self.path.split("?", 1)[0].rstrip("/") == "/v1/messages/batches":
                     if not server.batch_api:
                         return self._send(error(404, "not_found_error", "Not Found: /v1/messages/batches"))
@@ -269,6 +292,18 @@ class LoopbackServer:
                 if reply is None:
                     reply = server._next(n, body or {})
                 self._send(reply, body)
+
+            def _count_tokens(self, body: dict | None) -> None:
+                with server._lock:
+                    server.count_requests.append(body)
+                if server.count_tokens is None:
+                    return self._send(error(404, "not_found_error", "Not Found: /v1/messages/count_tokens"))
+                if server.validate and server.models is not None:
+                    model = (body or {}).get("model", "")
+                    refusal = _refusal(model, {**(body or {}), "max_tokens": 0}, server.models.get(model))
+                    if refusal is not None:
+                        return self._send(refusal)
+                return self._send(Reply(json_body={"input_tokens": server.count_tokens(body or {})}))
 
             def _batch_get(self, path: str) -> None:
                 with server._lock:

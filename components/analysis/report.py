@@ -58,6 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="results JSON file(s) of benchmark runs")
     parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),
                         help="HTML file to write (default: report.html)")
+    parser.add_argument("--labels", type=Path, default=None, metavar="FILE",
+                        help="also show a labelling file's rows (benchmark.py label) for reading, in their own section")
 
 
 def run(args: argparse.Namespace, settings: object) -> int:
@@ -68,7 +70,7 @@ def run(args: argparse.Namespace, settings: object) -> int:
     if len(runs) > 1:  # compare's labels (strategies when distinct) name the runs everywhere on the page
         labels = default_labels(runs, labels)
         comparison = compare_runs(runs, labels, sources=[str(p) for p in args.runs]).to_json()
-    page = render_report(runs, labels, comparison)
+    page = render_report(runs, labels, comparison, extra=labels_section(getattr(args, "labels", None)))
     write_text_atomic(args.output, page)
     logger.info("Report written to {} ({} run{}, {} KB)", args.output, len(runs), "s" if len(runs) > 1 else "",
                 round(len(page.encode()) / 1024))
@@ -843,8 +845,17 @@ def glossary() -> str:
     return f"<details class=glossary><summary>Glossary</summary><dl class=glossary>{body}</dl></details>"
 
 
-def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], comparison: Mapping | None = None
-                  ) -> str:
+def labels_section(path: Path | None) -> str:
+    """``--labels FILE``: the labelling sample's rows as one section (components.analysis.labels); "" without."""
+    if path is None:
+        return ""
+    from components.analysis.labels import render_labels
+
+    return render_labels(path)
+
+
+def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], comparison: Mapping | None = None,
+                  extra: str = "") -> str:
     """The whole page for ``runs`` (:class:`RunResult`, or results dicts: read with
     :meth:`RunResult.from_json`) named by ``labels``; ``comparison`` is
     ``compare_runs(runs, labels).to_json()`` when there are several (same runs, same order)."""
@@ -856,6 +867,7 @@ def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], co
     if comparison is not None:
         body.append(render_comparison(comparison, runs))
     body += [_run_section(r, label, i) for i, (r, label) in enumerate(zip(runs, labels, strict=True))]
+    body.append(extra)  # a section a caller adds (report --labels)
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'>"
             f"<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'; "

@@ -73,6 +73,7 @@ class RunOptions:
     judge_batch: bool = False  # grade through the provider's batch API (components/run/judge_batch.py)
     concurrency: int = 1  # judge calls in flight at once (1: the sequential loop)
     order_check: int | bool | None = None  # --order-check: True (all), a sample size, or None
+    estimate: bool = False  # --estimate: print what the run would cost, grade nothing (components/run/estimate.py)
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -192,7 +193,8 @@ class BenchmarkRun:
 
     def _prepare(self):
         o, settings = self.o, self.settings
-        check_writable(o.output)
+        if not o.estimate:  # an estimate writes nothing
+            check_writable(o.output)
         check_batch_options(judge=settings.judge, judge_batch=o.judge_batch, max_cost_usd=o.max_cost_usd,
                             chunk_relevance=o.chunk_relevance)
         if o.judge_batch and o.order_check:
@@ -229,6 +231,10 @@ class BenchmarkRun:
                         prepared.index_s, prepared.cache)
             if judging is None:  # one judge and one diagnoser for every strategy: the chunks are the same
                 judging = Judging.build(self.settings, setup, prepared.chunks, self.o.chunk_relevance)
+            if self.o.estimate:
+                sys.stdout.write(self._estimate(strategy, label, prepared, judging, questions, previous).table())
+                sys.stdout.flush()
+                continue
             results.append(self._run_strategy(strategy, label, prepared, judging, qset, questions, previous,
                                               several=len(strategies) > 1))
             if results[-1].run.status == "interrupted":
@@ -257,9 +263,30 @@ class BenchmarkRun:
                                   check_ids=lambda ids, source: check_needles(qset, ids, source))
         return prepared
 
+    def _estimate(self, strategy: Strategy, label: str, prepared, judging: Judging, questions: list, previous):
+        """The cost estimate of this strategy's run (components/run/estimate.py): its requests built,
+        nothing sent to the judge; the rows ``--resume`` keeps are left out."""
+        from components.run.estimate import estimate
+        from components.run.evaluation import order_check_sample
+
+        kept = {qid for qid, row in previous[1].items() if row.llm_grade is not None} if previous else set()
+        todo = [q for q in questions if q.id not in kept]
+        return estimate(prepared.retriever, todo, self.o.k, judging.setup, strategy=label,
+                        repeats=self.o.judge_repeats, order_check=order_check_sample(questions, self.o.order_check),
+                        relevance=judging.relevance is not None, rewrites=strategy.rewrites_queries)
+
     def _run_strategy(self, strategy: Strategy, label: str, prepared, judging: Judging, qset: QuestionSet,
                       questions: list, previous, *, several: bool) -> RunResult:
         o = self.o
+        if o.max_cost_usd is not None and judging.setup.calls_models:  # before the first judge call
+            from components.run.estimate import over_budget
+
+            est = self._estimate(strategy, label, prepared, judging, questions, previous)
+            warning = over_budget(est, o.max_cost_usd)
+            if warning:
+                logger.warning("{}", warning)
+            else:
+                logger.info("Estimated cost of this run: ${:.4f} (--max-cost ${:g})", est.usd or 0.0, o.max_cost_usd)
         runs_dir = o.output.parent / RUNS_FOLDER
         runs_dir.mkdir(parents=True, exist_ok=True)
         run_id = new_run_id(label, runs_dir)

@@ -15,7 +15,8 @@ rest of the code asks the registry. A provider class declares:
 * on an instance: :meth:`~Provider.check_model` (the start-up check of one role's model →
   :class:`ModelChoice`), :meth:`~Provider.model` (→ an :class:`~components.judges.llm.LLM`),
   :meth:`~Provider.judge` (→ the judge object; the grader over :meth:`model` by default),
-  ``prices`` (a :class:`utils.pricing.PriceTable`), ``supports_batch`` and :meth:`~Provider.batch_api`.
+  ``prices`` (a :class:`utils.pricing.PriceTable`), ``supports_batch`` and :meth:`~Provider.batch_api`,
+  :meth:`~Provider.count_tokens` (input tokens of prompts, for ``--estimate``; None: cannot count).
   Errors of its calls are :class:`utils.errors.JudgeError` of the common taxonomy.
 
 ``offline`` (the lexical judge, no model) and ``anthropic`` are built in; a test or a plug-in
@@ -138,6 +139,12 @@ class Provider:
 
     def batch_api(self, choice: ModelChoice):
         raise InputError(f"the {self.name} judge has no batch API: run without --judge-batch")
+
+    def count_tokens(self, choice: ModelChoice, prompts: Sequence[str]) -> list[int] | None:
+        """The input tokens of each of ``prompts`` sent as one user message with ``choice``'s
+        request settings, as the provider counts them without running the model (``--estimate``);
+        None when the provider has no way to count (the caller then approximates)."""
+        return None
 
 
 def register_provider(cls: type[Provider]) -> type[Provider]:

@@ -70,6 +70,7 @@ MAX_BODY_BYTES = 1_000_000  # a reply body larger than this is a bad response
 # Deadline per attempt of a Message Batches transfer (a batch upload or its results can be ~256 MB).
 BATCH_TRANSFER_TIMEOUT_S = 600.0
 MAX_RETRY_WAIT_S = 10.0  # the SDK's own retries wait at most min(this, the judge timeout)
+COUNT_WORKERS = 8  # token-counting calls in flight at once (--estimate)
 _ORIGINAL_RETRY_AFTER = "x-benchmark-original-retry-after"
 DEFAULT_JUDGE_MODEL = "claude-sonnet-5-5"
 DEFAULT_REWRITER_MODEL = "claude-haiku-4-5"
@@ -554,6 +555,34 @@ class AnthropicProvider(Provider):
 
     def batch_api(self, choice: ModelChoice) -> MessageBatches:
         return MessageBatches(self, choice.native)
+
+    def count_tokens(self, choice: ModelChoice | ModelSettings, prompts: Sequence[str]) -> list[int] | None:
+        """Input tokens of each prompt by the Messages API's token counting (``messages.count_tokens``,
+        free, no model run), with the request settings of a real call; :data:`COUNT_WORKERS` calls in
+        flight. None when the endpoint has no token counting (404/405/501); any other failure is a
+        :class:`JudgeError`."""
+        import anthropic
+        from concurrent.futures import ThreadPoolExecutor
+
+        settings = choice.native if isinstance(choice, ModelChoice) else choice
+        params = settings.request_params()
+        params.pop("max_tokens", None)
+        client = self.client()
+
+        def one(prompt: str) -> int:
+            reply = client.messages.count_tokens(messages=[{"role": "user", "content": prompt}], **params)
+            return int(reply.input_tokens)
+
+        try:
+            with ThreadPoolExecutor(max_workers=COUNT_WORKERS, thread_name_prefix="count-tokens") as pool:
+                return list(pool.map(one, prompts))
+        except anthropic.APIStatusError as err:
+            if err.status_code in (404, 405, 501):
+                logger.info("The endpoint has no token counting ({}): input tokens are approximated", err.status_code)
+                return None
+            raise self.classify_error(err, settings.requested) from None
+        except Exception as err:  # noqa: BLE001 - every failure becomes a JudgeError
+            raise self.classify_error(err, settings.requested) from None
 
 
 class ModelClient:

@@ -1,0 +1,193 @@
+"""How far a judge's grades are from people's: agreement statistics and prediction-powered estimates.
+
+Stateless, numpy only; each formula is defined here once and used by ``calibrate``
+(:mod:`components.analysis.calibration`).
+
+- :func:`weighted_kappa` — Cohen's κ with quadratic weights on the 1-10 grade scale:
+  κ = 1 − Σᵢⱼ wᵢⱼ Oᵢⱼ / Σᵢⱼ wᵢⱼ Eᵢⱼ with wᵢⱼ = (i − j)², O the n × n-normalised 10 × 10 table of
+  (human, judge) grade pairs and E = the outer product of its margins (what two raters with these
+  grade distributions would agree by chance). The weights are the squared distance between the
+  grade *values* (1 and 10 are 9 apart whether or not the grades between occur), which is
+  ``sklearn.metrics.cohen_kappa_score(h, j, weights="quadratic", labels=range(1, 11))``. None when
+  the chance disagreement is 0 (both raters gave one and the same grade to every row).
+- :func:`spearman_rho` — Spearman's ρ: Pearson's correlation of the average ranks (ties share the
+  mean of their positions), ``scipy.stats.spearmanr``. None when either side is constant.
+- :func:`pass_confusion` — pass/fail at the pass mark of human and judge on the same rows
+  (pass = ``utils.metrics.total_score(grade, rank) >= PASS_MARK``), with the judge's sensitivity
+  (of the rows the human passes, the share the judge passes) and specificity (of the rows the
+  human fails, the share the judge fails).
+- :func:`ppi_mean` — the prediction-powered estimate (Angelopoulos et al., 2023) of the mean a
+  human would give over every graded row, from the judge's value on all N rows and the human's
+  on the n labelled rows::
+
+      θ̂ = mean_N(judge) + mean_n(human − judge)
+      Var(θ̂) ≈ var_N(judge) / N + var_n(human − judge) / n      (sample variances, ddof 1)
+      95% interval: θ̂ ± z₀.₉₇₅ · √Var(θ̂)                         (normal; z₀.₉₇₅ = 1.959964)
+
+  The labelled rows must be a random sample of the graded rows (``label``'s proportional
+  stratified sample is one, up to the rounding of each band's share). They are also part of the
+  N; the formula leaves out the covariance this adds, which is small when n ≪ N and makes the
+  interval wider (conservative) when the judge's errors do not grow with its grade.
+- :func:`normal_mean` — the judge-only figure: mean over N with the first term alone,
+  mean ± z · sd / √N.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from utils.metrics import PASS_MARK, total_score
+
+GRADES = tuple(range(1, 11))
+LEVEL = 0.95
+
+
+def _z(level: float = LEVEL) -> float:
+    return NormalDist().inv_cdf(1.0 - (1.0 - level) / 2.0)
+
+
+def weighted_kappa(human: Sequence[int], judge: Sequence[int], categories: Sequence[int] = GRADES) -> float | None:
+    """Quadratic-weighted Cohen's κ of two raters over the same rows (module docstring)."""
+    if len(human) != len(judge):
+        raise ValueError("weighted_kappa: one judge grade per human grade")
+    if not human:
+        return None
+    index = {c: i for i, c in enumerate(categories)}
+    size = len(categories)
+    observed = np.zeros((size, size))
+    for h, j in zip(human, judge):
+        observed[index[h], index[j]] += 1
+    observed /= observed.sum()
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    values = np.asarray(categories, dtype=float)
+    weights = (values[:, None] - values[None, :]) ** 2
+    chance = float((weights * expected).sum())
+    if chance == 0.0:
+        return None
+    return 1.0 - float((weights * observed).sum()) / chance
+
+
+def average_ranks(values: Sequence[float]) -> np.ndarray:
+    """1-based ranks of ``values``, ties given the mean of the positions they share."""
+    x = np.asarray(values, dtype=float)
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x))
+    sorted_x = x[order]
+    start = 0
+    while start < len(x):
+        end = start
+        while end + 1 < len(x) and sorted_x[end + 1] == sorted_x[start]:
+            end += 1
+        ranks[order[start:end + 1]] = (start + end) / 2.0 + 1.0
+        start = end + 1
+    return ranks
+
+
+def spearman_rho(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Spearman's rank correlation (module docstring); None below 2 rows or when a side is constant."""
+    if len(a) != len(b):
+        raise ValueError("spearman_rho: the two sides need the same rows")
+    if len(a) < 2:
+        return None
+    ra, rb = average_ranks(a), average_ranks(b)
+    da, db = ra - ra.mean(), rb - rb.mean()
+    denominator = math.sqrt(float((da * da).sum()) * float((db * db).sum()))
+    if denominator == 0.0:
+        return None
+    return float((da * db).sum()) / denominator
+
+
+def passes(grade: int, rank: int | None) -> bool:
+    """Whether a row passes with ``grade`` at its ``rank``: total score (grade × rank weight) ≥ the pass mark."""
+    return total_score(grade, rank) >= PASS_MARK
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """Pass/fail of the judge against the human on the same rows (the human is the reference)."""
+
+    both_pass: int  # judge passes, human passes
+    judge_only_pass: int  # judge passes, human fails (a false pass)
+    human_only_pass: int  # judge fails, human passes (a false fail)
+    both_fail: int
+
+    @property
+    def n(self) -> int:
+        return self.both_pass + self.judge_only_pass + self.human_only_pass + self.both_fail
+
+    @property
+    def sensitivity(self) -> float | None:
+        """Of the rows the human passes, the share the judge passes; None when the human passes none."""
+        human_pass = self.both_pass + self.human_only_pass
+        return self.both_pass / human_pass if human_pass else None
+
+    @property
+    def specificity(self) -> float | None:
+        """Of the rows the human fails, the share the judge fails; None when the human fails none."""
+        human_fail = self.both_fail + self.judge_only_pass
+        return self.both_fail / human_fail if human_fail else None
+
+    @property
+    def agreement(self) -> float | None:
+        return (self.both_pass + self.both_fail) / self.n if self.n else None
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "sensitivity": self.sensitivity, "specificity": self.specificity,
+                "agreement": self.agreement}
+
+
+def pass_confusion(human: Sequence[int], judge: Sequence[int], ranks: Sequence[int | None]) -> Confusion:
+    """The :class:`Confusion` of pass/fail at the pass mark, each row at its own rank weight."""
+    counts = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
+    for h, j, rank in zip(human, judge, ranks, strict=True):
+        counts[(passes(j, rank), passes(h, rank))] += 1
+    return Confusion(counts[(True, True)], counts[(True, False)], counts[(False, True)], counts[(False, False)])
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean with its standard error and normal ``level`` interval."""
+
+    value: float
+    se: float
+    ci95: tuple[float, float]
+
+    def to_json(self) -> dict:
+        return {"value": self.value, "se": self.se, "ci95": list(self.ci95)}
+
+
+def _estimate(value: float, variance: float, level: float) -> Estimate:
+    se = math.sqrt(max(variance, 0.0))
+    half = _z(level) * se
+    return Estimate(value, se, (value - half, value + half))
+
+
+def normal_mean(values: Sequence[float], level: float = LEVEL) -> Estimate | None:
+    """Mean of ``values`` with the normal interval mean ± z · sd(ddof 1) / √N; None below 2 values."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2:
+        return None
+    return _estimate(float(x.mean()), float(x.var(ddof=1)) / len(x), level)
+
+
+def ppi_mean(judge_all: Sequence[float], judge_labelled: Sequence[float], human_labelled: Sequence[float],
+             level: float = LEVEL) -> Estimate | None:
+    """The prediction-powered estimate of the human mean over all rows (module docstring):
+    ``judge_all`` the judge's value on every row (N), ``judge_labelled``/``human_labelled`` both
+    values on the labelled rows (n, paired). None when N < 2 or n < 2."""
+    f = np.asarray(judge_all, dtype=float)
+    fj = np.asarray(judge_labelled, dtype=float)
+    fh = np.asarray(human_labelled, dtype=float)
+    if len(fj) != len(fh):
+        raise ValueError("ppi_mean: one human value per labelled judge value")
+    if len(f) < 2 or len(fh) < 2:
+        return None
+    rectifier = fh - fj
+    value = float(f.mean()) + float(rectifier.mean())
+    variance = float(f.var(ddof=1)) / len(f) + float(rectifier.var(ddof=1)) / len(rectifier)
+    return _estimate(value, variance, level)

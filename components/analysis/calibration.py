@@ -1,0 +1,212 @@
+"""``python benchmark.py calibrate RUN --labels labels.jsonl [--json out.json]``: the judge against people.
+
+The rows of the labelling file (:mod:`components.analysis.labels`) that carry a ``human_grade``
+are matched to RUN's rows by question id, and the command reports, on those n labelled rows:
+
+* agreement of the grades: quadratic-weighted Cohen's κ and Spearman's ρ
+  (:mod:`components.analysis.agreement`);
+* pass/fail at the pass mark (total score = grade × the row's rank weight ≥ 7) of the judge
+  against the human: the 2 × 2 table, the judge's sensitivity and specificity;
+* the mean signed difference judge − human with its 95% paired percentile bootstrap interval
+  (:func:`components.analysis.statistics.paired_bootstrap_ci`, its fixed seed and resamples);
+
+and, over all N graded rows of the run, the mean grade, mean total score and pass rate three ways,
+each with a 95% interval: the judge alone (normal interval over N), the prediction-powered
+estimate (PPI: the judge's mean over N corrected by the mean human − judge difference of the
+labelled rows; formula in :mod:`components.analysis.agreement`), and the human grades of the
+labelled rows alone (normal interval over n), for scale.
+
+A label whose question is not in RUN, or is not graded there, is bad input (one line, exit 2,
+nothing written), as is a grade outside 1-10 or not a whole number (:func:`read_labels`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from loguru import logger
+
+from components.analysis import statistics as S
+from components.analysis.agreement import (LEVEL, normal_mean, pass_confusion, passes, ppi_mean,
+                                           spearman_rho, weighted_kappa)
+from components.analysis.labels import Labels, read_labels
+from utils.errors import InputError
+from utils.metrics import PASS_MARK, total_score
+from utils.output import check_writable, write_json_atomic
+from utils.results import QuestionResult, RunResult, load_run
+
+PPI_FORMULA = ("PPI = mean_N(judge) + mean_n(human - judge); Var = var_N(judge)/N + var_n(human - judge)/n "
+               "(ddof 1); 95% interval = PPI +/- 1.959964 * sqrt(Var)")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A run-wide figure: its key, label, and the row value of a (grade, rank)."""
+
+    key: str
+    label: str
+    value: Callable[[int, int | None], float]
+    digits: int
+
+
+TARGETS = (
+    Target("mean_grade", "mean grade (1-10)", lambda grade, rank: float(grade), 2),
+    Target("mean_total_score", "mean total score", lambda grade, rank: float(total_score(grade, rank)), 2),
+    Target("pass_rate", f"pass rate (total ≥ {PASS_MARK:g}), %", lambda grade, rank: 100.0 * passes(grade, rank), 1),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = ("examples:\n"
+                     "  python benchmark.py calibrate benchmark_results.json --labels labels.jsonl\n"
+                     "  python benchmark.py calibrate examples/kubernetes_run.json "
+                     "--labels examples/kubernetes_labels.jsonl --json calibration.json\n\n"
+                     "exit codes: 0 done; 2 bad input (a label not in the run, a grade outside 1-10...; nothing "
+                     "written)")
+    parser.add_argument("run", type=Path, metavar="RUN", help="results JSON file of the run the labels were drawn from")
+    parser.add_argument("--labels", type=Path, required=True, metavar="FILE",
+                        help="labelling file (benchmark.py label) with human_grade filled in")
+    parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the figures as JSON")
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """The labelled rows (human, judge, rank, question id) and the judge's grades over every graded row."""
+
+    human: list[int]
+    judge: list[int]
+    ranks: list[int | None]
+    ids: list[str]
+    all_judge: list[int]
+    all_ranks: list[int | None]
+
+
+def match(result: RunResult, labels: Labels, run_source: str) -> Pairs:
+    """Pair each human grade with the run's judge grade of the same question; raises :class:`InputError`."""
+    rows: dict[str, QuestionResult] = {r.question_id: r for r in result.rows}
+    graded = labels.graded
+    if not graded:
+        raise InputError(f"{labels.path}: no row has a human_grade yet: fill in human_grade (1-10) on the rows you "
+                         "graded, then run calibrate again")
+    human, judge, ranks, ids = [], [], [], []
+    for label in graded:
+        row = rows.get(label.question_id)
+        where = f"{labels.path} line {label.line}"
+        if row is None:
+            raise InputError(f"{where}: question {label.question_id!r} is not in {run_source}: calibrate with the run "
+                             "the labels were drawn from")
+        if row.llm_grade is None:
+            raise InputError(f"{where}: question {label.question_id!r} has no judge grade in {run_source}: calibrate "
+                             "with the run the labels were drawn from (its rows are graded)")
+        human.append(label.human_grade)
+        judge.append(row.llm_grade)
+        ranks.append(row.rank)
+        ids.append(label.question_id)
+    everything = [r for r in result.rows if r.llm_grade is not None]
+    return Pairs(human, judge, ranks, ids, [r.llm_grade for r in everything], [r.rank for r in everything])
+
+
+def calibrate(result: RunResult, labels: Labels, run_source: str) -> dict:
+    """Every figure of the command (module docstring), as the ``--json`` document."""
+    p = match(result, labels, run_source)
+    n, big_n = len(p.human), len(p.all_judge)
+    differences = [j - h for h, j in zip(p.human, p.judge)]
+    ci = S.paired_bootstrap_ci(p.human, p.judge)
+    confusion = pass_confusion(p.human, p.judge, p.ranks)
+    estimates = {}
+    for t in TARGETS:
+        all_values = [t.value(g, r) for g, r in zip(p.all_judge, p.all_ranks)]
+        judge_values = [t.value(g, r) for g, r in zip(p.judge, p.ranks)]
+        human_values = [t.value(g, r) for g, r in zip(p.human, p.ranks)]
+        estimates[t.key] = {name: (e.to_json() if e is not None else None) for name, e in (
+            ("judge_only", normal_mean(all_values)), ("ppi", ppi_mean(all_values, judge_values, human_values)),
+            ("human_labelled", normal_mean(human_values)))}
+    judge = result.run.judge
+    header = labels.header or {}
+    return {
+        "run": run_source, "run_id": result.run.id, "labels": labels.path, "judge": f"{judge.provider}/{judge.model}",
+        "labels_seed": header.get("seed"), "labelled": n, "graded": big_n,
+        "not_yet_labelled": len(labels.rows) - n, "level": LEVEL,
+        "kappa_quadratic": weighted_kappa(p.human, p.judge), "spearman_rho": spearman_rho(p.human, p.judge),
+        "mean_difference": {"value": sum(differences) / n, "ci95": list(ci) if ci else None,
+                            "definition": "judge - human, mean over the labelled rows",
+                            "method": f"paired {S.METHOD} bootstrap", "resamples": S.RESAMPLES,
+                            "seed": S.BOOTSTRAP_SEED},
+        "mean_abs_difference": sum(abs(d) for d in differences) / n,
+        "pass_fail": {"pass_mark": PASS_MARK, **confusion.to_json()},
+        "estimates": estimates, "ppi_formula": PPI_FORMULA,
+    }
+
+
+# --------------------------------------------------------------------------- the console table
+
+def _num(value: float | None, digits: int = 3, sign: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _est(e: dict | None, digits: int) -> str:
+    if e is None:
+        return "n/a"
+    lo, hi = e["ci95"]
+    return f"{e['value']:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def format_report(doc: dict) -> str:
+    n, big_n = doc["labelled"], doc["graded"]
+    md = doc["mean_difference"]
+    ci = md["ci95"]
+    pf = doc["pass_fail"]
+    lines = [f"Calibration of the judge {doc['judge']} against {n} human grade(s) (run {doc['run']}, labels "
+             f"{doc['labels']})", "",
+             f"Agreement on the {n} labelled row(s)",
+             f"  quadratic-weighted Cohen's kappa  {_num(doc['kappa_quadratic'])}",
+             f"  Spearman's rho                    {_num(doc['spearman_rho'])}",
+             f"  mean difference judge - human     {_num(md['value'], 2, sign=True)}"
+             + (f"  [95% CI {ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "  [95% CI n/a: fewer than 2 rows]")
+             + f"  (paired bootstrap, {md['resamples']:,} resamples, seed {md['seed']})",
+             f"  mean absolute difference          {doc['mean_abs_difference']:.2f}", "",
+             f"Pass/fail at total score >= {pf['pass_mark']:g} (grade x rank weight)   human pass   human fail",
+             f"  judge pass                                             {pf['both_pass']:>10}   {pf['judge_only_pass']:>10}",
+             f"  judge fail                                             {pf['human_only_pass']:>10}   {pf['both_fail']:>10}",
+             f"  sensitivity {_pct(pf['sensitivity'])} · specificity {_pct(pf['specificity'])} · agreement "
+             f"{_pct(pf['agreement'])}", "",
+             f"The whole run: {big_n} graded row(s), 95% intervals",
+             f"  {'':<28}{'judge only (N=' + str(big_n) + ')':<26}{'PPI (judge + human correction)':<32}"
+             f"{'human, labelled rows (n=' + str(n) + ')'}"]
+    for t in TARGETS:
+        e = doc["estimates"][t.key]
+        lines.append(f"  {t.label:<28}{_est(e['judge_only'], t.digits):<26}{_est(e['ppi'], t.digits):<32}"
+                     f"{_est(e['human_labelled'], t.digits)}")
+    lines += [f"  {doc['ppi_formula']}"]
+    if doc["not_yet_labelled"]:
+        lines.append(f"  ({doc['not_yet_labelled']} row(s) of the labelling file have no human_grade yet: left out)")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace, settings: object) -> int:
+    if args.json is not None:
+        check_writable(args.json, "--json", "calibration.json")
+    result = load_run(args.run)
+    labels = read_labels(args.labels)
+    header_run = (labels.header or {}).get("run_id")
+    if header_run and result.run.id and header_run != result.run.id:
+        logger.warning("{} was drawn from run {}, and {} is run {}: the questions are matched by id all the same",
+                       args.labels, header_run, args.run, result.run.id)
+    doc = calibrate(result, labels, str(args.run))
+    sys.stdout.write(format_report(doc))
+    sys.stdout.flush()
+    if args.json is not None:
+        write_json_atomic(args.json, doc, secrets=getattr(settings, "secrets", ()))
+        logger.info("Calibration written to {}", args.json)
+    return 0
