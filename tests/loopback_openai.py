@@ -50,6 +50,7 @@ class Reply:
     trickle: Iterable[bytes] | None = None  # body pieces sent chunked, trickle_gap seconds apart
     trickle_gap: float = 0.0
     trickle_for: float = 30.0  # the server gives up sending after this long
+    header_gap: float = 0.0  # > 0: the status line and headers are sent a byte at a time, this far apart
 
 
 def error(status: int, message: str = "scripted error", *, kind: str = "invalid_request_error",
@@ -154,6 +155,8 @@ class OpenAILoopback:
                     payload = reply.raw_body
                 else:
                     payload = json.dumps(completion_doc(reply, (body or {}).get("model", "unknown"), n)).encode()
+                if reply.header_gap:
+                    return self._send_slowly(reply, payload)
                 try:
                     self.send_response(reply.status)
                     if "content-type" not in reply.headers:
@@ -178,6 +181,23 @@ class OpenAILoopback:
                         self.close_connection = True
                         return
                     self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    pass
+
+            def _send_slowly(self, reply: Reply, payload: bytes) -> None:
+                """Headers a byte at a time (each byte well within any per-read timeout), then the body."""
+                head = f"HTTP/1.1 {reply.status} Scripted\r\ncontent-type: application/json\r\n" \
+                       f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode()
+                deadline = time.monotonic() + reply.trickle_for
+                self.close_connection = True
+                try:
+                    for i in range(len(head)):
+                        if time.monotonic() > deadline:
+                            return
+                        self.wfile.write(head[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(reply.header_gap)
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError, OSError):
                     pass

@@ -295,6 +295,31 @@ def test_grader_and_relevance_send_the_projects_prompts(serve):
     assert '{"scores": <that list>}' in server.requests[1].body["messages"][0]["content"]
 
 
+def test_every_role_through_the_project_setup(serve):
+    from components.judges.setup import check_models, make_judge, relevance_judge
+    from components.run.query_rewriter import QueryRewriter
+
+    def answer(n: int, body: dict) -> Reply:
+        prompt = body["messages"][-1]["content"]
+        if "relevance of each" in prompt:
+            return Reply(text='{"scores": [2, 1]}')
+        return Reply(text="python for else clause") if "Rewrite the user's question" in prompt else Reply()
+
+    server, _ = serve(answer)
+    settings = Settings.from_env({"BENCHMARK_JUDGE_MODEL": "openai/gpt-4.1", "OPENAI_BASE_URL": server.url,
+                                  "BENCHMARK_REWRITER_MODEL": "openai/o3-mini"})
+    setup = check_models(settings, rewrites_queries=True)
+    judge = make_judge(settings, CHUNKS, setup)
+    assert isinstance(judge, RetrievalGrader) and judge.grade("Q?", "A.", CHUNKS).grade == 8
+    assert relevance_judge(setup, judge).relevance("Q?", "A.", CHUNKS).scores == [2, 1]
+    rewriter = QueryRewriter(setup.rewriter_provider.model(setup.rewriter))
+    assert rewriter.rewrite("when does the else of a for loop run?").query_used == "python for else clause"
+    judge_body, relevance_body, rewrite_body = (r.body for r in server.requests)
+    assert judge_body["model"] == relevance_body["model"] == "gpt-4.1" and "response_format" in relevance_body
+    assert rewrite_body["model"] == "o3-mini" and "response_format" not in rewrite_body
+    assert setup.judge_provider is setup.rewriter_provider  # one client for both roles
+
+
 # ---------------------------------------------------------------- fallbacks
 
 
@@ -387,7 +412,9 @@ def test_retry_after_is_capped_and_kept(serve, monkeypatch, header, value, kept)
 def test_timeout_is_a_deadline_for_headers_that_do_not_come(serve):
     server, provider = serve(timeout=1.0, max_retries=0)
     model = _model(provider)
-    server.default = Reply(delay=4.0)  # each read would be within a per-read timeout of 1 s: the whole is not
+    # header bytes 0.5 s apart, for 5 s, then the server gives up: every read is within a per-read
+    # timeout of 1 s, the whole is not (without the deadline this would be a connection error)
+    server.default = Reply(header_gap=0.5, trickle_for=5)
     with pytest.raises(JudgeError) as info:
         model.complete("x")
     assert info.value.kind == "timeout" and not info.value.fatal

@@ -456,6 +456,7 @@ class ProviderConfig:
         except ValueError:
             port = None
         host = parts.hostname or "?"
+        host = f"[{host}]" if ":" in host else host  # an IPv6 address
         return f"{host}:{port}" if port else host
 
 
@@ -516,7 +517,11 @@ class OpenAIProvider(Provider):
         for role, model in models.items():
             variable = "BENCHMARK_REWRITER_MODEL" if role == "rewriter" else "BENCHMARK_JUDGE_MODEL"
             check_model_id(variable, model, f"openai/{cls.default_models[role]}")
-        if importlib.util.find_spec("openai") is None:
+        try:
+            installed = importlib.util.find_spec("openai") is not None
+        except (ImportError, ValueError):  # a module without a spec stands in its place
+            installed = False
+        if not installed:
             raise InputError(INSTALL_HINT)
         return ProviderConfig(api_key=key, base_url=base_url)
 
