@@ -50,9 +50,9 @@ was or was not in the table), ``fallbacks`` and the base URL's host (never a pas
 **Bounds.** The timeout is a deadline for the whole attempt, from sending the request to the
 reply's last byte (headers that never come are cut too), and a reply body over
 :data:`MAX_BODY_BYTES` is a bad response. The SDK retries 408/409/429/5xx and connection errors
-``max_retries`` times and obeys ``retry-after`` up to two minutes; each wait is capped at
-``max_retry_wait_s`` here (the uncapped value is kept on the error as ``retry_after`` for the run's
-retry pass). Every failure becomes a :class:`JudgeError`, transient or fatal; no message contains
+``max_retries`` times and obeys ``retry-after`` up to two minutes; here it waits at most
+``max_retry_wait_s``: a longer ``retry-after`` is not retried by the SDK at all, and its value is kept
+on the error as ``retry_after`` for the run's retry pass. Every failure becomes a :class:`JudgeError`, transient or fatal; no message contains
 the key. The SDK is imported on first use: a run with another judge never pays for it, nor needs it.
 """
 
@@ -395,8 +395,8 @@ def _within(deadline: float, call: Callable[[], Any], request: Any) -> Any:
 
 def _http_client(config: ProviderConfig):
     """The SDK's HTTP client with the bounds of the module docstring: per attempt, a deadline from
-    sending to the last byte, a body cap, and ``retry-after`` capped at ``max_retry_wait_s`` (the
-    uncapped value kept in another header). Proxies from the environment work as usual."""
+    sending to the last byte, a body cap, and no SDK retry after a ``retry-after`` longer than
+    ``max_retry_wait_s`` (its value kept in another header). Proxies from the environment work as usual."""
     openai = import_openai()
     bounded = _bounded_stream_class()
 
@@ -418,6 +418,7 @@ def _http_client(config: ProviderConfig):
                 headers[_ORIGINAL_RETRY_AFTER] = f"{seconds:g}"
                 if not seconds <= config.max_retry_wait_s:
                     headers[name] = f"{config.max_retry_wait_s * per_second:g}"
+                    headers["x-should-retry"] = "false"  # a wait this long is the run's to decide, not the SDK's
             if not stream:
                 try:
                     response.read()
