@@ -18,7 +18,7 @@ from components.judges.providers import providers, secrets_in
 from components.judges.providers.openai import (ANSWER_MAX_TOKENS, DEFAULT_JUDGE_MODEL, DEFAULT_MAX_TOKENS,
                                                 DEFAULT_REWRITER_MODEL, INSTALL_HINT, JSON_MODE_INSTRUCTION,
                                                 PRICES, REASONING_MAX_TOKENS, OpenAIProvider, ProviderConfig,
-                                                import_openai)
+                                                import_openai, rate_limit_headers)
 from components.judges.retrieval_grader import RetrievalGrader, build_prompt
 from poc.chunking import Chunk
 from tests.conftest import ROOT, clean_env, judge_env, run_cli, with_log_dir
@@ -255,6 +255,20 @@ def test_a_local_model_has_no_price(serve):
     assert _model(provider, LOCAL).complete("x").cost_usd is None
     assert "no price for model 'llama-3.1-8b-instruct'" in PRICES.note(LOCAL) and PRICES.as_of
     assert PRICES.note("gpt-5.4-pro-2026-03-05") is None and PRICES.price_for("gpt-5.4-pro").output_per_mtok == 180
+
+
+def test_rate_limit_headers_read_as_the_anthropic_ones():
+    from components.judges.llm import LLMReply
+
+    reply = LLMReply("x", input_tokens=800, cache_read_input_tokens=200, output_tokens=100)
+    headers = {"x-ratelimit-remaining-requests": "59", "x-ratelimit-remaining-tokens": "11000",
+               "x-ratelimit-reset-requests": "1m0.5s"}
+    assert rate_limit_headers(headers, reply) == {"requests_remaining": 59.0, "reset_s": 60.5,
+                                                  "tokens_remaining_calls": 10.0}
+    assert rate_limit_headers({"x-ratelimit-remaining-requests": "3", "x-ratelimit-reset-requests": "20ms"},
+                              LLMReply("x")) == {"requests_remaining": 3.0, "reset_s": 0.02,
+                                                 "tokens_remaining_calls": None}
+    assert rate_limit_headers({"x-ratelimit-reset-requests": "soon"}, reply) is None  # a local server: none
 
 
 def test_content_parts_are_joined(serve):

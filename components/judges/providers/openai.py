@@ -61,6 +61,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -292,6 +293,38 @@ def parse_completion(data: object, request_id: str | None = None, *,
     if cost is None or reply.input_tokens is None or reply.output_tokens is None:
         return reply  # no usage block, no cost
     return replace(reply, cost_usd=cost(reply))
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _duration_s(text: str | None) -> float | None:
+    """Seconds of a duration as OpenAI writes it (``20ms``, ``1s``, ``6m0s``, ``1h2m3.5s``); None
+    when it is not one."""
+    if not text or not re.fullmatch(r"(?:\d+(?:\.\d+)?(?:ms|h|m|s))+", text.strip()):
+        return None
+    return sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION.findall(text.strip()))
+
+
+def rate_limit_headers(headers: Mapping[str, str], reply: LLMReply) -> dict | None:
+    """What the ``x-ratelimit-*`` headers of a reply say is left of the server's rate limits, in the
+    words of the anthropic provider's: requests left, the tokens left counted in calls the size of
+    this one, and the seconds until the requests' limit resets. None when the reply has none (local
+    servers send none)."""
+    def number(name: str) -> float | None:
+        try:
+            return float(headers[name])
+        except (KeyError, ValueError, TypeError):
+            return None
+
+    requests = number("x-ratelimit-remaining-requests")
+    tokens = number("x-ratelimit-remaining-tokens")
+    if requests is None and tokens is None:
+        return None
+    size = (reply.input_tokens or 0) + (reply.cache_read_input_tokens or 0) + (reply.output_tokens or 0)
+    return {"requests_remaining": requests, "reset_s": _duration_s(headers.get("x-ratelimit-reset-requests")),
+            "tokens_remaining_calls": (tokens // size) if tokens is not None and size else None}
 
 
 # --------------------------------------------------------------------------- bounds of one attempt
@@ -726,7 +759,7 @@ class OpenAIProvider(Provider):
             try:
                 with client.chat.completions.with_streaming_response.create(**shape.request_params(prompt)) \
                         as response:
-                    request_id = response.headers.get("x-request-id")
+                    headers = response.headers  # x-request-id; x-ratelimit-* (rate_limit_headers)
                     body = b"".join(response.iter_bytes())
                 if len(body) > self.config.max_body_bytes:  # decoded size (a compressed body can grow)
                     raise _BodyLimit("bad_response", f"the reply body passed {self.config.max_body_bytes:,} bytes")
@@ -735,7 +768,7 @@ class OpenAIProvider(Provider):
                 if self._adapt(shape, err):
                     continue
                 raise self.classify_error(err, model, role) from None
-            return parse_completion(data, request_id, cost=self.cost(model))
+            return parse_completion(data, headers.get("x-request-id"), cost=self.cost(model))
         raise JudgeError("bad_request", f"the API kept refusing the request for {model}", fatal=True)
 
 
