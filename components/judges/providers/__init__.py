@@ -19,8 +19,9 @@ rest of the code asks the registry. A provider class declares:
   :meth:`~Provider.count_tokens` (input tokens of prompts, for ``--estimate``; None: cannot count).
   Errors of its calls are :class:`utils.errors.JudgeError` of the common taxonomy.
 
-``offline`` (the lexical judge, no model) and ``anthropic`` are built in; a test or a plug-in
-adds one with :func:`register_provider`.
+``offline`` (the lexical judge, no model), ``anthropic`` (the default) and ``openai`` (any
+OpenAI-compatible Chat Completions endpoint, chosen only when asked for) are built in; a test or a
+plug-in adds one with :func:`register_provider`.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
     from utils.settings import Settings
 
 ROLES = ("judge", "rewriter")
-_BUILTIN = {"offline": "components.judges.providers.offline", "anthropic": "components.judges.providers.anthropic"}
+_BUILTIN = {"offline": "components.judges.providers.offline", "anthropic": "components.judges.providers.anthropic",
+            "openai": "components.judges.providers.openai"}
 _REGISTRY: dict[str, type[Provider]] = {}
 
 
