@@ -768,7 +768,8 @@ class OpenAIProvider(Provider):
                 if self._adapt(shape, err):
                     continue
                 raise self.classify_error(err, model, role) from None
-            return parse_completion(data, headers.get("x-request-id"), cost=self.cost(model))
+            reply = parse_completion(data, headers.get("x-request-id"), cost=self.cost(model))
+            return replace(reply, rate_limit=rate_limit_headers(headers, reply))
         raise JudgeError("bad_request", f"the API kept refusing the request for {model}", fatal=True)
 
 
