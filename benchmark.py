@@ -61,8 +61,8 @@ examples:
       --questions ../shared/datasets/kubernetes/needle_questions.json
   python benchmark.py --resume runs/20261123T120000Z_modular-no-llm.journal.jsonl --strategy modular-no-llm
   python benchmark.py compare runs/A.json runs/B.json
-  python benchmark.py compare baseline.json benchmark_results.json --fail-on worse:mrr,ndcg --margin hit1=5
-  python benchmark.py --corpus scifact --questions scifact --split test     (a BEIR folder)
+  python benchmark.py compare baseline.json benchmark_results.json --fail-on worse:mrr,ndcg --margin hit1=20
+  python benchmark.py --corpus docs/examples/beir --questions docs/examples/beir --split test   (a BEIR folder)
   python benchmark.py export-run benchmark_results.json -o run.trec --qrels qrels.txt
 
 environment:

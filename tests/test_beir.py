@@ -222,3 +222,11 @@ def test_a_document_id_with_spaces_stops_the_run_with_one_line(folder: Path, tmp
     errors = [line for line in run.stderr.splitlines() if "| ERROR" in line]
     assert len(errors) == 1 and "corpus.jsonl: line 6: id 'two words' holds whitespace" in errors[0], run.stderr
     assert not out.exists() and "Traceback" not in run.stderr
+
+
+def test_the_shipped_example_folder_loads():
+    example = Path(__file__).resolve().parent.parent / "docs" / "examples" / "beir"
+    corpus, qset = load_corpus(example), load_questions(example)
+    assert len(corpus.documents) == 6 and [q.id for q in qset.questions] == ["q1", "q2", "q3"]
+    assert qset.questions[0].needle_grades == {"deployments": 2, "pods": 1}
+    assert [q.id for q in load_questions(example, split="dev").questions] == ["q1", "q2", "q3"]
