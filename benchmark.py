@@ -60,10 +60,10 @@ examples:
   python benchmark.py --strategy baseline,modular-no-llm --corpus ../shared/datasets/kubernetes/docs \\
       --questions ../shared/datasets/kubernetes/needle_questions.json
   python benchmark.py --resume runs/20261123T120000Z_modular-no-llm.journal.jsonl --strategy modular-no-llm
-  python benchmark.py compare runs/A.json runs/B.json
-  python benchmark.py compare baseline.json benchmark_results.json --fail-on worse:mrr,ndcg --margin hit1=20
   python benchmark.py --corpus docs/examples/beir --questions docs/examples/beir --split test   (a BEIR folder)
   python benchmark.py export-run benchmark_results.json -o run.trec --qrels qrels.txt
+  python benchmark.py compare baseline.json benchmark_results.json --fail-on worse:mrr,ndcg --margin hit1=20
+  python benchmark.py compare runs/A.json runs/B.json
 
 environment:
   ANTHROPIC_API_KEY        the judge's key (never written anywhere); without it the offline lexical judge grades
@@ -255,9 +255,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
                  "forward RAG check of a questions file: needle chunks must grade >= 7, random ones <= 3"),
     "export-dataset": ("components.dataset.export_dataset",
                        "export (query, positive chunks, hard negatives) as JSON lines (seed 003's schema)"),
-    "report": ("components.analysis.report", "write one self-contained HTML report of one or more results files"),
     "export-run": ("components.analysis.export_run",
                    "write a results file as a TREC run (and qrels) for trec_eval, ranx, ir_measures"),
+    "report": ("components.analysis.report", "write one self-contained HTML report of one or more results files"),
 }
 
 

@@ -114,7 +114,8 @@ def test_the_gate_from_python():
     assert result.to_json()["passed"] is False and "FAILED (2 checks)" in str(result)
     assert "p <0.001 (Holm <0.001)" in result.failures[0].line  # several runs: Holm-adjusted
     with pytest.raises(InputError, match="'map_at_k' was not compared"):
-        comparison.gate(worse=["map_at_k"])
+        comparison.gate(worse=["map"])  # aliases work from Python too
+    assert [c.metric for c in comparison.gate(margins={"ndcg": 0.5}).checks] == ["ndcg_at_k", "ndcg_at_k"]
 
 
 def test_option_parsing():

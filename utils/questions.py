@@ -2,10 +2,8 @@
 
 Accepted shapes: ``{"needle_doc_id": ..., "questions": [...]}`` (the top-level needle applies to
 questions that name none) or a bare list. Per question: ``id``, ``question``, optional
-``expected_answer``, and the needle as ``needle_doc_id``, ``doc_id``, ``needle_doc_ids`` (a list) or
-``needles`` (graded relevance: ``{"doc": 2, ...}``, grades whole numbers; 0 is judged non-relevant,
-not a needle). Unknown fields are kept in ``extra``. A BEIR folder or ``queries.jsonl`` (with its
-qrels) is read by :mod:`utils.beir` instead. Every problem raises :class:`InputError` naming the file,
+``expected_answer``, and the needle as ``needle_doc_id``, ``doc_id`` or ``needle_doc_ids`` (a list).
+Unknown fields are kept in ``extra``. Every problem raises :class:`InputError` naming the file,
 the item and the fix.
 
 Bounds: the file must be a regular file (a symlink to one is fine), or ``-`` for standard input,
@@ -16,6 +14,10 @@ The JSON must be strict: ``NaN``/``Infinity``, numbers that overflow a float or 
 than Python converts, a question nested more than :data:`MAX_QUESTION_DEPTH` levels and lone UTF-16
 surrogates (``\\ud800``) are refused, since any of them would break the strict-JSON results, their
 writing or their console lines.
+
+Graded relevance: ``needles`` instead of the needle fields, ``{"doc": 2, ...}`` with whole-number
+grades (0 is judged non-relevant, not a needle; see :mod:`utils.metrics`). A BEIR folder or a
+``queries.jsonl`` (with its qrels) is read by :mod:`utils.beir` instead of this module.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ MAX_QUESTION_DEPTH = 32  # levels of objects/lists in one question, itself inclu
 STDIN = "-"  # --questions - reads standard input
 STDIN_NAME = "<stdin>"  # QuestionSet.path and messages when reading standard input
 _READ_SIZE = 1 << 20
-_FIX = "pass --questions a JSON file, a BEIR folder or queries.jsonl, or - to read standard input"
+_FIX = "pass --questions a JSON file, or - to read standard input"
 
 
 @dataclass(frozen=True)

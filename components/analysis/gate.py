@@ -181,11 +181,11 @@ def gated_metrics(worse: Sequence[str] | bool, margins: Mapping[str, float]) -> 
 def check_gate(comparison: Comparison, *, worse: Sequence[str] | bool = False,
                margins: Mapping[str, float] | None = None, regressions: int | None = None) -> GateResult:
     """The gate on ``comparison`` (see the module docstring): ``worse`` True (every compared metric)
-    or metric keys; ``margins`` {metric key: margin}; ``regressions`` the most questions allowed to
+    or metric keys (or :data:`ALIASES`); ``margins`` {metric key: margin}; ``regressions`` the most questions allowed to
     lose their rank-1 hit (None: not checked). A metric with a margin is judged by the margin only.
     Raises :class:`InputError` for a metric the comparison did not compare."""
-    margins = dict(margins or {})
-    names = list(comparison.metrics) if worse is True else list(worse or [])
+    margins = {ALIASES.get(key, key): value for key, value in (margins or {}).items()}
+    names = list(comparison.metrics) if worse is True else [ALIASES.get(n, n) for n in worse or []]
     for key in [*names, *margins]:
         if key not in comparison.metrics:
             raise InputError(f"the gate's metric {key!r} was not compared: add it to the compared metrics "
