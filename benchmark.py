@@ -60,6 +60,9 @@ examples:
   python benchmark.py --strategy baseline,modular-no-llm --corpus ../shared/datasets/kubernetes/docs \\
       --questions ../shared/datasets/kubernetes/needle_questions.json
   python benchmark.py --resume runs/20261123T120000Z_modular-no-llm.journal.jsonl --strategy modular-no-llm
+  python benchmark.py --corpus docs/examples/beir --questions docs/examples/beir --split test   (a BEIR folder)
+  python benchmark.py export-run benchmark_results.json -o run.trec --qrels qrels.txt
+  python benchmark.py compare baseline.json benchmark_results.json --fail-on worse:mrr,ndcg --margin hit1=20
   python benchmark.py compare runs/A.json runs/B.json
   python benchmark.py --questions q.json --estimate       (what a run would cost, before it spends)
 
@@ -77,7 +80,8 @@ environment:
 exit codes:
   0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
   3 the judge or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
-  4 --max-cost reached · 5 the results could not be written (the journal keeps the run) · 130 interrupted
+  4 --max-cost reached · 5 the results could not be written (the journal keeps the run) ·
+  6 compare's gate failed (--fail-on, --margin, --fail-on-regressions: one FAIL line per check) · 130 interrupted
 """
 
 
@@ -125,10 +129,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ids", help="only these question ids, comma-separated")
     p.add_argument("--k", type=_positive_int, default=5, help="chunks retrieved per question (default: %(default)s)")
     p.add_argument("--questions", type=Path, default=None,
-                   help="questions JSON file (default: the questions of the built-in corpus, "
-                        f"{default_questions()})")
+                   help="questions JSON file, or BEIR queries: a BEIR folder or queries.jsonl (default: the questions "
+                        f"of the built-in corpus, {default_questions()})")
+    p.add_argument("--qrels", type=Path, default=None, metavar="PATH",
+                   help="with BEIR queries: their qrels (TREC or BEIR .tsv; default: qrels/test.tsv of the folder)")
+    p.add_argument("--split", default=None, metavar="NAME",
+                   help="with a BEIR folder: read qrels/NAME.tsv (default: test)")
     p.add_argument("--corpus", type=Path, default=None,
-                   help="folder of Markdown files, one document each (default: built-in Python reference)")
+                   help="folder of Markdown files, one document each; or a BEIR folder or corpus.jsonl "
+                        "(default: built-in Python reference)")
     # a str, not a Path: Path drops the trailing "/" that says "a folder" (utils.output.resolve_output)
     p.add_argument("--output", default=DEFAULT_OUTPUT_NAME,
                    help=f"results JSON file, or a folder (existing, or ending in /) to write {DEFAULT_OUTPUT_NAME} "
@@ -237,7 +246,7 @@ def run(args: argparse.Namespace, settings: Settings, log_path: Path | None, gua
 
     options = RunOptions(
         strategies=[s.strip() for s in args.strategy.split(",") if s.strip()] or [args.strategy],
-        questions=args.questions, corpus=args.corpus, output=args.output, k=args.k,
+        questions=args.questions, qrels=args.qrels, split=args.split, corpus=args.corpus, output=args.output, k=args.k,
         limit=5 if args.quick and args.limit is None else args.limit,
         ids=[i.strip() for i in args.ids.split(",") if i.strip()] if args.ids else None,
         resume=args.resume, max_cost_usd=args.max_cost, judge_repeats=args.judge_repeats,
@@ -265,6 +274,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                  "forward RAG check of a questions file: needle chunks must grade >= 7, random ones <= 3"),
     "export-dataset": ("components.dataset.export_dataset",
                        "export (query, positive chunks, hard negatives) as JSON lines (seed 003's schema)"),
+    "export-run": ("components.analysis.export_run",
+                   "write a results file as a TREC run (and qrels) for trec_eval, ranx, ir_measures"),
     "report": ("components.analysis.report", "write one self-contained HTML report of one or more results files"),
     "label": ("components.analysis.labels", "draw a stratified sample of a run's graded rows for people to grade "
               "(JSON lines, judge grades left out)"),

@@ -8,6 +8,9 @@
     print(result.metrics["mrr"], result.ci95["mrr"])
     result.save("runs/mine.json")
     print(compare(["runs/baseline.json", result]))             # the table; .to_json() for the data
+    gate = compare(["runs/baseline.json", result]).gate(worse=["mrr"], margins={"ndcg_at_k": 0.02})
+    assert gate.passed, str(gate)                              # the CI gate of ``compare --fail-on``
+    export_trec(result, "run.trec", "qrels.txt")               # TREC files for trec_eval, ranx, ir_measures
     html = report([result])
 
 Nothing here writes a file or prints unless asked (``save``, a callback). Log records go through
@@ -16,9 +19,11 @@ loguru under the ``components``, ``utils`` and ``poc`` names; they are off until
 (``python benchmark.py``) is a client of these functions.
 
 A retriever is any object with ``index(chunks)`` and ``retrieve(query, k) -> list[ScoredChunk]``
-(:class:`Retriever`); a corpus a folder of Markdown files (doc id = file stem), a list of
-:class:`Document`, or None (the built-in Python reference); questions a questions JSON file or a
-list of question dicts (``id``, ``question``, ``expected_answer``, ``needle_doc_id``). The judge
+(:class:`Retriever`); a corpus a folder of Markdown files (doc id = file stem), a BEIR folder or
+``corpus.jsonl``, a list of :class:`Document`, or None (the built-in Python reference); questions a
+questions JSON file, a BEIR folder or ``queries.jsonl`` (qrels from the folder's ``qrels/test.tsv``;
+others through ``load_queries(path, qrels=..., split=...)``), or a list of question dicts (``id``,
+``question``, ``expected_answer``, ``needle_doc_id`` or graded ``needles``). The judge
 is a provider name (``"offline"``, ``"anthropic"``), ``"<provider>/<model>"``, or None: the
 environment's judge (the default provider when its key is set, else the offline lexical judge).
 Metrics and judge providers have registries: :func:`register_metric`, :func:`register_provider`.
@@ -33,6 +38,8 @@ from pathlib import Path
 from loguru import logger
 
 from components.analysis.compare import Comparison, compare_runs
+from components.analysis.export_run import export_trec
+from components.analysis.gate import GateResult, check_gate
 from components.judges.providers import ModelChoice, Provider, Variable, providers, register_provider
 from components.run.evaluation import evaluate as _evaluate
 from poc.chunking import Chunk
@@ -40,13 +47,14 @@ from poc.corpus import Corpus, Document
 from poc.retriever import Retriever, ScoredChunk
 from utils.errors import BenchmarkError, InputError, JudgeError
 from utils.metrics import Metric, metrics, register_metric
+from utils.beir import load_queries
 from utils.questions import Question
 from utils.results import QuestionResult, RunInfo, RunResult, load_run
 from utils.settings import Settings
 
 __all__ = [
-    "evaluate", "compare", "report", "load_run",
-    "RunResult", "RunInfo", "QuestionResult", "Comparison",
+    "evaluate", "compare", "report", "load_run", "check_gate", "export_trec", "load_queries",
+    "RunResult", "RunInfo", "QuestionResult", "Comparison", "GateResult",
     "Retriever", "ScoredChunk", "Chunk", "Document", "Corpus", "Question",
     "Metric", "metrics", "register_metric",
     "Provider", "Variable", "ModelChoice", "providers", "register_provider",
@@ -121,7 +129,9 @@ def compare(runs: Sequence[RunResult | str | os.PathLike], *, labels: Sequence[s
     ``str()`` of the :class:`Comparison` is the table the command line prints, ``to_json()`` its
     data: per metric the means, Δ with its paired bootstrap CI, the sign-flip p (Holm-adjusted
     across several runs), a verdict at ``alpha``, and how many questions a change needs to be
-    detected at ``power``. ``seed`` changes the resampling seeds (recorded in ``to_json()``)."""
+    detected at ``power``. ``seed`` changes the resampling seeds (recorded in ``to_json()``).
+    ``.gate(worse=..., margins=..., regressions=...)`` on the result is ``compare --fail-on``'s CI
+    gate (:func:`check_gate`): its ``passed`` says whether the build should pass."""
     results = [_as_result(r) for r in runs]
     sources = [str(r) if not isinstance(r, (RunResult, Mapping)) else (r.source if isinstance(r, RunResult)
                                                                         else None) or f"run #{i + 1}"

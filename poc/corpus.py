@@ -1,4 +1,5 @@
-"""Corpus loading: a folder of Markdown files, or the built-in Python Language Reference.
+"""Corpus loading: a folder of Markdown files, a BEIR corpus (:mod:`utils.beir`), or the built-in
+Python Language Reference.
 
 A document is one ``*.md`` file directly in the corpus folder; its doc id is the file stem,
 exactly. The folder is not read recursively: ``*.md`` files in subfolders, symlinks pointing
@@ -508,10 +509,15 @@ def corpus_files(folder: str | Path) -> list[tuple[str, Path]]:
 
 
 def load_corpus(folder: str | Path | None) -> Corpus:
-    """Load every document of :func:`corpus_files`; ``None`` → the built-in corpus."""
+    """Load every document of :func:`corpus_files`; ``None`` → the built-in corpus; a BEIR folder
+    (with ``corpus.jsonl``) or a ``*.jsonl`` file → :func:`utils.beir.load_corpus`."""
     if folder is None:
         return builtin_corpus()
     root = Path(folder)
+    from utils import beir
+
+    if beir.corpus_file(root) is not None:
+        return beir.load_corpus(root)
     digest = hashlib.sha256()
     documents = []
     for doc_id, f in corpus_files(root):

@@ -131,3 +131,48 @@ def test_against_pytrec_eval_on_repeating_rankings():
     # the chunk/document difference is exercised: chunk-level RR differs on q1 (3 vs 2) and q2 (4 vs 2)
     differs = [q for q, row in rows.items() if row["rr"] != row["rr_doc"]]
     assert differs == ["q1", "q2"]
+
+
+# ---- graded relevance: grades are gains, grade 0 is judged non-relevant ----------------------------
+
+def test_graded_ndcg_by_hand():
+    grades = {"d2": 3, "d3": 1, "d9": 2}  # d9 is never retrieved: it still counts in the ideal DCG
+    dcg = 3 / math.log2(3) + 1 / math.log2(4)  # d2 at position 2, d3 at 3 (d1 at 1 has no gain)
+    idcg = 3 / math.log2(2) + 2 / math.log2(3) + 1 / math.log2(4)
+    assert M.ndcg_at_k(REPEATING, grades, 5) == pytest.approx(dcg / idcg)
+    assert M.ndcg_at_k(REPEATING, grades, 5) == pytest.approx(0.502491, abs=1e-6)
+    assert M.ndcg_at_k(REPEATING, {"d2": 1, "d3": 1, "d9": 1}, 5) == pytest.approx(
+        M.ndcg_at_k(REPEATING, {"d2", "d3", "d9"}, 5))  # all grades 1: the binary NDCG
+    row = M.row_metrics(REPEATING, {"d1": 0, "d2": 1}, 5)  # grade 0: judged, not a needle
+    assert (row["doc_rank"], row["recall_at_k"], row["context_precision"]) == (2, 1.0, pytest.approx(1 / 5))
+    assert M.relevance_grades({"d1": 0, "d2": 2}) == {"d2": 2} and M.relevance_grades("d1") == {"d1": 1}
+
+
+GRADED = {  # 0-3, several relevant per question, judged non-relevant documents, needles never retrieved
+    "q1": {"d2": 3, "d1": 0, "d7": 1},
+    "q2": {"d2": 1, "d5": 2, "d9": 3, "d4": 0},
+    "q3": {"d6": 2, "d7": 1, "d8": 0},
+    "q4": {"d9": 2},
+    "q5": {"d3": 3},
+    "q6": {"d1": 1, "d6": 3, "d2": 2},
+}
+
+
+def test_graded_against_pytrec_eval():
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    k = 5
+    run = {q: {d: float(k - i) for i, d in enumerate(M.doc_ranking(ids))} for q, ids in RUNS.items()}
+    measures = {"ndcg_cut_5", "recall_5", "map_cut_5", "recip_rank", "ndcg_cut_3"}
+    ref = pytrec_eval.RelevanceEvaluator(GRADED, measures).evaluate(run)
+    for q, grades in GRADED.items():
+        row = M.row_metrics(RUNS[q], grades, k)
+        assert row["ndcg_at_k"] == pytest.approx(ref[q]["ndcg_cut_5"]), q
+        # a cut at 3 documents (k cuts chunks: pass the document ranking to cut documents)
+        assert M.ndcg_at_k(M.doc_ranking(RUNS[q]), grades, 3) == pytest.approx(ref[q]["ndcg_cut_3"]), q
+        assert row["recall_at_k"] == pytest.approx(ref[q]["recall_5"]), q
+        assert row["ap_at_k"] == pytest.approx(ref[q]["map_cut_5"]), q
+        assert row["rr_doc"] == pytest.approx(ref[q]["recip_rank"]), q
+    # the grades matter: with every judged-relevant document at grade 1 nDCG differs on these
+    binary = [q for q, g in GRADED.items()
+              if M.ndcg_at_k(RUNS[q], {d for d, x in g.items() if x}, 5) != pytest.approx(ref[q]["ndcg_cut_5"])]
+    assert binary == ["q1", "q2", "q3", "q6"]

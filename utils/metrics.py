@@ -12,8 +12,15 @@ Two levels, never mixed:
   ``context_precision`` is the share of retrieved chunks from a needle document.
 - **document level**: the top k chunks are collapsed into their distinct documents in first-occurrence
   order (:func:`doc_ranking`, what pytrec_eval sees when a run lists each document once);
-  ``doc_rank``, ``rr_doc``/MRR_doc, NDCG@k, Recall@k and AP@k/MAP@k are computed on that ranking,
-  with binary relevance (a document is relevant iff it is a needle).
+  ``doc_rank``, ``rr_doc``/MRR_doc, NDCG@k, Recall@k and AP@k/MAP@k are computed on that ranking.
+
+**Relevance** (``needles`` of every formula): one doc id, several (each of grade 1), or a mapping
+``{doc id: grade}`` (graded relevance, as qrels give it: 0 judged non-relevant, 1-3 more and more
+relevant). A document is relevant when its grade is at least :data:`RELEVANT_MIN` (1), as
+trec_eval's default relevance level: only relevant documents are needles, for the ranks, recall,
+AP and context precision. NDCG uses the grades as gains (trec_eval's ``ndcg_cut``: gain = grade,
+ideal DCG over every relevant document, not only the retrieved ones); with grades all 1 it is the
+binary NDCG.
 
 Empty input: rates and MRR over no questions are ``0.0``; averages over nothing are ``None``.
 Per-question metrics of an empty retrieval (or no needles) are ``0.0`` / ``None`` as each says.
@@ -38,6 +45,9 @@ NOT_FOUND_WEIGHT = 0.6
 PASS_THRESHOLDS = (8.0, 7.0, 6.5)
 PASS_MARK = 7.0  # a total score at or above this passes (the question line's ✓, the headline pass rate)
 PROXY_RELEVANT_MIN = 2  # a chunk relevance score at least this counts as relevant for proxy precision
+RELEVANT_MIN = 1  # a needle grade at least this makes a document relevant (trec_eval's relevance level)
+
+Needles = str | Iterable[str] | Mapping[str, int]  # one doc id, several, or {doc id: grade}
 
 
 def _field(result: Any, name: str) -> Any:
@@ -53,8 +63,19 @@ def _doc_id(item: Any) -> str:
     return inner.doc_id if inner is not None else item.doc_id
 
 
-def _needle_set(needles: str | Iterable[str]) -> set[str]:
-    return {needles} if isinstance(needles, str) else set(needles)
+def relevance_grades(needles: Needles) -> dict[str, int]:
+    """``{doc id: grade}`` of the relevant documents of ``needles``: a doc id or several are grade 1
+    each; a mapping keeps its entries graded at least :data:`RELEVANT_MIN` (grade 0: judged
+    non-relevant, not a needle)."""
+    if isinstance(needles, str):
+        return {needles: 1}
+    if isinstance(needles, Mapping):
+        return {d: g for d, g in needles.items() if g >= RELEVANT_MIN}
+    return dict.fromkeys(needles, 1)
+
+
+def _needle_set(needles: Needles) -> set[str]:
+    return set(relevance_grades(needles))
 
 
 # =============================================================================================
@@ -68,11 +89,11 @@ def rank_weight(rank: int | None) -> float:
     return RANK_WEIGHTS.get(rank, NOT_FOUND_WEIGHT)
 
 
-def chunk_rank(retrieved_chunks: Sequence[Any], needle_doc_id: str | Iterable[str]) -> int | None:
+def chunk_rank(retrieved_chunks: Sequence[Any], needle_doc_id: Needles) -> int | None:
     """CHUNK level: 1-based position of the first retrieved item whose doc id is a needle; None if none.
 
     Items may be doc id strings, mappings with ``doc_id``, chunks, or scored chunks.
-    ``needle_doc_id`` is one id or several (any of them counts)."""
+    ``needle_doc_id`` is one id, several, or ``{doc id: grade}`` (any relevant one counts)."""
     needles = _needle_set(needle_doc_id)
     for position, item in enumerate(retrieved_chunks, start=1):
         if _doc_id(item) in needles:
@@ -93,7 +114,7 @@ def doc_ranking(retrieved: Sequence[Any]) -> list[str]:
     return list(dict.fromkeys(_doc_id(item) for item in retrieved))
 
 
-def doc_rank(retrieved: Sequence[Any], needles: str | Iterable[str]) -> int | None:
+def doc_rank(retrieved: Sequence[Any], needles: Needles) -> int | None:
     """DOCUMENT level: 1-based position of the first needle among the distinct documents of
     ``retrieved`` (pass the top k chunks). None when no needle was retrieved or ``retrieved`` is
     empty. Always ≤ the chunk-level rank."""
@@ -105,21 +126,24 @@ def reciprocal_rank(rank: int | None) -> float:
     return 0.0 if rank is None else 1.0 / rank
 
 
-def ndcg_at_k(retrieved: Sequence[Any], needles: str | Iterable[str], k: int) -> float:
-    """DOCUMENT level NDCG@k with binary gain and log2 discount on the document ranking of the
-    first ``k`` retrieved chunks: DCG = Σ_{i=1..} rel_i / log2(i + 1) over the distinct documents
-    (1-based position i), IDCG = Σ_{i=1..min(#needles, k)} 1 / log2(i + 1) (pytrec_eval's
-    ``ndcg_cut_k`` with every needle at relevance 1). Empty retrieval, no needles or k < 1 → 0.0."""
-    relevant = _needle_set(needles)
-    ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(relevant), k) + 1))
+def ndcg_at_k(retrieved: Sequence[Any], needles: Needles, k: int) -> float:
+    """DOCUMENT level NDCG@k with linear gain (the grade) and log2 discount on the document ranking
+    of the first ``k`` retrieved chunks: DCG = Σ_i grade_i / log2(i + 1) over the distinct documents
+    (1-based position i; a document that is not a needle has gain 0), IDCG = the same sum over ALL
+    relevant documents sorted by grade, best first, cut at k — exactly pytrec_eval's
+    ``ndcg_cut_k`` (with binary needles: IDCG = Σ_{i=1..min(#needles, k)} 1 / log2(i + 1)).
+    Empty retrieval, no needles or k < 1 → 0.0."""
+    grades = relevance_grades(needles)
+    best = sorted(grades.values(), reverse=True)[:max(k, 0)]
+    ideal = sum(g / math.log2(i + 1) for i, g in enumerate(best, start=1))
     if ideal == 0.0:
         return 0.0
     docs = doc_ranking(retrieved[:max(k, 0)])
-    gain = sum(1.0 / math.log2(i + 1) for i, d in enumerate(docs, start=1) if d in relevant)
+    gain = sum(grades[d] / math.log2(i + 1) for i, d in enumerate(docs, start=1) if d in grades)
     return gain / ideal
 
 
-def recall_at_k(retrieved: Sequence[Any], needles: str | Iterable[str], k: int) -> float:
+def recall_at_k(retrieved: Sequence[Any], needles: Needles, k: int) -> float:
     """DOCUMENT level: share of the needle documents found among the first ``k`` retrieved
     chunks (pytrec_eval ``recall_k``). Empty retrieval → 0.0; no needles → 0.0."""
     relevant = _needle_set(needles)
@@ -129,7 +153,7 @@ def recall_at_k(retrieved: Sequence[Any], needles: str | Iterable[str], k: int) 
     return len(relevant & docs) / len(relevant)
 
 
-def average_precision_at_k(retrieved: Sequence[Any], needles: str | Iterable[str], k: int) -> float:
+def average_precision_at_k(retrieved: Sequence[Any], needles: Needles, k: int) -> float:
     """DOCUMENT level AP@k on the document ranking of the first ``k`` retrieved chunks:
     Σ over relevant positions i of precision@i, divided by the number of needles (all of them,
     not min(#needles, k)) — exactly pytrec_eval's ``map_cut_k`` (trec_eval divides by the
@@ -146,7 +170,7 @@ def average_precision_at_k(retrieved: Sequence[Any], needles: str | Iterable[str
     return total / len(relevant)
 
 
-def context_precision(retrieved: Sequence[Any], needles: str | Iterable[str]) -> float:
+def context_precision(retrieved: Sequence[Any], needles: Needles) -> float:
     """CHUNK level: share of the retrieved chunks (pass the top k) whose document is a needle;
     a repeated needle document counts every time (chunks d1, d1, d2 with needle d1 → 2/3).
     The denominator is the number of chunks actually retrieved. Empty → 0.0."""
@@ -156,14 +180,15 @@ def context_precision(retrieved: Sequence[Any], needles: str | Iterable[str]) ->
     return sum(1 for item in retrieved if _doc_id(item) in relevant) / len(retrieved)
 
 
-def row_metrics(retrieved: Sequence[Any], needles: str | Iterable[str], k: int) -> dict[str, Any]:
-    """Every per-question field of a row for the first ``k`` retrieved items:
+def row_metrics(retrieved: Sequence[Any], needles: Needles, k: int) -> dict[str, Any]:
+    """Every per-question field of a row for the first ``k`` retrieved items (``needles`` graded or not):
     ``doc_rank`` (document level), ``hit_at_k`` (chunk rank ≤ k, i.e. any needle retrieved),
     ``rr`` (chunk level, 1/rank or 0), ``rr_doc`` (1/doc_rank or 0), ``ndcg_at_k``,
     ``recall_at_k``, ``ap_at_k`` (document level) and ``context_precision`` (chunk level).
     Empty retrieval → doc_rank None, hit_at_k False, every number 0.0."""
     top = list(retrieved[:max(k, 0)])
-    needle_set = _needle_set(needles)
+    grades = relevance_grades(needles)
+    needle_set = set(grades)
     rank = chunk_rank(top, needle_set)
     drank = doc_rank(top, needle_set)
     return {
@@ -171,7 +196,7 @@ def row_metrics(retrieved: Sequence[Any], needles: str | Iterable[str], k: int) 
         "hit_at_k": rank is not None,
         "rr": reciprocal_rank(rank),
         "rr_doc": reciprocal_rank(drank),
-        "ndcg_at_k": ndcg_at_k(top, needle_set, k),
+        "ndcg_at_k": ndcg_at_k(top, grades, k),
         "recall_at_k": recall_at_k(top, needle_set, k),
         "ap_at_k": average_precision_at_k(top, needle_set, k),
         "context_precision": context_precision(top, needle_set),
@@ -272,6 +297,7 @@ class RetrievalMetrics:
     doc_ranking = staticmethod(doc_ranking)
     reciprocal_rank = staticmethod(reciprocal_rank)
     ndcg_at_k = staticmethod(ndcg_at_k)
+    relevance_grades = staticmethod(relevance_grades)
     recall_at_k = staticmethod(recall_at_k)
     average_precision_at_k = staticmethod(average_precision_at_k)
     context_precision = staticmethod(context_precision)
@@ -460,7 +486,8 @@ def _register_builtin() -> None:
                            lambda r, k: reciprocal_rank(_get(r, "doc_rank")), 3, 0.05,
                            "mean reciprocal rank of the needle among the distinct documents retrieved"))
     register_metric(Metric("ndcg_at_k", "nDCG@k", "document", "ratio", _field_value("ndcg_at_k"), 3, 0.05,
-                           "normalised discounted cumulative gain of the document ranking (1 = every needle first)"))
+                           "normalised discounted cumulative gain of the document ranking, the needles' grades as gains "
+                           "(1 = every needle first, the best graded first)"))
     register_metric(Metric("recall_at_k", "recall@k", "document", "ratio", _field_value("recall_at_k"), 3, 0.05,
                            "share of the needle documents found in the top k", compared=False))
     register_metric(Metric("map_at_k", "MAP@k", "document", "ratio", _field_value("ap_at_k"), 3, 0.05,

@@ -17,6 +17,10 @@ The JSON must be strict: ``NaN``/``Infinity``, numbers that overflow a float or 
 than Python converts, a question nested more than :data:`MAX_QUESTION_DEPTH` levels and lone UTF-16
 surrogates (``\\ud800``) are refused, since any of them would break the strict-JSON results, their
 writing or their console lines.
+
+Graded relevance: ``needles`` instead of the needle fields, ``{"doc": 2, ...}`` with whole-number
+grades (0 is judged non-relevant, not a needle; see :mod:`utils.metrics`). A BEIR folder or a
+``queries.jsonl`` (with its qrels) is read by :mod:`utils.beir` instead of this module.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from loguru import logger
 
 from utils.errors import InputError
 
-_KNOWN = {"id", "question", "expected_answer", "needle_doc_id", "doc_id", "needle_doc_ids"}
+_KNOWN = {"id", "question", "expected_answer", "needle_doc_id", "doc_id", "needle_doc_ids", "needles"}
 MAX_QUESTIONS_BYTES = 50_000_000  # 50 MB: the Kubernetes sets are 10-30 kB
 MAX_QUESTION_DEPTH = 32  # levels of objects/lists in one question, itself included
 STDIN = "-"  # --questions - reads standard input
@@ -62,8 +66,15 @@ class Question:
     id: str
     question: str
     expected_answer: str | None
-    needle_doc_ids: tuple[str, ...]
+    needle_doc_ids: tuple[str, ...]  # the relevant documents
     extra: dict = field(default_factory=dict)
+    needle_grades: dict[str, int] | None = None  # {doc id: grade} when graded and not every grade is 1
+
+    @property
+    def relevance(self) -> dict[str, int]:
+        """``{doc id: grade}`` of the needles (grade 1 each unless ``needle_grades`` says)."""
+        grades = self.needle_grades or {}
+        return {d: grades.get(d, 1) for d in self.needle_doc_ids}
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,12 @@ def _parse_question(path: str, i: int, raw: object, default_needle: object) -> Q
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"{where} has no question text: fill in \"question\"")
     needles: list[str]
-    if raw.get("needle_doc_ids") is not None:
+    grades = None
+    if raw.get("needles") is not None:
+        if raw.get("needle_doc_ids") is not None or raw.get("needle_doc_id") or raw.get("doc_id"):
+            raise InputError(f"{where} gives both \"needles\" and \"needle_doc_id(s)\": keep one of them")
+        needles, grades = _graded_needles(where, raw["needles"])
+    elif raw.get("needle_doc_ids") is not None:
         ids = raw["needle_doc_ids"]
         if not isinstance(ids, list) or not ids or not all(isinstance(x, str) and x for x in ids):
             raise InputError(f"{where}: \"needle_doc_ids\" must be a non-empty list of doc id strings")
@@ -133,7 +149,23 @@ def _parse_question(path: str, i: int, raw: object, default_needle: object) -> Q
     expected = expected.strip() if isinstance(expected, str) and expected.strip() else None
     extra = {k: v for k, v in raw.items() if k not in _KNOWN}
     return Question(id=str(raw["id"]), question=text.strip(), expected_answer=expected,
-                    needle_doc_ids=tuple(dict.fromkeys(needles)), extra=extra)
+                    needle_doc_ids=tuple(dict.fromkeys(needles)), extra=extra, needle_grades=grades)
+
+
+def _graded_needles(where: str, value: object) -> tuple[list[str], dict[str, int] | None]:
+    """``(needles, grades)`` of a ``"needles": {"doc": grade}`` object: the documents graded 1 or
+    more, in the object's order; grades None when every one is 1."""
+    fix = 'write "needles" as {"doc id": grade, ...} with whole-number grades (0 not relevant, 1-3 relevant)'
+    if not isinstance(value, dict) or not value:
+        raise InputError(f"{where}: \"needles\" is not a non-empty object: {fix}")
+    for doc, grade in value.items():
+        if not doc or isinstance(grade, bool) or not isinstance(grade, int) or grade < 0:
+            raise InputError(f"{where}: \"needles\" gives {doc!r} the grade {grade!r}: {fix}")
+    relevant = {doc: grade for doc, grade in value.items() if grade >= 1}
+    if not relevant:
+        raise InputError(f"{where}: \"needles\" grades no document 1 or more, so the question has no needle: "
+                         "grade the document that answers it 1-3")
+    return list(relevant), (relevant if any(g != 1 for g in relevant.values()) else None)
 
 
 def _squash(name: str) -> str:
@@ -216,13 +248,13 @@ def _read_file(path: Path) -> bytes:
     except FileNotFoundError:
         raise InputError(f"questions file {path} does not exist: {_FIX}") from None
     except IsADirectoryError:
-        raise InputError(f"questions file {path} is a folder: {_FIX}") from None
+        raise InputError(f"questions file {path} is a folder (with no queries.jsonl): {_FIX}") from None
     except OSError as err:
         raise InputError(f"questions file {path} cannot be opened ({err.strerror}): check it is readable") from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise InputError(f"questions file {path} is a folder: {_FIX}")
+            raise InputError(f"questions file {path} is a folder (with no queries.jsonl): {_FIX}")
         if not stat.S_ISREG(info.st_mode):
             raise InputError(f"questions file {path} is {_kind(info.st_mode)}, not a regular file: {_FIX}")
         if info.st_size > MAX_QUESTIONS_BYTES:
@@ -267,8 +299,17 @@ def _parse_json(text: str, where: str) -> object:
                          f"({str(err).split(':')[0]}): write it as a string") from None
 
 
-def load_questions(path: str | Path) -> QuestionSet:
-    """Load and validate a questions file; ``"-"`` reads standard input (see the module's bounds)."""
+def load_questions(path: str | Path, *, qrels: str | Path | None = None, split: str | None = None) -> QuestionSet:
+    """Load and validate a questions file; ``"-"`` reads standard input (see the module's bounds).
+    A BEIR folder or a ``*.jsonl`` queries file is read by :func:`utils.beir.load_queries` (its
+    qrels: ``qrels``, else the folder's ``qrels/<split>.tsv``); ``qrels``/``split`` apply only there."""
+    from utils import beir
+
+    if str(path) != STDIN and beir.is_queries(Path(path)):
+        return beir.load_queries(Path(path), qrels=Path(qrels) if qrels is not None else None, split=split)
+    if qrels is not None or split is not None:
+        raise InputError(f"--qrels and --split apply to BEIR queries (a folder or queries.jsonl), not to {path}: "
+                         "a questions JSON file names its needles itself")
     if str(path) == STDIN:
         name = STDIN_NAME
         if sys.stdin is None:

@@ -62,7 +62,8 @@ class QuestionResult:
     question: str = ""
     expected_answer: str | None = None
     needle_doc_id: str = ""  # the first needle; all of them in needle_doc_ids
-    needle_doc_ids: list[str] = field(default_factory=list)
+    needle_doc_ids: list[str] = field(default_factory=list)  # the relevant documents (grade >= 1)
+    needle_grades: dict[str, int] | None = None  # {doc id: grade} of graded needles; null when every grade is 1
     needle_found: bool = False
     rank: int | None = None
     hit_at_1: bool = False
@@ -113,6 +114,12 @@ class QuestionResult:
     llm_grade_reversed: int | None = None
     order_check_error: str | None = None
 
+    @property
+    def relevance(self) -> dict[str, int]:
+        """``{doc id: grade}`` of the row's needles (grade 1 each unless ``needle_grades`` says)."""
+        grades = self.needle_grades or {}
+        return {d: grades.get(d, 1) for d in self.needle_doc_ids}
+
     def to_json(self) -> dict:
         row = asdict(self)
         extra = row.pop("extra")
@@ -127,6 +134,13 @@ class QuestionResult:
         result = _record(cls, row, where, extra="extra")
         if not result.needle_doc_ids and result.needle_doc_id:
             result = replace(result, needle_doc_ids=[result.needle_doc_id])
+        if result.needle_grades is not None:
+            stray = [d for d in result.needle_grades if d not in result.needle_doc_ids]
+            bad = [d for d, g in result.needle_grades.items() if g < M.RELEVANT_MIN]
+            if stray or bad:
+                detail = (f"grades {stray[0]!r}, which is not in needle_doc_ids" if stray
+                          else f"gives {bad[0]!r} grade {result.needle_grades[bad[0]]}, below {M.RELEVANT_MIN}")
+                raise InputError(f"{where}.needle_grades {detail}: {_FIX} (or correct that field)")
         if "rank" not in row:  # a file without ranks: derived from what was retrieved, as the run computes it
             rank = M.chunk_rank(result.retrieved, result.needle_doc_ids)
             result = replace(result, rank=rank, needle_found=rank is not None, hit_at_1=rank == 1,
@@ -313,13 +327,13 @@ class RunResult:
 
 def with_row_metrics(result: QuestionResult | Mapping, k: int) -> QuestionResult:
     """``result`` with every per-row metric field set: kept when present, else derived from
-    ``retrieved`` + ``needle_doc_ids`` (rows built before those fields existed). A row given as a
+    ``retrieved`` + ``needle_doc_ids`` and their grades (rows built before those fields existed). A row given as a
     mapping (a journal line taken over by ``--resume``) is read with :meth:`QuestionResult.from_json`."""
     if isinstance(result, Mapping):
         result = QuestionResult.from_json(result)
     if all(getattr(result, name) is not None for name in _ROW_METRIC_FIELDS):
         return result
-    derived = M.row_metrics(result.retrieved, result.needle_doc_ids, k)
+    derived = M.row_metrics(result.retrieved, result.relevance, k)
     return replace(result, **{name: derived[name] for name in _ROW_METRIC_FIELDS if getattr(result, name) is None})
 
 

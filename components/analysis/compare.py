@@ -12,7 +12,10 @@ it, question by question (paired by question id, on the questions all runs share
   runs), and the smallest change this many questions could detect (α .05, power .8, from the
   spread of the paired deltas) with the number of questions a 0.05 change would need;
 - the questions that got worse and better, largest first (by total score, then by RR);
-- when the questions carry ``reference_ranks``, every reference system as a rank-only run.
+- when the questions carry ``reference_ranks``, every reference system as a rank-only run;
+- every TREC run file or ranx JSON run given among the runs as a rank-only system too: its
+  document ranking of each question, cut at k documents, judged by ``--qrels`` (TREC or BEIR
+  qrels) or else by the baseline's needles and grades.
 
 The metrics are the registry's compared ones (:mod:`utils.metrics`: MRR, MRR (document), hit@1,
 hit@5, nDCG@k, avg grade, avg total, pass ≥ 7 by default), each question's value computed by the
@@ -23,8 +26,10 @@ none. Files of schema version 1 get the document-level values derived from ``ret
 two-level (see statistics).
 
 Holm families: the user's runs compared with the baseline form one family per metric, the
-reference systems another (so adding reference ranks to a questions file does not change the
-verdict between your runs). The command exits 0 whatever the verdict.
+reference systems and TREC/ranx runs another (so adding reference ranks to a questions file does
+not change the verdict between your runs). The command exits 0 whatever the verdict, unless a gate
+is asked for (``--fail-on``, ``--margin``, ``--fail-on-regressions``: :mod:`components.analysis.gate`),
+which exits 6 when it fails.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -43,10 +50,11 @@ from loguru import logger
 
 from components.analysis import statistics as S
 from utils import metrics as M
+from utils import trec
 from utils.console import shorten
-from utils.errors import InputError
+from utils.errors import EXIT_GATE, EXIT_OK, InputError
 from utils.output import check_writable, write_json_atomic
-from utils.results import QuestionResult, RunResult, load_run, read_json_file
+from utils.results import QuestionResult, RunResult, read_json_file
 
 ALPHA = 0.05
 POWER = 0.8
@@ -154,6 +162,13 @@ class Comparison:
     def specs(self) -> list[M.Metric]:
         return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
 
+    def gate(self, *, worse: Sequence[str] | bool = False, margins: dict[str, float] | None = None,
+             regressions: int | None = None):
+        """The CI gate on this comparison: :func:`components.analysis.gate.check_gate`."""
+        from components.analysis.gate import check_gate
+
+        return check_gate(self, worse=worse, margins=margins, regressions=regressions)
+
     def __str__(self) -> str:
         return format_comparison(self)
 
@@ -241,6 +256,70 @@ def reference_view(question: QuestionView, needles: list[str], rank: int | None,
         value = None if m.graded_only or m.level in ("judge", "proxy") else m.value(row, k)
         values[m.key] = None if value is None else float(value)
     return QuestionView(question.question_id, question.question, rank, rank, None, None, (), values, {})
+
+
+def ranking_view(question: QuestionView, docs: Sequence[str], relevance: dict[str, int], k: int,
+                 specs: Sequence[M.Metric]) -> QuestionView:
+    """A rank-only system's document ranking of a question (a TREC or ranx run) as compare sees it:
+    the first k documents, judged by ``relevance`` ({doc id: grade}); its chunk rank is its document
+    rank (it has no chunks), context precision and the judge's metrics are null."""
+    top = list(docs[:k])
+    values = M.row_metrics(top, relevance, k)
+    grades = M.relevance_grades(relevance)
+    rank = values["doc_rank"]
+    row = QuestionResult(
+        question_id=question.question_id, question=question.question, needle_doc_ids=list(grades),
+        needle_grades=grades if any(g != 1 for g in grades.values()) else None, rank=rank, doc_rank=rank,
+        hit_at_k=rank is not None, rr=values["rr_doc"], rr_doc=values["rr_doc"], ndcg_at_k=values["ndcg_at_k"],
+        recall_at_k=values["recall_at_k"], ap_at_k=values["ap_at_k"])
+    out = {}
+    for m in specs:
+        value = None if m.graded_only or m.level in ("judge", "proxy") else m.value(row, k)
+        out[m.key] = None if value is None else float(value)
+    return QuestionView(question.question_id, question.question, rank, rank, None, None,
+                        tuple(top[:TOP_DOCS]), out, {})
+
+
+def _empty_view(view: QuestionView, specs: Sequence[M.Metric]) -> QuestionView:
+    return QuestionView(view.question_id, view.question, None, None, None, None, (), {s.key: None for s in specs}, {})
+
+
+@dataclass(frozen=True)
+class RankedSystem:
+    """A TREC or ranx run given to compare: ``rankings`` {question id: doc ids, best first}."""
+
+    label: str
+    source: str  # the file
+    rankings: dict[str, list[str]]
+
+
+def _system_runs(systems: Sequence[RankedSystem], common: list[str], rows: dict[str, QuestionResult],
+                 views: list[QuestionView], k: int, specs: Sequence[M.Metric], qrels: trec.Qrels | None,
+                 warnings: list[str]) -> list[tuple[str, list[QuestionView]]]:
+    """``(label, views)`` of each rank-only system; a question it does not rank (or that ``qrels``
+    does not judge relevant) has no values for it, and a warning counts those."""
+    out = []
+    for system in systems:
+        sys_views, missing, unjudged = [], 0, 0
+        for q, view in zip(common, views):
+            relevance = rows[q].relevance if qrels is None else \
+                {d: g for d, g in qrels.get(q, {}).items() if g >= M.RELEVANT_MIN}
+            if q not in system.rankings:
+                missing += 1
+                sys_views.append(_empty_view(view, specs))
+            elif not relevance:
+                unjudged += 1
+                sys_views.append(_empty_view(view, specs))
+            else:
+                sys_views.append(ranking_view(view, system.rankings[q], relevance, k, specs))
+        if missing:
+            warnings.append(f"{system.source} ranks no document for {missing} of the {len(common)} compared "
+                            f"questions: {system.label} is compared on the others")
+        if unjudged:
+            warnings.append(f"the qrels judge no document relevant for {unjudged} of the compared questions: "
+                            f"{system.label} is compared on the others")
+        out.append((system.label, sys_views))
+    return out
 
 
 def default_labels(runs: Sequence[RunResult], names: Sequence[str] | None = None) -> list[str]:
@@ -390,12 +469,14 @@ def _reference_runs(common: list[str], rows: dict[str, QuestionResult], views: l
 
 def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None = None, *,
                  sources: Sequence[str] | None = None, alpha: float = ALPHA, power: float = POWER,
-                 seed: int | None = None, metrics: Sequence[str] | None = None) -> Comparison:
+                 seed: int | None = None, metrics: Sequence[str] | None = None,
+                 systems: Sequence[RankedSystem] = (), qrels: trec.Qrels | None = None) -> Comparison:
     """Compare runs (:class:`RunResult`, or results dicts, read with :meth:`RunResult.from_json`);
     the first is the baseline. ``metrics``: the registry keys to compare (default: those marked
     ``compared``); ``seed``: the bootstrap's seed (the sign-flip test's is ``seed + 1``; default
-    the fixed ones recorded in the output). Pure: no I/O."""
-    if len(runs) < 2:
+    the fixed ones recorded in the output). ``systems``: rank-only TREC/ranx runs, judged by
+    ``qrels`` ({question id: {doc id: grade}}) or else by the baseline's needles. Pure: no I/O."""
+    if len(runs) + len(systems) < 2 or not runs:
         raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
     names = list(sources) if sources else [f"run #{i + 1}" for i in range(len(runs))]
     runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, name) for r, name in zip(runs, names)]
@@ -435,6 +516,15 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     references = _reference_runs(common, rows[0], views[0], k, specs)
     summaries += [_summary(label, "reference", None, "reference_ranks", len(common), v, specs)
                   for label, v in references]
+    taken = set(labels) | {label for label, _ in references}
+    for system in systems:
+        if system.label in taken:
+            raise InputError(f"compare: the label {system.label!r} of {system.source} is taken: rename the file")
+        taken.add(system.label)
+    ranked = _system_runs(systems, common, rows[0], views[0], k, specs, qrels, warnings)
+    summaries += [_summary(label, "reference", None, system.source, len(system.rankings), v, specs)
+                  for (label, v), system in zip(ranked, systems)]
+    references += ranked
 
     # raw statistics, then Holm within each family (the user's runs; the reference systems), then verdicts
     pairs = [(labels[i], "run", views[i]) for i in range(1, len(runs))] + [(lab, "reference", v)
@@ -534,8 +624,11 @@ def format_comparison(c: Comparison, top: int = 10) -> str:
     out = ["Runs (the first is the baseline):"]
     for s in c.runs:
         label = shorten(s.label, 60)
-        if s.kind == "reference":
+        if s.kind == "reference" and s.source == "reference_ranks":
             out.append(f"  {label}  reference system: ranks from the questions' reference_ranks (rank only)")
+        elif s.kind == "reference":
+            out.append(f"  {label}  rank-only system: the document ranking of {shorten(s.source or '?', 120)}, "
+                       "cut at k")
         else:
             judge = f", judge {shorten(f'{s.judge_provider} {s.judge_model}', 80)}" if s.judge_model else ""
             out.append(f"  {label}  {s.question_count} questions, {shorten(s.source or s.run_id or 'in memory', 120)}"
@@ -544,7 +637,7 @@ def format_comparison(c: Comparison, top: int = 10) -> str:
     out += [f"warning: {shorten(w, 400)}" for w in c.warnings]
 
     labels = [shorten(s.label, 30) for s in c.runs]
-    width = max(len(label) for label in labels) + 2
+    width = max(8, *(len(label) for label in labels)) + 2
     name_width = max([14, *(len(m.label_at(c.k)) + 1 for m in specs)])
     out += ["", "Means over the compared questions (percent for rates; grade 1-10; total 0-10; the rest 0-1)",
             f"{'metric':<{name_width}}" + "".join(f"{label:>{width}}" for label in labels)]
@@ -630,7 +723,10 @@ def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN",
-                        help="results file or run id (runs/<id>.json); the first is the baseline")
+                        help="results file or run id (runs/<id>.json); the first is the baseline. A TREC run file "
+                             "or a ranx JSON run stands beside them as a rank-only system")
+    parser.add_argument("--qrels", type=Path, default=None, metavar="PATH",
+                        help="the judgments of the TREC/ranx runs (TREC or BEIR qrels; default: the baseline's needles)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the comparison as JSON")
     parser.add_argument("--top", type=int, default=10, metavar="N",
                         help="questions listed per direction in the table (default 10; --json has all)")
@@ -638,6 +734,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", default=None, metavar="KEYS",
                         help="metric keys to compare, comma-separated (default: "
                              f"{','.join(m.key for m in M.metrics(compared=True))})")
+    gate = parser.add_argument_group("CI gate (exit 6 when it fails)")
+    gate.add_argument("--fail-on", default=None, metavar="worse[:METRICS]",
+                      help="fail when a metric's verdict is worse (Holm-adjusted p below --alpha): every compared "
+                           "metric, or worse:mrr,ndcg (keys, or ndcg, map, recall, hit1, hit5, grade, total, pass7)")
+    gate.add_argument("--margin", action="append", default=[], metavar="METRIC=MARGIN",
+                      help="non-inferiority: fail when the lower bound of the 95%% CI of the metric's delta is below "
+                           "-MARGIN (the metric's unit: points for rates); repeatable")
+    gate.add_argument("--fail-on-regressions", type=int, default=None, metavar="N",
+                      help="fail when more than N questions lost their rank-1 hit")
 
 
 def run(args: argparse.Namespace, settings: object) -> int:
@@ -647,17 +752,88 @@ def run(args: argparse.Namespace, settings: object) -> int:
         raise InputError(f"--top {args.top} is negative: give 0 or more")
     if not 0 < args.alpha < 1:
         raise InputError(f"--alpha {args.alpha:g} is not between 0 and 1: give e.g. 0.05")
+    from components.analysis.gate import gated_metrics, parse_fail_on, parse_margins
+
+    worse = parse_fail_on(args.fail_on) if args.fail_on is not None else False
+    margins = parse_margins(args.margin)
+    if args.fail_on_regressions is not None and args.fail_on_regressions < 0:
+        raise InputError(f"--fail-on-regressions {args.fail_on_regressions} is negative: give 0 or more")
+    gating = bool(worse) or bool(margins) or args.fail_on_regressions is not None
     if args.json is not None:
         check_writable(args.json, "--json", "comparison.json")
     paths = [resolve_run(arg, Path.cwd(), args.runs) for arg in args.runs]
-    runs = [load_run(p) for p in paths]
+    runs: list[RunResult] = []
+    run_args: list[str] = []
+    run_paths: list[str] = []
+    systems: list[RankedSystem] = []
+    for arg, path in zip(args.runs, paths):
+        loaded = read_run_or_ranking(path)
+        if isinstance(loaded, RunResult):
+            runs.append(loaded)
+            run_args.append(arg)
+            run_paths.append(str(path))
+        elif not runs:
+            raise InputError(f"compare: the baseline {arg} is a TREC or ranx run: give a results file first (the "
+                             "questions and their needles come from it)")
+        else:
+            systems.append(RankedSystem(path.stem, str(path), loaded))
+    if gating and len(runs) < 2:
+        raise InputError("the gate (--fail-on, --margin, --fail-on-regressions) judges results files against the "
+                         "baseline: give at least two results files")
+    qrels = trec.read_qrels(args.qrels) if args.qrels is not None else None
+    if qrels is not None and not systems:
+        raise InputError("--qrels judges TREC or ranx runs, and no RUN is one: drop --qrels or add a run file")
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-    comparison = compare_runs(runs, default_labels(runs, args.runs), sources=[str(p) for p in paths],
-                              alpha=args.alpha, metrics=metrics)
+    extra = gated_metrics(worse, margins)
+    base = metrics if metrics is not None else [m.key for m in M.metrics(compared=True)]
+    if any(key not in base for key in extra):
+        metrics = [*base, *(key for key in extra if key not in base)]
+    comparison = compare_runs(runs, default_labels(runs, run_args), sources=run_paths, alpha=args.alpha,
+                              metrics=metrics, systems=systems, qrels=qrels)
     for warning in comparison.warnings:
         logger.debug("compare warning: {}", warning)
     sys.stdout.write(format_comparison(comparison, top=args.top))
+    result = comparison.gate(worse=worse, margins=margins, regressions=args.fail_on_regressions) if gating else None
+    if result is not None:
+        sys.stdout.write("\n" + str(result))
+    sys.stdout.flush()
     if args.json is not None:
-        write_json_atomic(args.json, comparison.to_json())  # strict JSON, written whole or not at all
+        data = comparison.to_json()
+        if result is not None:
+            data["gate"] = result.to_json()
+        write_json_atomic(args.json, data)  # strict JSON, written whole or not at all
         logger.info("Comparison written to {}", args.json)
-    return 0
+    if result is None:
+        return EXIT_OK
+    if result.passed:
+        logger.info("Gate passed: {} check(s), none failed", len(result.checks))
+        return EXIT_OK
+    names = ", ".join(dict.fromkeys(c.metric or c.rule for c in result.failures))
+    logger.error("Gate failed: {} ({} failing check(s)): exit {}", names, len(result.failures), EXIT_GATE)
+    return EXIT_GATE
+
+
+def _first_byte(path: Path) -> bytes:
+    """The first non-blank byte of a regular file; b"" for anything else (the JSON reader then
+    names the problem). Opened non-blocking: a FIFO cannot hang it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.read(fd, 4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    finally:
+        os.close(fd)
+
+
+def read_run_or_ranking(path: Path) -> RunResult | dict[str, list[str]]:
+    """A results file (:class:`RunResult`), or the rankings of a TREC run file or a ranx JSON run
+    ({question id: doc ids, best first}). Raises :class:`InputError`."""
+    if path.suffix.lower() != ".json" and _first_byte(path) not in (b"", b"{", b"["):
+        return trec.read_trec_run(path)
+    doc = read_json_file(path)
+    if trec.is_ranx_run(doc):
+        return trec.ranx_run(doc, str(path))
+    return RunResult.from_json(doc, str(path))

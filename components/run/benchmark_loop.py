@@ -406,7 +406,7 @@ class BenchmarkLoop:
         return QuestionResult(
             question_id=q.id, question=q.question, expected_answer=q.expected_answer,
             needle_doc_id=q.needle_doc_ids[0], needle_doc_ids=list(q.needle_doc_ids),
-            needle_found=rank is not None, rank=rank, hit_at_1=rank == 1,
+            needle_grades=dict(q.needle_grades) if q.needle_grades else None, needle_found=rank is not None, rank=rank, hit_at_1=rank == 1,
             hit_at_5=rank is not None and rank <= 5, llm_grade=grade, llm_reasoning=g.reasoning,
             grade_error=internal_error or g.error, llm_raw_reply=g.raw, prompt_variant=g.prompt_variant,
             total_score=total, latency_ms=round(p.latency_ms, 3), grading_latency_ms=round(g.latency_ms, 3),
@@ -417,7 +417,7 @@ class BenchmarkLoop:
                                      text=s.chunk.index_text if self.keep_text else None)
                        for j, s in enumerate(p.retrieved, start=1)],
             extra=dict(q.extra),
-            **M.row_metrics(p.retrieved, q.needle_doc_ids, self.k),
+            **M.row_metrics(p.retrieved, q.relevance, self.k),
             stop_reason=reply.stop_reason if reply else None, request_id=reply.request_id if reply else None,
             judge_model=reply.model if reply else None,
             input_tokens=reply.input_tokens if reply else None, output_tokens=reply.output_tokens if reply else None,

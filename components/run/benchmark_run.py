@@ -42,7 +42,7 @@ from utils.console import Progress, escape_control, question_line, summary_table
 from utils.errors import InputError
 from utils.metrics import METRICS
 from utils.output import check_writable, write_json_atomic
-from utils.questions import QuestionSet, check_needles
+from utils.questions import QuestionSet, check_needles, load_questions
 from utils.results import QuestionResult, RunResult
 from utils.settings import Settings
 
@@ -60,6 +60,8 @@ class RunOptions:
     questions: Path
     corpus: Path | None
     output: Path
+    qrels: Path | None = None  # BEIR queries: their qrels (default: the folder's qrels/<split>.tsv)
+    split: str | None = None  # BEIR folder: qrels/<split>.tsv
     k: int = 5
     limit: int | None = None
     ids: list[str] | None = None
@@ -203,7 +205,9 @@ class BenchmarkRun:
             raise InputError("--concurrency does not apply to --judge-batch (the batch API grades in parallel "
                              "itself): run without one of them")
         strategies = [resolve_strategy(name) for name in o.strategies]
-        qset, questions = selected_questions(o.questions, o.limit, o.ids)
+        source = o.questions if o.qrels is None and o.split is None else \
+            load_questions(o.questions, qrels=o.qrels, split=o.split)
+        qset, questions = selected_questions(source, o.limit, o.ids)
         previous = read_rows(o.resume) if o.resume else None
         if previous is not None and len(strategies) > 1:
             raise InputError("--resume continues one run: give the one --strategy it was run with")

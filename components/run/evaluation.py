@@ -319,7 +319,8 @@ def questions_from(questions: Any) -> tuple[QuestionSet, list[Question]]:
     items = list(questions)
     if items and all(isinstance(q, Question) for q in items):
         data = json.dumps([{"id": q.id, "question": q.question, "expected_answer": q.expected_answer,
-                            "needle_doc_ids": list(q.needle_doc_ids), **q.extra} for q in items],
+                            **({"needles": q.relevance} if q.needle_grades
+                               else {"needle_doc_ids": list(q.needle_doc_ids)}), **q.extra} for q in items],
                           sort_keys=True).encode()
         qset = parse_questions(data, MEMORY_SOURCE)
         return qset, list(qset.questions)

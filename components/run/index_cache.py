@@ -9,10 +9,11 @@ and writes nothing.
 (no Markdown parsing), checks the doc ids, and then either loads the cache entry for the key or
 builds the chunks and the index and stores them as a new entry.
 
-The key is the SHA-256 of: the corpus content (doc ids and raw bytes: the same digest as
-``poc.corpus.load_corpus``'s ``sha256``), the chunker settings, the strategy name, the retriever's
+The key is the SHA-256 of: the corpus content (doc ids and raw bytes, or a BEIR
+``corpus.jsonl``'s lines: the same digest as ``poc.corpus.load_corpus``'s ``sha256``), the chunker settings, the strategy name, the retriever's
 classes and public settings (scalar attributes, nested retrievers included), the source files of
-``poc/corpus.py``, ``poc/chunking.py`` and of every module defining a class of the retriever, and
+``poc/corpus.py``, ``poc/chunking.py``, ``utils/beir.py`` and of every module defining a class of the
+retriever, and
 the versions of python, bm25s, PyStemmer, wordllama and numpy. Any change to one of them is a new
 entry; old entries stay until the folder is deleted (nothing is evicted).
 
@@ -114,6 +115,11 @@ def fingerprint(corpus_arg: Path | None) -> CorpusFingerprint:
         for key in sorted(topics):
             digest.update(key.encode() + b"\0" + topics[key].encode() + b"\0")
         return CorpusFingerprint(BUILTIN_SOURCE, frozenset(topics), digest.hexdigest())
+    from utils import beir
+
+    if beir.corpus_file(Path(corpus_arg)) is not None:  # a corpus.jsonl: its ids and the digest of its lines
+        ids, sha256 = beir.fingerprint_corpus(Path(corpus_arg))
+        return CorpusFingerprint(str(Path(corpus_arg)), ids, sha256)
     files = corpus_files(corpus_arg)
     for doc_id, path in files:
         digest.update(doc_id.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -164,6 +170,7 @@ def _versions() -> dict[str, str]:
 
 def key_parts(corpus_sha256: str, strategy_name: str, retriever: object) -> dict:
     """Everything the entry depends on (its SHA-256 is the key)."""
+    import utils.beir  # noqa: F401 - its source is part of the key (it reads BEIR corpora)
     from poc import chunking
 
     return {
@@ -173,7 +180,7 @@ def key_parts(corpus_sha256: str, strategy_name: str, retriever: object) -> dict
                     "min_words": chunking.MIN_WORDS},
         "strategy": strategy_name,
         "retriever": describe(retriever),
-        "code": _source_digests({"poc.corpus", "poc.chunking"} | _class_modules(retriever)),
+        "code": _source_digests({"poc.corpus", "poc.chunking", "utils.beir"} | _class_modules(retriever)),
         "versions": _versions(),
     }
 

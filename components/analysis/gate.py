@@ -1,0 +1,206 @@
+"""The CI gate of ``compare``: fail the build when retrieval got worse.
+
+Three rules, each optional, checked on every comparison of a run with the baseline (the results
+files after the first; reference systems and TREC runs are not gated):
+
+- ``--fail-on worse`` (every compared metric) or ``--fail-on worse:mrr,ndcg`` (these): fail when a
+  metric's verdict is *worse*: Δ < 0 with its p (Holm-adjusted when several runs are compared)
+  below ``--alpha``;
+- ``--margin mrr=0.02`` (repeatable, or comma-separated): non-inferiority: fail when the lower
+  bound of the 95% CI of Δ is below −margin (the margin is in the metric's unit: points for
+  rates). A metric with a margin is judged by it, not by its verdict: a loss smaller than the margin
+  passes even when it is significant; a loss the questions cannot rule out fails, however noisy;
+- ``--fail-on-regressions N``: fail when more than N questions lost their rank-1 hit (chunk
+  rank 1 in the baseline, not in the other run).
+
+A metric that is not comparable (no question has it in both runs, e.g. the grade when nothing was
+graded) or has no interval cannot be judged: it is named in a ``not gated`` line and does not fail.
+Metric names are the registry's keys (:mod:`utils.metrics`) or the short :data:`ALIASES`.
+:func:`check_gate` returns a :class:`GateResult`; the command exits :data:`utils.errors.EXIT_GATE`
+when it failed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+from utils import metrics as M
+from utils.errors import InputError
+
+if TYPE_CHECKING:
+    from components.analysis.compare import Comparison, MetricResult, PairComparison
+
+ALIASES = {"ndcg": "ndcg_at_k", "map": "map_at_k", "recall": "recall_at_k", "hit1": "hit_at_1_rate",
+           "hit5": "hit_at_5_rate", "grade": "avg_llm_grade", "total": "avg_total_score", "pass7": "pass_rate_7"}
+WORSE_RULE = "worse"
+_EXAMPLES = 5  # question ids named in a regressions line
+
+
+def metric_key(name: str, option: str) -> str:
+    """The registry key of ``name`` (a key or an alias); one :class:`InputError` naming ``option`` when unknown."""
+    key = ALIASES.get(name.strip().lower(), name.strip())
+    if key not in M.METRICS:
+        aliases = ", ".join(f"{a}={k}" for a, k in ALIASES.items())
+        raise InputError(f"{option}: unknown metric {name.strip()!r}: use a metric key ({', '.join(M.METRICS)}) "
+                         f"or an alias ({aliases})")
+    return key
+
+
+def parse_fail_on(text: str) -> list[str] | bool:
+    """``--fail-on``: ``worse`` → True (every compared metric), ``worse:a,b`` → those keys."""
+    rule, _, names = text.partition(":")
+    if rule.strip().lower() != WORSE_RULE:
+        raise InputError(f"--fail-on {text!r}: write worse (every compared metric) or worse:METRIC,METRIC "
+                         "(e.g. worse:mrr,ndcg)")
+    if not _:
+        return True
+    keys = [metric_key(n, "--fail-on") for n in names.split(",") if n.strip()]
+    if not keys:
+        raise InputError(f"--fail-on {text!r} names no metric after 'worse:': name one (e.g. worse:mrr)")
+    return list(dict.fromkeys(keys))
+
+
+def parse_margins(items: Sequence[str]) -> dict[str, float]:
+    """``--margin mrr=0.02`` (repeatable; ``a=0.02,b=1`` too) → ``{metric key: margin}``."""
+    margins: dict[str, float] = {}
+    for item in (part for text in items for part in text.split(",") if part.strip()):
+        name, sep, value = item.partition("=")
+        try:
+            margin = float(value) if sep else math.nan
+        except ValueError:
+            margin = math.nan
+        if not math.isfinite(margin) or margin < 0:
+            raise InputError(f"--margin {item!r}: write METRIC=MARGIN with a margin of 0 or more in the metric's "
+                             "unit (e.g. mrr=0.02, hit1=5 for 5 points)")
+        margins[metric_key(name, "--margin")] = margin
+    return margins
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """One rule on one comparison: ``failed``, and the line that says why."""
+
+    other: str  # the run compared with the baseline
+    baseline: str
+    rule: str  # "worse" | "margin" | "regressions"
+    metric: str | None  # the metric key (None for regressions)
+    failed: bool
+    gated: bool  # False: the metric could not be judged (not comparable, no interval)
+    line: str
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Every check of the gate; ``passed`` when none failed. ``str()`` is the console block."""
+
+    checks: list[GateCheck] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[GateCheck]:
+        return [c for c in self.checks if c.failed]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def lines(self) -> list[str]:
+        return [c.line for c in self.checks]
+
+    def __str__(self) -> str:
+        verdict = "passed" if self.passed else f"FAILED ({len(self.failures)} check{'s' * (len(self.failures) != 1)})"
+        return "\n".join([f"Gate: {verdict}", *(f"  {line}" for line in self.lines())]) + "\n"
+
+    def to_json(self) -> dict:
+        return {"passed": self.passed, "checks": [asdict(c) for c in self.checks]}
+
+
+def _fmt(value: float | None, digits: int, sign: bool = True) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def _p(r: MetricResult) -> str:
+    def one(p: float) -> str:
+        return "<0.001" if p < 0.001 else f"{p:.3f}"
+    if r.p is None:
+        return "p -"
+    return f"p {one(r.p)}" + (f" (Holm {one(r.p_holm)})" if r.p_holm is not None else "")
+
+
+def _figures(spec: M.Metric, r: MetricResult) -> str:
+    ci = "-" if r.ci95 is None else f"[{_fmt(r.ci95[0], spec.digits)}, {_fmt(r.ci95[1], spec.digits)}]"
+    return f"Δ {_fmt(r.delta, spec.digits)}, 95% CI {ci}, {_p(r)}, n {r.n}"
+
+
+def _worse(pc: PairComparison, spec: M.Metric, r: MetricResult, alpha: float, k: int) -> GateCheck:
+    from components.analysis.compare import NOT_COMPARABLE, WORSE
+
+    head = f"{spec.key} ({spec.label_at(k)}), {pc.other} vs {pc.baseline}"
+    if r.verdict == NOT_COMPARABLE:
+        return GateCheck(pc.other, pc.baseline, WORSE_RULE, spec.key, False, False,
+                         f"not gated  {head}: not comparable (no question has it in both runs)")
+    failed = r.verdict == WORSE
+    what = f"worse (p below α {alpha:g})" if failed else r.verdict
+    return GateCheck(pc.other, pc.baseline, WORSE_RULE, spec.key, failed, True,
+                     f"{'FAIL' if failed else 'pass'}  {head}: {what}: {_figures(spec, r)}")
+
+
+def _margin(pc: PairComparison, spec: M.Metric, r: MetricResult, margin: float, k: int) -> GateCheck:
+    head = f"{spec.key} ({spec.label_at(k)}), {pc.other} vs {pc.baseline}"
+    unit = " points" if spec.unit == "percent" else ""
+    if r.ci95 is None:
+        why = "not comparable (no question has it in both runs)" if r.n == 0 else f"no interval with {r.n} question(s)"
+        return GateCheck(pc.other, pc.baseline, "margin", spec.key, False, False, f"not gated  {head}: {why}")
+    lower = r.ci95[0]
+    failed = lower < -margin
+    relation = "below" if failed else "within"
+    return GateCheck(pc.other, pc.baseline, "margin", spec.key, failed, True,
+                     f"{'FAIL' if failed else 'pass'}  {head}: the CI's lower bound {_fmt(lower, spec.digits)} is "
+                     f"{relation} the margin −{margin:g}{unit}: {_figures(spec, r)}")
+
+
+def _regressions(pc: PairComparison, allowed: int) -> GateCheck:
+    lost = sorted({c.question_id for c in [*pc.worse, *pc.better] if c.rank_before == 1 and c.rank_after != 1})
+    failed = len(lost) > allowed
+    named = ", ".join(lost[:_EXAMPLES]) + (", …" if len(lost) > _EXAMPLES else "")
+    return GateCheck(pc.other, pc.baseline, "regressions", None, failed, True,
+                     f"{'FAIL' if failed else 'pass'}  regressions, {pc.other} vs {pc.baseline}: {len(lost)} "
+                     f"question(s) lost their rank-1 hit (at most {allowed} allowed)" + (f": {named}" if lost else ""))
+
+
+def gated_metrics(worse: Sequence[str] | bool, margins: Mapping[str, float]) -> list[str]:
+    """The metric keys the gate needs compared (beyond the default ones when ``worse`` is True)."""
+    named = list(worse) if not isinstance(worse, bool) else []
+    return list(dict.fromkeys([*named, *margins]))
+
+
+def check_gate(comparison: Comparison, *, worse: Sequence[str] | bool = False,
+               margins: Mapping[str, float] | None = None, regressions: int | None = None) -> GateResult:
+    """The gate on ``comparison`` (see the module docstring): ``worse`` True (every compared metric)
+    or metric keys (or :data:`ALIASES`); ``margins`` {metric key: margin}; ``regressions`` the most questions allowed to
+    lose their rank-1 hit (None: not checked). A metric with a margin is judged by the margin only.
+    Raises :class:`InputError` for a metric the comparison did not compare."""
+    margins = {ALIASES.get(key, key): value for key, value in (margins or {}).items()}
+    names = list(comparison.metrics) if worse is True else [ALIASES.get(n, n) for n in worse or []]
+    for key in [*names, *margins]:
+        if key not in comparison.metrics:
+            raise InputError(f"the gate's metric {key!r} was not compared: add it to the compared metrics "
+                             f"(compared: {', '.join(comparison.metrics)})")
+    specs = {s.key: s for s in comparison.specs()}
+    checks: list[GateCheck] = []
+    for pc in comparison.comparisons:
+        if pc.kind != "run":
+            continue
+        by_key = {r.metric: r for r in pc.metrics}
+        for key in comparison.metrics:
+            if key in margins:
+                checks.append(_margin(pc, specs[key], by_key[key], margins[key], comparison.k))
+            elif key in names:
+                checks.append(_worse(pc, specs[key], by_key[key], comparison.alpha, comparison.k))
+        if regressions is not None:
+            checks.append(_regressions(pc, regressions))
+    return GateResult(checks)

@@ -1,0 +1,155 @@
+"""compare's CI gate: exit codes pinned for better / worse / no difference / within and beyond a
+margin / lost rank-1 hits; one line per failing metric naming Δ, CI and p; bad gate options are
+one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from components.analysis.compare import compare_runs
+from components.analysis.gate import check_gate, parse_fail_on, parse_margins
+from tests.conftest import run_cli
+from utils.errors import EXIT_GATE, InputError
+from utils.metrics import RetrievalMetrics as M
+
+N = 12
+
+
+def row(qid: str, rank: int | None) -> dict:
+    others = ["o1", "o2", "o3", "o4", "o5"]
+    docs = others if rank is None else others[:rank - 1] + ["n"] + others[rank - 1:4]
+    return {"question_id": qid, "question": f"question {qid}?", "needle_doc_id": "n", "needle_doc_ids": ["n"],
+            "rank": M.calculate_rank(docs, "n"), "llm_grade": None,
+            "retrieved": [{"rank": i, "doc_id": d, "chunk_id": f"{d}#{i}"} for i, d in enumerate(docs, 1)]}
+
+
+def results(ranks: list[int | None], strategy: str) -> dict:
+    return {"schema_version": 2, "run": {"strategy": strategy, "k": 5, "status": "completed"},
+            "results": [row(f"q{i:02d}", r) for i, r in enumerate(ranks)]}
+
+
+BASE = results([1] * N, "base")
+WORSE = results([3] * N, "worse")  # every needle from rank 1 to 3: MRR −2/3, hit@1 −100 points, hit@5 the same
+BETTER = results([1] * N, "better")
+MIXED = results([1, 3] * (N // 2), "mixed")  # half the questions lose their rank-1 hit
+NOISE_BASE = results([1, 3, 1, 2] * (N // 4), "base")
+NOISE = results([3, 1, 2, 1] * (N // 4), "noise")  # as many up as down: noise around the baseline
+SLIGHT = results([1] * (4 * N - 1) + [2], "slight")  # one question of 48 drops from rank 1 to 2
+SLIGHT_BASE = results([1] * (4 * N), "base")
+
+
+def write(tmp_path: Path, *docs: dict) -> list[str]:
+    paths = []
+    for doc in docs:
+        path = tmp_path / f"{doc['run']['strategy']}.json"
+        path.write_text(json.dumps(doc))
+        paths.append(str(path))
+    return paths
+
+
+def gate_lines(stdout: str) -> list[str]:
+    return [line.strip() for line in stdout.split("Gate:", 1)[1].splitlines()[1:] if line.strip()]
+
+
+def test_worse_fails_with_one_line_per_failing_metric(tmp_path: Path):
+    base, worse = write(tmp_path, BASE, results([3] * N, "worse"))
+    run = run_cli("compare", base, worse, "--fail-on", "worse")
+    assert run.code == EXIT_GATE == 6, run.stderr[-2000:]
+    fails = [line for line in gate_lines(run.stdout) if line.startswith("FAIL")]
+    assert [line.split()[1] for line in fails] == ["hit_at_1_rate", "mrr", "mrr_doc", "ndcg_at_k"]
+    mrr = next(line for line in fails if line.split()[1] == "mrr")
+    assert "worse in" not in mrr and "worse (p below α 0.05)" in mrr
+    assert "Δ -0.667, 95% CI [-0.667, -0.667], p <0.001" in mrr and "worse vs base" in mrr
+    assert "Gate failed: hit_at_1_rate, mrr, mrr_doc, ndcg_at_k (4 failing check(s)): exit 6" in run.stderr
+    assert sum(1 for line in gate_lines(run.stdout) if line.startswith("not gated")) == 3  # nothing graded
+
+
+@pytest.mark.parametrize("base,other,args,code", [
+    (WORSE, BETTER, ["--fail-on", "worse"], 0),  # better: passes
+    (BASE, BETTER, ["--fail-on", "worse"], 0),  # the same: passes
+    (BASE, results([2] * N, "worse"), ["--fail-on", "worse"], 6),  # worse on every question
+    (NOISE_BASE, NOISE, ["--fail-on", "worse"], 0),  # no detectable difference: passes
+    (BASE, WORSE, ["--fail-on", "worse:hit5"], 0),  # a subset: hit@5 did not move
+    (BASE, WORSE, ["--fail-on", "worse:mrr,hit5"], 6),
+    (BASE, WORSE, [], 0),  # no gate: compare exits 0 whatever the verdict
+    (BASE, WORSE, ["--margin", "mrr=1"], 0),  # a loss within the margin
+    (BASE, WORSE, ["--margin", "mrr=0.5"], 6),  # a real loss beyond it
+    (BASE, WORSE, ["--fail-on-regressions", f"{N - 1}"], 6),  # all 12 lost their rank-1 hit
+    (BASE, WORSE, ["--fail-on-regressions", f"{N}"], 0),
+    (BASE, MIXED, ["--fail-on-regressions", "5"], 6),
+    (BASE, MIXED, ["--fail-on-regressions", "6"], 0),
+])
+def test_exit_codes(tmp_path: Path, base: dict, other: dict, args: list[str], code: int):
+    base, path = write(tmp_path, base, other)
+    run = run_cli("compare", base, path, *args)
+    assert run.code == code, run.stdout[-3000:] + run.stderr[-2000:]
+    assert ("Gate:" in run.stdout) == bool(args)
+
+
+def test_a_margin_lets_noise_pass_and_fails_a_real_loss():
+    slight = compare_runs([SLIGHT_BASE, SLIGHT])
+    mrr = next(m for m in slight.comparisons[0].metrics if m.metric == "mrr")
+    assert mrr.delta == pytest.approx(-0.5 / 48) and mrr.ci95[0] > -0.05  # one question in 48 moved
+    assert check_gate(slight, margins={"mrr": 0.05}).passed
+    failed = check_gate(slight, margins={"mrr": 0.01})
+    assert not failed.passed and "is below the margin −0.01" in failed.failures[0].line
+    # the verdict rule would not fail it either (one question), the margin is judged by the CI only
+    assert check_gate(slight, worse=["mrr"]).passed
+    real = compare_runs([BASE, WORSE])
+    assert not check_gate(real, margins={"mrr": 0.05}).passed
+    # a margin on a rate is in points
+    assert check_gate(real, margins={"hit_at_1_rate": 100}).passed
+    assert not check_gate(real, margins={"hit_at_1_rate": 99}).passed
+
+
+def test_the_gate_from_python():
+    comparison = compare_runs([BASE, WORSE, BETTER])
+    result = comparison.gate(worse=["mrr"], regressions=0)
+    assert [(c.other, c.rule, c.failed) for c in result.checks] == [
+        ("worse", "worse", True), ("worse", "regressions", True), ("better", "worse", False),
+        ("better", "regressions", False)]
+    assert result.to_json()["passed"] is False and "FAILED (2 checks)" in str(result)
+    assert "p <0.001 (Holm <0.001)" in result.failures[0].line  # several runs: Holm-adjusted
+    with pytest.raises(InputError, match="'map_at_k' was not compared"):
+        comparison.gate(worse=["map"])  # aliases work from Python too
+    assert [c.metric for c in comparison.gate(margins={"ndcg": 0.5}).checks] == ["ndcg_at_k", "ndcg_at_k"]
+
+
+def test_option_parsing():
+    assert parse_fail_on("worse") is True
+    assert parse_fail_on("worse:mrr,ndcg,map,recall,hit1") == ["mrr", "ndcg_at_k", "map_at_k", "recall_at_k",
+                                                               "hit_at_1_rate"]
+    assert parse_margins(["mrr=0.02,ndcg=0.01", "hit1=5"]) == {"mrr": 0.02, "ndcg_at_k": 0.01, "hit_at_1_rate": 5.0}
+    for bad, words in [(lambda: parse_fail_on("better"), "write worse"),
+                       (lambda: parse_fail_on("worse:nope"), "unknown metric 'nope'"),
+                       (lambda: parse_margins(["mrr"]), "METRIC=MARGIN"),
+                       (lambda: parse_margins(["mrr=-1"]), "0 or more"),
+                       (lambda: parse_margins(["mrr=nan"]), "METRIC=MARGIN")]:
+        with pytest.raises(InputError, match=words):
+            bad()
+
+
+def test_the_gate_adds_metrics_that_are_not_compared_by_default(tmp_path: Path):
+    base, worse = write(tmp_path, BASE, WORSE)
+    out = tmp_path / "c.json"
+    run = run_cli("compare", base, worse, "--fail-on", "worse:map", "--json", str(out))
+    assert run.code == 6, run.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert "map_at_k" in [m["key"] for m in data["metrics"]]
+    assert data["gate"]["passed"] is False and data["gate"]["checks"][0]["metric"] == "map_at_k"
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--fail-on", "worse:nope"], "unknown metric 'nope'"),
+    (["--margin", "mrr=x"], "METRIC=MARGIN"),
+    (["--fail-on-regressions", "-1"], "is negative"),
+])
+def test_bad_gate_options_are_one_line_and_exit_2(tmp_path: Path, args, words):
+    base, worse = write(tmp_path, BASE, WORSE)
+    run = run_cli("compare", base, worse, *args)
+    errors = [line for line in run.stderr.splitlines() if "| ERROR" in line]
+    assert run.code == 2 and len(errors) == 1 and words in errors[0], run.stderr
+    assert run.stdout == ""
