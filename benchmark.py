@@ -67,22 +67,36 @@ examples:
   python benchmark.py --questions q.json --estimate       (what a run would cost, before it spends)
 
 environment:
-  ANTHROPIC_API_KEY        the judge's key (never written anywhere); without it the offline lexical judge grades
-  ANTHROPIC_BASE_URL       another Messages API endpoint
-  BENCHMARK_JUDGE          anthropic | offline (default: anthropic when the key is set)
-  BENCHMARK_JUDGE_TIMEOUT  seconds per judge attempt, body included (default 30, at most 600)
-  BENCHMARK_JUDGE_EFFORT   low | medium | high | xhigh | max, sent only where the model supports it
-  BENCHMARK_SONNET_MODEL   the judge model (default claude-sonnet-5-5)
-  BENCHMARK_HAIKU_MODEL    the query rewriter's model (default claude-haiku-4-5)
-  BENCHMARK_RETRY_WAIT_MAX seconds the retry pass may wait for a retry-after (default 60)
-  BENCHMARK_BATCH_POLL_MAX longest wait between two polls of a --judge-batch batch (default 60)
-
+{environment}
 exit codes:
   0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
   3 the judge or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
   4 --max-cost reached · 5 the results could not be written (the journal keeps the run) ·
   6 compare's gate failed (--fail-on, --margin, --fail-on-regressions: one FAIL line per check) · 130 interrupted
 """
+
+
+GENERAL_VARIABLES = (
+    ("BENCHMARK_JUDGE", "the judge's provider: {providers} (default: the default provider when its key is set, "
+                        "else offline)"),
+    ("BENCHMARK_JUDGE_MODEL", "<provider>/<model>: the judge's provider and model at once"),
+    ("BENCHMARK_REWRITER_MODEL", "<provider>/<model>: the query rewriter's (strategies that rewrite queries)"),
+    ("BENCHMARK_PROVIDERS", "package.module[,...]: modules that register judge providers of your own"),
+    ("BENCHMARK_JUDGE_TIMEOUT", "seconds per judge attempt, headers and body included (default 30, at most 600)"),
+    ("BENCHMARK_JUDGE_EFFORT", "low | medium | high | xhigh | max, sent only where the model supports it"),
+    ("BENCHMARK_RETRY_WAIT_MAX", "seconds the retry pass may wait for a retry-after (default 60)"),
+    ("BENCHMARK_BATCH_POLL_MAX", "longest wait between two polls of a --judge-batch batch (default 60)"),
+)
+
+
+def environment_help() -> str:
+    """The environment section of ``--help``: the general variables, then each provider's own."""
+    from components.judges.providers import providers, variables
+
+    rows = [(name, text.format(providers=" | ".join(providers()))) for name, text in GENERAL_VARIABLES]
+    rows += [(var.name, f"{provider}: {var.help}") for provider, var in variables()]
+    width = max(len(name) for name, _ in rows) + 1
+    return "\n".join(f"  {name:<{width}}{text}" for name, text in rows)
 
 
 def _positive_int(text: str) -> int:
@@ -119,7 +133,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     commands = "\n".join(f"  {name:<15}{help_}" for name, (_, help_) in COMMANDS.items())
     p = argparse.ArgumentParser(
         description="LLM-graded retrieval benchmark.",
-        epilog=f"commands (python benchmark.py NAME --help):\n{commands}\n\n{EPILOG}",
+        epilog=f"commands (python benchmark.py NAME --help):\n{commands}\n\n"
+               + EPILOG.format(environment=environment_help()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strategy", default="modular-no-llm",
                    help="registered strategy (baseline, modular-no-llm, modular) or package.module:factory; "

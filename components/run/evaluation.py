@@ -267,9 +267,12 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         usage["rewriter"] = loop.rewriter_usage.to_json()
     costs = [u["cost_usd"] for u in usage.values()]
     priced = all(c is not None for c in costs)
+    unreported = [f"the server sent no token usage for {u['unreported']} {role} call(s): cost unknown"
+                  for role, u in usage.items() if u.get("unreported")]
     cost_note = None if priced else "; ".join(
         n for n in (setup.judge_provider.prices.note(judge_info.model) if setup.calls_models else None,
-                    setup.rewriter_provider.prices.note(setup.rewriter.model) if rewriter is not None else None)
+                    setup.rewriter_provider.prices.note(setup.rewriter.model) if rewriter is not None else None,
+                    *unreported)
         if n)
     failure = loop.judge_failure or loop.rewriter_failure
     run = RunInfo(
