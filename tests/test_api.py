@@ -251,3 +251,25 @@ def test_readme_api_section_runs(tmp_path, monkeypatch):
     exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
     assert isinstance(namespace["result"], RunResult) and math.isfinite(namespace["result"].metrics["mrr"])
     assert load_run(tmp_path / "mine.json").metrics == namespace["result"].metrics
+
+
+def test_a_run_whose_server_sent_no_usage_says_so():
+    class Silent(ScriptedLLM):
+        def complete(self, prompt: str) -> LLMReply:
+            return LLMReply('{"grade": 7, "reasoning": "ok"}', "end_turn", self.model)  # no usage, no cost
+
+    class SilentProvider(FakeProvider):
+        name = "silent"
+
+        def model(self, choice):
+            return Silent(self.config)
+
+    register_provider(SilentProvider)
+    try:
+        os.environ["FAKE_JUDGE_KEY"] = "k-1234567"
+        result = api.evaluate(KeywordRetriever(), QUESTIONS, DOCS, judge="silent/scripted-1")
+    finally:
+        os.environ.pop("FAKE_JUDGE_KEY", None)
+        unregister_provider("silent")
+    assert result.run.cost_usd is None and result.run.usage["judge"]["unreported"] == 3
+    assert "the server sent no token usage for 3 judge call(s)" in result.run.cost_note
