@@ -286,7 +286,7 @@ def test_reading_stdin_stays_interruptible():
     finally:
         proc.kill()
         proc.wait()
-    assert "KeyboardInterrupt" in err
+    assert "KeyboardInterrupt" in err, (proc.returncode, err)
 
 
 def test_questions_from_stdin_in_process(monkeypatch: pytest.MonkeyPatch):
