@@ -36,8 +36,9 @@ INTERNAL = [
     (re.compile(r"\bseed \d{3}\b", re.I), "a seed number"),
     (re.compile(r"\bissues? #?\d+", re.I), "an issue number"),
     (re.compile(r"\bcommit [0-9a-f]{7,40}\b", re.I), "a commit hash"),
-    (re.compile(r"\((?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,10}\)"), "a commit hash in parentheses"),
-    (re.compile(r"\bin CI\b[^.\n]*\b(raised|failed|crashed)\b", re.I), "a CI anecdote"),
+    (re.compile(r"\((?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,10}[);,]"), "a commit hash in parentheses"),
+    (re.compile(r"\b(raised|failed|crashed|flaked)\b[^.\n]{0,80}\bin CI\b|\bin CI\b[^.\n]{0,80}\b(raised|failed|"
+                r"crashed|flaked)\b", re.I), "a CI anecdote"),
 ]
 
 
