@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from bench.readme_commands import PAGES, Block, blocks, environment, make_workspace, run_block
-from tests.conftest import ROOT, TEST_CACHE_HOME
+from tests.conftest import ROOT, TEST_CACHE_HOME, clean_env
 
 README = "README.md"
 MAX_README_LINES = 250
@@ -128,3 +130,30 @@ def test_links_of_the_pages_resolve(page: Path):
         if anchor and file.suffix == ".md" and anchor not in _anchors(file):
             broken.append(target)
     assert broken == [], f"{page.name}: links to nothing"
+
+
+def _help(*args: str) -> str:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmark.py"), *args, "--help"], cwd=ROOT, env=clean_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_options_page_names_every_flag_variable_and_exit_code():
+    """docs/options.md is the reference of the command line: a flag, a variable or an exit code the
+    code has and the page does not is a gap in it."""
+    import benchmark
+    from components.judges.providers import variables
+    from utils import errors
+
+    page = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
+    flags = set()
+    for args in [(), *((name,) for name in benchmark.COMMANDS)]:
+        flags |= set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", _help(*args)))
+    missing = sorted(f for f in flags - {"--help"} if f"`{f}" not in page and f"/{f}" not in page)
+    settings = (ROOT / "utils" / "settings.py").read_text(encoding="utf-8")
+    names = {v.name for _, v in variables()} | set(re.findall(r'"(BENCHMARK_[A-Z_]+)"', settings))
+    missing += sorted(n for n in names if f"`{n}`" not in page)
+    codes = {getattr(errors, n) for n in dir(errors) if n.startswith("EXIT_")}
+    missing += sorted(f"exit {c}" for c in codes if f"\n| {c} |" not in page)
+    assert not missing, f"docs/options.md does not document: {', '.join(missing)}"
