@@ -166,7 +166,7 @@ def test_strategy_did_you_mean():
     ("comapre", "unknown command 'comapre': did you mean compare?"),
     ("valdate", "unknown command 'valdate': did you mean validate?"),
     ("questions.json", "did you mean --questions questions.json?"),
-    ("frobnicate", "the commands are compare, validate, export-dataset, report, export-run, label, calibrate"),
+    ("frobnicate", "the commands are compare, validate, export-dataset, export-run, report, label, calibrate"),
 ])
 def test_a_mistyped_command_is_one_line(word: str, message: str):
     run = run_cli(word, "a.json", "b.json")
