@@ -138,7 +138,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strategy", default="modular-no-llm",
                    help="registered strategy (baseline, modular-no-llm, modular) or package.module:factory; "
-                        "several, comma-separated, run in turn on one loaded corpus (default: %(default)s)")
+                        "several, comma-separated, run in turn on the same questions and judge, and are compared (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="only the first 5 questions (= --limit 5)")
     p.add_argument("--limit", type=_positive_int, help="only the first N questions")
     p.add_argument("--ids", help="only these question ids, comma-separated")
@@ -288,7 +288,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("components.dataset.validate",
                  "forward RAG check of a questions file: needle chunks must grade >= 7, random ones <= 3"),
     "export-dataset": ("components.dataset.export_dataset",
-                       "export (query, positive chunks, hard negatives) as JSON lines (seed 003's schema)"),
+                       "export (query, positive chunks, hard negatives) as JSON lines for training a retriever"),
     "export-run": ("components.analysis.export_run",
                    "write a results file as a TREC run (and qrels) for trec_eval, ranx, ir_measures"),
     "report": ("components.analysis.report", "write one self-contained HTML report of one or more results files"),

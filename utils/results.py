@@ -191,7 +191,7 @@ class CorpusInfo:
 class RunInfo:
     started_at: str | None = None
     finished_at: str | None = None
-    status: str | None = None  # "completed" | "interrupted" | "judge_failed" | "budget_exhausted"
+    status: str | None = None  # completed | interrupted | judge_failed | rate_limited | budget_exhausted
     strategy: str | None = None
     k: int = 5
     quick: bool = False
