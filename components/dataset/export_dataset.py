@@ -34,7 +34,8 @@ from components.dataset.context_index import ContextIndex
 from poc.retriever import ScoredChunk
 from utils.errors import InputError
 from utils.questions import Question, QuestionSet, check_needles, load_questions
-from utils.output import check_writable, write_text_atomic
+from utils.output import check_output, to_strict_json, write_text_atomic
+from utils.redaction import Redactor
 from utils.settings import Settings
 
 SOURCE = "benchmark_mining"
@@ -104,7 +105,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(f"--hard-negatives {args.hard_negatives}: give 0 or more")
     if args.positives < 1:
         raise InputError(f"--positives {args.positives}: give at least 1")
-    check_writable(args.output, "--output", "dataset.jsonl")
+    args.output = check_output(args.output, option="--output", inputs=[("the questions file", args.questions),
+                               ("the --validation file", args.validation)], corpus=args.corpus, example="dataset.jsonl")
+    redact = Redactor(settings.secrets)
     qset = load_questions(args.questions)
     validation = load_validation(args.validation, qset) if args.validation is not None else None
     from poc.chunking import chunk_corpus
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                             hard_negatives=args.hard_negatives, validation=entry)
         if not line["positive_ctxs"]:
             logger.warning("question {!r}: its needle document has no text: no positive context", q.id)
-        lines.append(json.dumps(line, ensure_ascii=False, allow_nan=False))
+        lines.append(to_strict_json(line, redact, indent=None))
     write_text_atomic(args.output, "".join(line + "\n" for line in lines))
     logger.info("{} dataset lines written to {} (positives per needle {}, hard negatives up to {})", len(lines),
                 args.output, args.positives, args.hard_negatives)
