@@ -25,6 +25,9 @@ body — or ``"expired"`` / ``"canceled"``; a list answers successive submission
 else the message script as for ``POST /v1/messages``. ``batch_create_faults`` answers the first
 create calls with a fault: an error status without creating, or (a 200 with ``delay``/``drop``) a
 batch created whose answer comes late or never — the create the client cannot know succeeded.
+``batch_results`` (a function of the :class:`LoopbackBatch`) replaces a batch's results body: the
+raw bytes to send, or a :class:`Reply` (e.g. a ``trickle`` of lines without end) — for hostile
+results (unknown or repeated custom ids, oversize lines, a stream that never ends).
 """
 
 from __future__ import annotations
@@ -191,7 +194,8 @@ class LoopbackServer:
                  validate: bool | None = None,
                  batch_script: dict[str, BatchAnswer | list[BatchAnswer]] | Callable[[str, dict, int], BatchAnswer]
                  | None = None, batch_polls: int = 1, batch_api: bool = True,
-                 batch_create_faults: list[Reply] | None = None) -> None:
+                 batch_create_faults: list[Reply] | None = None,
+                 batch_results: Callable[[LoopbackBatch], bytes | Reply] | None = None) -> None:
         self.script = script if script is not None else []
         self.default = default or Reply()
         self.models = models
@@ -205,6 +209,7 @@ class LoopbackServer:
         # with a delay (or drop) creates it, then answers late (or not at all): accepted, unanswered.
         self.batch_create_faults = list(batch_create_faults or [])
         self.batch_create_calls = 0  # POST /v1/messages/batches, faults included
+        self.batch_results = batch_results  # None: each batch's JSON lines, in reverse request order
         self.batches: dict[str, LoopbackBatch] = {}
         self.batch_creates: list[dict] = []  # the JSON body of each POST /v1/messages/batches
         self.batch_gets: list[str] = []  # GET paths of the batch API
@@ -280,6 +285,11 @@ class LoopbackServer:
                 if m.group(2):
                     if not batch.ended:
                         return self._send(error(400, "invalid_request_error", f"batch {batch.id} is still processing"))
+                    if server.batch_results is not None:
+                        body = server.batch_results(batch)
+                        if isinstance(body, Reply):
+                            return self._send(body)
+                        return self._send(Reply(raw_body=body, headers={"content-type": "application/binary"}))
                     lines = "".join(json.dumps(r) + "\n" for r in reversed(batch.results))
                     return self._send(Reply(raw_body=lines.encode(), headers={"content-type": "application/binary"}))
                 with server._lock:
