@@ -640,7 +640,8 @@ _PREPARE_IN_CHILD = textwrap.dedent("""
     from components.run.index_cache import prepare_index
     from poc.strategies import resolve_strategy
     p = prepare_index(sys.argv[1], "modular-no-llm", resolve_strategy("modular-no-llm").factory, sys.argv[2])
-    print(json.dumps({"cache": p.cache, "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
+    peak_kb = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0])  # this process's own peak RSS
+    print(json.dumps({"cache": p.cache, "max_rss_mb": peak_kb // 1024}))
 """)
 MAX_RSS_MB = 400  # the child needs ~140 MB; reading a device without end takes what the limit allows
 

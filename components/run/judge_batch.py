@@ -78,7 +78,6 @@ from loguru import logger
 from components.judges.llm import LLMReply
 from components.judges.retrieval_grader import GradeResult, build_prompt, grade_reply, prompt_variant
 from components.run.benchmark_loop import _combine, _Partial
-from utils.console import escape_control
 from utils.errors import InputError, JudgeError
 from utils.metrics import RetrievalMetrics as M
 from utils.questions import Question
@@ -135,11 +134,15 @@ def warn_uncollected(previous_run: dict, judge_batch: bool) -> None:
 
 
 def _row_repeats(row: object) -> int | None:
-    """How many grades a graded row holds (``llm_grades``' length; 1 without it); None: not graded."""
-    if not isinstance(row, dict) or row.get("llm_grade") is None:
+    """How many grades a graded row (a dict or a result record) holds: ``llm_grades``' length, 1
+    without it; None when it is not graded."""
+    def field_of(name: str) -> object:
+        return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
+
+    if field_of("llm_grade") is None:
         return None
-    grades = row.get("llm_grades")
-    return len(grades) if isinstance(grades, list) else 1
+    grades = field_of("llm_grades")
+    return len(grades) if isinstance(grades, (list, tuple)) else 1
 
 
 def resumed_repeats(previous_run: dict, rows: dict[str, dict]) -> int | None:
@@ -157,6 +160,8 @@ def check_resume_repeats(previous_run: dict, rows: dict[str, dict], repeats: int
     """Raise :class:`InputError` when ``--resume`` (of ``path``) would keep rows graded another
     number of times than ``--judge-repeats`` asks (the run would record one count while its rows
     hold another)."""
+    from utils.console import escape_control
+
     recorded = resumed_repeats(previous_run, rows)
     if recorded is not None and recorded != repeats:
         where = f"--resume {escape_control(str(path))}" if path is not None else "--resume"
@@ -508,6 +513,8 @@ class BatchJudge:
                skipped: Counter[str]) -> str | None:
         """Put one results line into ``entries``; else the reason it was skipped (or ``budget``),
         logged as a warning for the first :data:`_WARNED_PER_REASON` lines of each reason."""
+        from utils.console import escape_control
+
         if isinstance(line, Skipped):
             reason, why = line.reason, f"a results line passed {self.api.max_line_bytes:,} bytes; skipped"
         else:
@@ -634,10 +641,10 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
     journal's :meth:`Journal.grouped`, under which the graded rows are written (one fsync per
     second instead of one per row: until then the batch holds them). Returns ``loop.results``;
     raises KeyboardInterrupt after writing what is done, as ``BenchmarkLoop.run`` does."""
-    done = done or {}
-    check_resume_repeats({}, done, loop.repeats)
+    check_resume_repeats({}, done or {}, loop.repeats)
     loop.results = []
     loop.judge_usage.batch = True
+    done = done or {}
     items: list[_Item] = []
     n = len(questions)
     try:

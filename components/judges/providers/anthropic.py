@@ -240,6 +240,40 @@ def _middleware(config: ProviderConfig):
     from anthropic import Middleware
 
     class Bounds(Middleware):
+        """Per attempt: cap ``retry-after`` at ``max_retry_wait_s`` (the uncapped value is kept in
+        another header) and bound the body by the attempt's deadline and the size cap."""
+
+        def handle(self, request, call_next):
+            deadline = time.monotonic() + config.timeout
+            response = call_next(request)
+            http = response.http_response
+            if not http.is_stream_consumed and isinstance(http.stream, httpx2.SyncByteStream):
+                http.stream = _SyncBounded(http.stream, config.max_body_bytes, deadline)
+            headers = http.headers
+            for name, per_second in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+                value = headers.get(name)
+                if value is None:
+                    continue
+                try:
+                    seconds = float(value) / per_second
+                except ValueError:  # an HTTP date: could be any distance away
+                    seconds = math.inf
+                headers[_ORIGINAL_RETRY_AFTER] = f"{seconds:g}"
+                if not seconds <= config.max_retry_wait_s:
+                    headers[name] = f"{config.max_retry_wait_s * per_second:g}"
+            return response
+
+    class _SyncBounded(_BoundedStream, httpx2.SyncByteStream):
+        pass
+
+    return Bounds()
+
+
+def _middleware(config: ProviderConfig):
+    import httpx2
+    from anthropic import Middleware
+
+    class Bounds(Middleware):
         """Per attempt: a deadline ``config.timeout`` from its start, for connect, status line,
         headers and body alike (every network operation waits at most until then; a watchdog closes
         a stalled body at the deadline); the body's size cap; ``retry-after`` capped at
