@@ -43,7 +43,8 @@ from utils.errors import InputError
 from utils.metrics import RetrievalMetrics as M
 from utils.questions import Question, QuestionSet, check_needles, load_questions
 from utils.results import CorpusInfo, JudgeInfo, RunInfo, aggregate, build_report
-from utils.output import check_writable, write_json_atomic
+from utils.output import check_writable
+                           write_json_atomic)
 from utils.settings import Settings
 from utils.versions import package_versions
 
