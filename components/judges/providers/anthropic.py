@@ -171,44 +171,41 @@ def _left(timeout: float | None, expired: type[Exception]) -> float | None:
 def _bounded_transports(http_client: Any) -> int:
     """Wrap the network backend of every transport of ``http_client`` (the default one and the proxy
     mounts) so that each connect, TLS handshake, read and write of an attempt waits at most until
-    the attempt's deadline (:data:`_ATTEMPT`). Returns how many were wrapped."""
-    import httpcore2
-    from httpcore2._backends.base import NetworkBackend, NetworkStream
+    the attempt's deadline (:data:`_ATTEMPT`); an operation with no time left raises the HTTP
+    client's own timeout, which the SDK treats as any timeout. Returns how many were wrapped."""
+    import httpx2
 
-    def errors():
-        return httpcore2.ConnectTimeout, httpcore2.ReadTimeout, httpcore2.WriteTimeout
-
-    class Stream(NetworkStream):
+    class Stream:  # the transport's network stream, each operation's timeout cut to the time left
         def __init__(self, inner: Any) -> None:
             self._inner = inner
 
         def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-            return self._inner.read(max_bytes, _left(timeout, errors()[1]))
+            return self._inner.read(max_bytes, _left(timeout, httpx2.ReadTimeout))
 
         def write(self, buffer: bytes, timeout: float | None = None) -> None:
-            self._inner.write(buffer, _left(timeout, errors()[2]))
+            self._inner.write(buffer, _left(timeout, httpx2.WriteTimeout))
 
         def close(self) -> None:
             self._inner.close()
 
         def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
                       timeout: float | None = None) -> Stream:
-            return Stream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout, errors()[0])))
+            return Stream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout, httpx2.ConnectTimeout)))
 
         def get_extra_info(self, info: str) -> Any:
             return self._inner.get_extra_info(info)
 
-    class Backend(NetworkBackend):
+    class Backend:  # the transport's network backend, its streams wrapped
         def __init__(self, inner: Any) -> None:
             self._inner = inner
 
         def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                         socket_options: Any = None) -> Stream:
-            return Stream(self._inner.connect_tcp(host, port, _left(timeout, errors()[0]), local_address,
+            return Stream(self._inner.connect_tcp(host, port, _left(timeout, httpx2.ConnectTimeout), local_address,
                                                   socket_options))
 
         def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Stream:
-            return Stream(self._inner.connect_unix_socket(path, _left(timeout, errors()[0]), socket_options))
+            return Stream(self._inner.connect_unix_socket(path, _left(timeout, httpx2.ConnectTimeout), socket_options))
 
         def sleep(self, seconds: float) -> None:
             self._inner.sleep(seconds)
