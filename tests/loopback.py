@@ -12,6 +12,10 @@ capabilities say the model does not accept — a thinking type or effort level i
 ``max_tokens`` over its limit, a retired or unknown model — is refused with the real API's kind of
 400/404 error, before the script is consulted.
 
+A batch's results body can be replaced (``batch_results``, a function of the :class:`LoopbackBatch`:
+the raw bytes to send, or a :class:`Reply` such as a ``trickle`` of lines without end) to serve
+hostile results: unknown or repeated custom ids, oversize lines, a stream that never ends.
+
 The Message Batches API (:class:`BatchAPI`, additive): ``POST /v1/messages/batches`` creates a
 batch (the envelope checked as the real API does: 1-100,000 requests, unique ``custom_id`` of
 1-64 characters ``[A-Za-z0-9_-]``); ``GET /v1/messages/batches/{id}`` answers ``in_progress`` for
@@ -25,9 +29,6 @@ body — or ``"expired"`` / ``"canceled"``; a list answers successive submission
 else the message script as for ``POST /v1/messages``. ``batch_create_faults`` answers the first
 create calls with a fault: an error status without creating, or (a 200 with ``delay``/``drop``) a
 batch created whose answer comes late or never — the create the client cannot know succeeded.
-``batch_results`` (a function of the :class:`LoopbackBatch`) replaces a batch's results body: the
-raw bytes to send, or a :class:`Reply` (e.g. a ``trickle`` of lines without end) — for hostile
-results (unknown or repeated custom ids, oversize lines, a stream that never ends).
 """
 
 from __future__ import annotations
@@ -192,10 +193,10 @@ class LoopbackServer:
     def __init__(self, script: list[Reply] | Callable[[int, dict], Reply] | None = None,
                  default: Reply | None = None, *, models: dict[str, ModelSpec] | None = MODELS,
                  validate: bool | None = None,
+                 batch_results: Callable[[LoopbackBatch], bytes | Reply] | None = None,
                  batch_script: dict[str, BatchAnswer | list[BatchAnswer]] | Callable[[str, dict, int], BatchAnswer]
                  | None = None, batch_polls: int = 1, batch_api: bool = True,
-                 batch_create_faults: list[Reply] | None = None,
-                 batch_results: Callable[[LoopbackBatch], bytes | Reply] | None = None) -> None:
+                 batch_create_faults: list[Reply] | None = None) -> None:
         self.script = script if script is not None else []
         self.default = default or Reply()
         self.models = models

@@ -34,7 +34,7 @@ from components.dataset.context_index import ContextIndex
 from poc.retriever import ScoredChunk
 from utils.errors import InputError
 from utils.questions import Question, QuestionSet, check_needles, load_questions
-from utils.output import check_output, to_strict_json, write_text_atomic
+from utils.output import check_output, strict_json_value, write_text_atomic
 from utils.redaction import Redactor
 from utils.settings import Settings
 
@@ -123,11 +123,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             entry = validation.get(q.id)
             if entry is None:
                 logger.warning("{}: question {!r} is not in {} (validation null)", qset.path, q.id, args.validation)
-        line = dataset_line(q, index, questions_path=qset.path, positives=args.positives,
-                            hard_negatives=args.hard_negatives, validation=entry)
+        line = strict_json_value(dataset_line(q, index, questions_path=qset.path, positives=args.positives,
+                                              hard_negatives=args.hard_negatives, validation=entry), redact)
         if not line["positive_ctxs"]:
             logger.warning("question {!r}: its needle document has no text: no positive context", q.id)
-        lines.append(to_strict_json(line, redact, indent=None))
+        lines.append(json.dumps(line, ensure_ascii=False, allow_nan=False))
     write_text_atomic(args.output, "".join(line + "\n" for line in lines))
     logger.info("{} dataset lines written to {} (positives per needle {}, hard negatives up to {})", len(lines),
                 args.output, args.positives, args.hard_negatives)

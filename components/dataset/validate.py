@@ -396,7 +396,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     report = build_report(qset, corpus_info, info, result, k=args.k, seed=args.seed, repeats=args.judge_repeats)
     write_json_atomic(args.json, report, redact)
     sys.stdout.write(redact(table(result.items, report["summary"], info["label"])))
-    logger.info("Validation written to {}", escape_control(str(args.json)))
+    logger.info("Validation written to {}", args.json)
     if args.write_clean is not None:
         if result.status != "completed":
             logger.warning("--write-clean skipped: the validation is {}", result.status)
