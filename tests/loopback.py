@@ -12,6 +12,10 @@ capabilities say the model does not accept — a thinking type or effort level i
 ``max_tokens`` over its limit, a retired or unknown model — is refused with the real API's kind of
 400/404 error, before the script is consulted.
 
+A batch's results body can be replaced (``batch_results``, a function of the :class:`LoopbackBatch`:
+the raw bytes to send, or a :class:`Reply` such as a ``trickle`` of lines without end) to serve
+hostile results: unknown or repeated custom ids, oversize lines, a stream that never ends.
+
 The Message Batches API (:class:`BatchAPI`, additive): ``POST /v1/messages/batches`` creates a
 batch (the envelope checked as the real API does: 1-100,000 requests, unique ``custom_id`` of
 1-64 characters ``[A-Za-z0-9_-]``); ``GET /v1/messages/batches/{id}`` answers ``in_progress`` for
@@ -205,6 +209,7 @@ class LoopbackServer:
     def __init__(self, script: list[Reply] | Callable[[int, dict], Reply] | None = None,
                  default: Reply | None = None, *, models: dict[str, ModelSpec] | None = MODELS,
                  validate: bool | None = None,
+                 batch_results: Callable[[LoopbackBatch], bytes | Reply] | None = None,
                  batch_script: dict[str, BatchAnswer | list[BatchAnswer]] | Callable[[str, dict, int], BatchAnswer]
                  | None = None, batch_polls: int = 1, batch_api: bool = True,
                  batch_create_faults: list[Reply] | None = None,
@@ -226,6 +231,7 @@ class LoopbackServer:
         # with a delay (or drop) creates it, then answers late (or not at all): accepted, unanswered.
         self.batch_create_faults = list(batch_create_faults or [])
         self.batch_create_calls = 0  # POST /v1/messages/batches, faults included
+        self.batch_results = batch_results  # None: each batch's JSON lines, in reverse request order
         self.batches: dict[str, LoopbackBatch] = {}
         self.batch_creates: list[dict] = []  # the JSON body of each POST /v1/messages/batches
         self.batch_gets: list[str] = []  # GET paths of the batch API
@@ -315,6 +321,11 @@ class LoopbackServer:
                 if m.group(2):
                     if not batch.ended:
                         return self._send(error(400, "invalid_request_error", f"batch {batch.id} is still processing"))
+                    if server.batch_results is not None:
+                        body = server.batch_results(batch)
+                        if isinstance(body, Reply):
+                            return self._send(body)
+                        return self._send(Reply(raw_body=body, headers={"content-type": "application/binary"}))
                     lines = "".join(json.dumps(r) + "\n" for r in reversed(batch.results))
                     return self._send(Reply(raw_body=lines.encode(), headers={"content-type": "application/binary"}))
                 with server._lock:

@@ -53,7 +53,7 @@ PARSE_TABLE = [
     ('[{"chunk": 3, "score": 1}, {"chunk": 1, "score": 3}, {"chunk": 2, "score": 0}]', [3, 0, 1], None),  # by number
     ('{"scores": [1, 1, 2]}', [1, 1, 2], None),
     ("[3.0, \"2\", 0]", [3, 2, 0], None),  # integral float and numeric string accepted
-    ("first guess [1, 1, 1]; on reflection [3, 0, 2]", [3, 0, 2], None),  # last wins
+    ("first guess [1, 1, 1]; on reflection [3, 0, 2]", [1, 1, 1], None),  # the first valid list is the answer
     ("[3, 0, 2]\nSee chunks [1, 3].", [3, 0, 2], None),  # a later invalid list does not hide a valid one
     ("[CHUNK 1/3] is best: [2, 2, 2]", [2, 2, 2], None),
     ("[3, 0]", None, "unparseable: 2 scores for 3 chunks"),

@@ -175,7 +175,7 @@ def test_strategy_module_that_fails_to_import(earlier_results: Path):
 
 
 @pytest.mark.parametrize("output,message", [
-    ("/nonexistent-folder-xyz/r.json", "does not exist"),
+    ("/proc/version/r.json", "is a file, not a folder"),
     ("/proc/r.json", "is not writable"),
 ])
 def test_bad_output_path(output, message, earlier_results: Path):

@@ -111,8 +111,8 @@ def test_bad_input(tmp_path):
         export_dataset.run(export_args(questions, corpus, tmp_path / "d.jsonl"), OFFLINE)
     with pytest.raises(InputError, match="--hard-negatives -1"):
         export_dataset.run(export_args(questions, corpus, tmp_path / "d.jsonl", "--hard-negatives", "-1"), OFFLINE)
-    with pytest.raises(InputError, match="^--output .* is a folder"):
-        export_dataset.run(export_args(questions, corpus, tmp_path), OFFLINE)
+    with pytest.raises(InputError, match="^--output .* is the questions file"):
+        export_dataset.run(export_args(questions, corpus, questions), OFFLINE)
     assert not (tmp_path / "d.jsonl").exists()
 
 

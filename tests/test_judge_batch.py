@@ -16,7 +16,7 @@ import pytest
 
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.journal import Journal, read_rows
-from components.run.judge_batch import (BatchJudge, BatchRecord, BatchRequest, PollSchedule, result_lines, custom_id,
+from components.run.judge_batch import (BatchJudge, BatchRecord, BatchRequest, PollSchedule, Skipped, result_lines, custom_id,
                                         repeat_of, run_batch, split_requests)
 from tests.batch_fixtures import make_corpus, make_questions
 from tests.conftest import ROOT, clean_env, judge_env, run_cli, wait_for_line
@@ -71,12 +71,13 @@ def test_split_requests_by_count_and_by_bytes():
 
 
 def test_result_lines_are_bounded():
-    assert list(result_lines(iter([b'{"a"', b': 1}\n{"b": 2}\n', b"\n", b'{"c": 3}']), cap=100, limit=3)) == [
+    assert list(result_lines(iter([b'{"a"', b': 1}\n{"b": 2}\n', b"\n", b'{"c": 3}']), cap=100)) == [
         b'{"a": 1}', b'{"b": 2}', b'{"c": 3}']
-    with pytest.raises(JudgeError, match="passed 10 bytes"):
-        list(result_lines(iter([b"x" * 11]), cap=10, limit=5))
-    with pytest.raises(JudgeError, match="longer than the batch"):
-        list(result_lines(iter([b"1\n2\n3\n"]), cap=10, limit=2))
+    # a line over the cap is discarded in pieces, and the lines around it are kept
+    assert list(result_lines(iter([b"ok\n", b"x" * 11, b"yyy", b"\nfine\n", b"z" * 11]), cap=10)) == [
+        b"ok", Skipped("over_line_cap"), b"fine", Skipped("over_line_cap")]
+    assert list(result_lines(iter([b"1\n2\n3\n", b"4\n"]), cap=10, budget=7)) == [
+        b"1", b"2", b"3", Skipped("budget")]
 
 
 def test_batch_record_from_json_rejects_what_is_not_one():

@@ -88,8 +88,7 @@ REFUSED = [
     ("symlink-to-device", lambda c: str(_symlink(c["out"] / "r.json", _device(c["out"] / "null"))),
      "not a regular file"),
     ("symlink-to-fifo", lambda c: str(_symlink(c["out"] / "r.json", _fifo(c["out"] / "fifo"))), "not a regular file"),
-    ("missing-folder", lambda c: str(c["out"] / "nope" / "r.json"), "does not exist"),
-    ("missing-folder-trailing-slash", lambda c: str(c["out"] / "nope") + "/", "does not exist"),
+    ("folder-under-a-file", lambda c: str(c["questions"] / "r.json"), "is a file, not a folder"),
     ("folder-not-writable", lambda c: "/proc/r.json", "not writable"),
 ]
 
@@ -156,6 +155,8 @@ def test_a_symlink_to_a_results_file_is_written_through(case):
     ("sub/", "sub/benchmark_results.json"),
     ("sub", "sub/benchmark_results.json"),
     ("sub/r.json", "sub/r.json"),
+    ("new/deeper/r.json", "new/deeper/r.json"),  # missing folders are created
+    ("new/", "new/benchmark_results.json"),
 ])
 def test_resolve_output_accepts(tmp_path: Path, monkeypatch, output, expected):
     from utils.output import resolve_output
@@ -163,6 +164,7 @@ def test_resolve_output_accepts(tmp_path: Path, monkeypatch, output, expected):
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path)
     assert resolve_output(output, questions_path=None, corpus_dir=None) == Path(expected)
+    assert Path(expected).parent.is_dir()
 
 
 # --------------------------------------------------------------------------- the atomic write

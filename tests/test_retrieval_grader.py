@@ -42,21 +42,24 @@ PARSE_TABLE = [
     ('{"grade": "8", "reasoning": "string grade"}', 8, "string grade", None),
     ('{"grade": 7.5, "reasoning": "half"}', 8, "half", None),  # half up
     ('{"grade": 6.49, "reasoning": "x"}', 6, "x", None),
-    ('{"grade": 0, "reasoning": "low"}', 1, "low", None),  # clamped
-    ('{"grade": 14, "reasoning": "high"}', 10, "high", None),
-    ('{"grade": -3}', 1, None, None),
-    ('{"grade": 3, "reasoning": "first"} on reflection {"grade": 6, "reasoning": "second"}', 6, "second", None),
+    # out of range: unparseable, never clamped
+    ('{"grade": 0, "reasoning": "low"}', None, None, "unparseable: the grade 0 is not a number from 1 to 10"),
+    ('{"grade": 14, "reasoning": "high"}', None, None, "unparseable: the grade 14 is not a number from 1 to 10"),
+    ('{"grade": -3}', None, None, "unparseable: the grade -3 is not a number from 1 to 10"),
+    # the first object with a grade is the answer
+    ('{"grade": 3, "reasoning": "first"} on reflection {"grade": 6, "reasoning": "second"}', 3, "first", None),
     ("I would rate this 8/10 because the answer is there.", 8, "I would rate this 8/10 because the answer is there.",
      None),
     ("Grade: 5. Partial coverage.", 5, "Grade: 5. Partial coverage.", None),
-    ("First 4/10, then after checking again 9 out of 10.", 9, None, None),
+    ("First 4/10, then after checking again 9 out of 10.", 4, None, None),  # the first N/10
     ('{"grade": 8, "reasoning": "trunc', 8, None, None),  # regex fallback on a cut-off object
     ("", None, None, "unparseable: empty reply"),
     ("   \n", None, None, "unparseable: empty reply"),
     ("I'm sorry, but I can't help with grading this.", None, None, "unparseable: no grade in reply"),
     ('{"reasoning": "The chunks mention', None, None, "unparseable: truncated reply without a grade"),
-    ('{"grade": "excellent", "reasoning": "x"}', None, None, "unparseable: no grade in reply"),
-    ('{"grade": true}', None, None, "unparseable: no grade in reply"),
+    ('{"grade": "excellent", "reasoning": "x"}', None, None,
+     "unparseable: the grade 'excellent' is not a number from 1 to 10"),
+    ('{"grade": true}', None, None, "unparseable: the grade true is not a number from 1 to 10"),
 ]
 
 

@@ -124,8 +124,8 @@ def test_bad_arguments(tiny, tmp_path):
         validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--k", "0"), OFFLINE)
     with pytest.raises(InputError, match="--judge-repeats 0"):
         validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--judge-repeats", "0"), OFFLINE)
-    with pytest.raises(InputError, match="^--json .* does not exist"):
-        validate.run(validate_args(questions, corpus, tmp_path / "no" / "v.json"), OFFLINE)
+    with pytest.raises(InputError, match="^--json .* is the questions file"):
+        validate.run(validate_args(questions, corpus, questions), OFFLINE)
     assert not (tmp_path / "v.json").exists()
 
 

@@ -5,8 +5,9 @@ paths an output may take.
   (:mod:`utils.redaction`);
 * :func:`write_json_atomic` / :func:`write_text_atomic`: a reader sees the old file or the new one,
   never a partial one; :func:`remove_temp_files` for an exit that skips ``finally`` blocks;
-* :func:`resolve_output` / :func:`check_writable`: where an output may go (never an input file,
-  never inside the corpus, only a regular file, a folder that can be written).
+* :func:`check_output` (and :func:`resolve_output`, the run's ``--output``): where an output of any
+  command may go (never an input file, never inside the corpus, only a regular file; a missing
+  folder is created); :func:`check_writable`: whether a file can be written in its folder.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, TextIO
+
+from loguru import logger
 
 from utils.errors import InputError, ResultsWriteError
 from utils.redaction import Redactor
@@ -123,7 +126,7 @@ DEFAULT_OUTPUT_NAME = "benchmark_results.json"
 _TEMP_FILES: set[str] = set()  # temp files of the writes in progress (see remove_temp_files)
 
 
-def write_json_atomic(path: Path, payload: Any, secrets: Iterable[str] = ()) -> None:
+def write_json_atomic(path: Path, payload: Any, secrets: Iterable[str] | Redactor = ()) -> None:
     """Write ``payload`` as strict JSON (:func:`strict_json_value`: every secret redacted, no
     NaN/Infinity) to ``path`` atomically, streamed (no second copy of the text in memory). See
     :func:`write_text_atomic` for what atomic means here."""
@@ -212,24 +215,38 @@ def _fsync_folder(folder: Path) -> None:
 
 def resolve_output(output: str | os.PathLike, *, questions_path: str | os.PathLike | None,
                    corpus_dir: str | os.PathLike | None) -> Path:
-    """The file the results go to, for ``--output output``; raises InputError (one line, naming the
-    fix) when writing there could destroy something.
+    """The file the results go to, for ``--output output``: :func:`check_output` with the questions
+    file as the input and ``corpus_dir`` as the corpus. ``questions_path`` ``-`` (stdin) or ``None``,
+    and ``corpus_dir`` ``None`` (the built-in corpus), are not checked against."""
+    return check_output(output, option="--output", inputs=[("the questions file", questions_path)],
+                        corpus=corpus_dir, example=DEFAULT_OUTPUT_NAME)
 
-    * a trailing ``/``, or an existing folder, means a folder: ``<folder>/benchmark_results.json``;
-    * a symlink is written through (the link stays, the file it names gets the results): the real
+
+Input = str | os.PathLike | None
+"""An input of a command: a path (``None`` and ``-``, standard input, are skipped)."""
+
+
+def check_output(output: str | os.PathLike, *, option: str, inputs: Iterable[Input | tuple[str, Input]] = (),
+                 corpus: str | os.PathLike | None = None, example: str = DEFAULT_OUTPUT_NAME) -> Path:
+    """The file a command's output option (``option``, e.g. ``--json``) writes to; raises
+    :class:`InputError` (one line naming the problem and the fix) when writing there could destroy
+    something. The one rule of every command's output:
+
+    * a path ending in ``/``, or an existing folder, means a folder: ``<folder>/<example>``;
+    * a symlink is written through (the link stays, the file it names gets the output): the real
       path is returned;
-    * refused: the questions file (any spelling: same file by ``os.path.samefile``, hard links and
-      symlinks included), anything inside the corpus folder, anything that exists and is not a
-      regular file (a device, a FIFO, a socket, a folder), a missing or unwritable folder.
-    ``questions_path`` ``-`` (stdin) or ``None``, and ``corpus_dir`` ``None`` (the built-in corpus),
-    are not checked against.
+    * refused: any of ``inputs`` (paths, or ``(what, path)`` pairs naming them in the message), in
+      any spelling (the same file by ``os.path.samefile``: another spelling, hard links and symlinks
+      included); anything inside the ``corpus`` folder; anything that exists and is not a regular
+      file (a device, a FIFO, a socket, a folder); a folder that cannot be written;
+    * a missing folder on the way is created, once every check has passed (never inside the corpus).
+
+    Nothing is opened or written before every check has passed, so a refusal touches nothing.
     """
     raw = os.fspath(output)
     path = Path(raw)
     if raw.endswith(("/", os.sep)) or path.is_dir():
-        if not path.is_dir():
-            raise InputError(f"--output {raw}: folder {path} does not exist: create it or choose another path")
-        path = path / DEFAULT_OUTPUT_NAME
+        path = path / example
     shown = str(path)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
@@ -237,19 +254,57 @@ def resolve_output(output: str | os.PathLike, *, questions_path: str | os.PathLi
         st: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
         st = None
+    except NotADirectoryError:
+        raise InputError(f"{option} {shown}: a part of the path is a file, not a folder: choose another path") \
+            from None
     except OSError as err:
-        raise InputError(f"--output {shown}: cannot be inspected ({err.strerror}): choose another path") from None
+        raise InputError(f"{option} {shown}: cannot be inspected ({err.strerror}): choose another path") from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise InputError(f"--output {shown} is not a regular file ({_file_kind(st.st_mode)}): results are only "
-                         f"written to a regular file: give a path such as {DEFAULT_OUTPUT_NAME}")
-    if questions_path is not None and os.fspath(questions_path) != "-" and _same_file(path, Path(questions_path)):
-        raise InputError(f"--output {shown} is the questions file: give --output another path "
-                         f"(e.g. {DEFAULT_OUTPUT_NAME} in another folder)")
-    if corpus_dir is not None and _inside(path, Path(corpus_dir)):
-        raise InputError(f"--output {shown} is inside the corpus folder {corpus_dir}: give --output a path "
+        raise InputError(f"{option} {shown} is not a regular file ({_file_kind(st.st_mode)}): {option} is only "
+                         f"written to a regular file: give a path such as {example}")
+    for item in inputs:
+        what, given = item if isinstance(item, tuple) else ("an input of this command", item)
+        if given is None or os.fspath(given) == "-":
+            continue
+        if _same_file(path, Path(given)):
+            raise InputError(f"{option} {shown} is {what} ({os.fspath(given)}): give {option} another path "
+                             f"(e.g. {example} in another folder)")
+    if corpus is not None and _inside(path, Path(corpus)):
+        raise InputError(f"{option} {shown} is inside the corpus folder {os.fspath(corpus)}: give {option} a path "
                          "outside it")
-    check_writable(path)
+    _make_folder(path.parent, option, shown)
+    check_writable(path, option, example)
     return path
+
+
+def _make_folder(folder: Path, option: str, shown: str) -> None:
+    """Create ``folder`` (and its missing parents) after checking that the nearest existing one can
+    be written; InputError (one line) when it cannot be created."""
+    if folder.is_dir():
+        return
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise InputError(f"{option} {shown}: {existing} is a file, not a folder: choose another path")
+    _probe(existing, option, shown)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"{option} {shown}: folder {folder} cannot be created ({err.strerror}): "
+                         "choose a folder you can write to") from None
+    logger.info("Created folder {} for {}", folder, option)
+
+
+def _probe(folder: Path, option: str, shown: str) -> None:
+    """Raise InputError unless a file can be created in ``folder`` (created and removed at once)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".probe.", suffix=".tmp", dir=folder)
+    except OSError as err:
+        raise InputError(f"{option} {shown}: folder {folder} is not writable ({err.strerror}): "
+                         "choose a folder you can write to") from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def _file_kind(mode: int) -> str:

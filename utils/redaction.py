@@ -1,23 +1,43 @@
-"""Secrets out of everything the run writes: :class:`Redactor` replaces each secret by ``[REDACTED]``.
+"""Secrets out of everything the tool writes: :class:`Redactor` replaces each secret by ``[REDACTED]``.
 
-A secret can reach text in several spellings: as is, escaped by JSON (``json.dumps`` of a reply
-that quotes it, with or without ``ensure_ascii``), escaped by ``repr()`` (an f-string's ``!r``, a
-dict in a message), and JSON-escaped twice (a JSON reply stored inside JSON). The redactor looks
-for all of them, longest first, so a secret holding ``\\``, ``"``, a control character or non-ASCII
-text is caught in whichever form it appears. The results file applies it to every string value and
-key before serialising (:func:`utils.output.to_strict_json`); the log sinks apply it to each line.
+A secret can reach text in many spellings, and the redactor looks for all of them:
+
+* as is, **in any letter case** (``SK-ANT-…``, ``sk-ant-…``);
+* escaped by JSON (``json.dumps`` of a reply that quotes it, with or without ``ensure_ascii``),
+  escaped by ``repr()`` (an f-string's ``!r``, a dict in a message), and JSON-escaped twice (a
+  JSON reply stored inside JSON) — so a secret holding ``\\``, ``"``, a control character or
+  non-ASCII text is caught in whichever form it appears;
+* **with whitespace between its characters** (``s k - a n t …``, a key wrapped over lines, or
+  spaced with the escapes ``\\n``, ``\\r``, ``\\t``, escaped once or more), for a secret without
+  whitespace of its own;
+* **base64-encoded**, standard and URL-safe alphabets, with and without ``=`` padding, and inside a
+  longer base64 string: at each of the three byte alignments the secret can have there, the
+  characters that depend on its bytes alone (at least :data:`MIN_BASE64_CHARS`).
+
+All the forms of all the secrets make ONE regular expression, compiled once, without nested
+quantifiers (the whitespace between characters is matched possessively): a multi-megabyte text is
+scanned in one linear pass. The results file applies the redactor to every string value and key
+before serialising (:func:`utils.output.to_strict_json`); the log sinks apply it to each line; the
+commands beside the run (``validate``, ``export-dataset``…) to every file and table they write.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from collections.abc import Iterable
 
 REDACTED = "[REDACTED]"
+MIN_BASE64_CHARS = 8  # a shorter base64 fragment of a secret is not looked for (it would match by chance)
+_ANCHOR = 16  # the quick check looks for this many first characters of each form
+# whitespace, or its escape (escaped again any number of times), between two characters; possessive: no backtracking
+_BETWEEN = r"(?:\s|\\+[nrt])*+"
 
 
 def secret_forms(secret: str) -> tuple[str, ...]:
-    """Every spelling of ``secret`` that text may hold, longest first (empty secret: none)."""
+    """The literal spellings of ``secret`` (as is and escaped), longest first (empty secret: none).
+    Letter case, inserted whitespace and base64 are handled by :class:`Redactor`'s expression."""
     if not secret:
         return ()
     forms = {secret}
@@ -29,21 +49,78 @@ def secret_forms(secret: str) -> tuple[str, ...]:
     return tuple(sorted(forms, key=lambda f: (-len(f), f)))
 
 
+def base64_forms(secret: str) -> tuple[str, ...]:
+    """What the base64 of ``secret`` (UTF-8) looks like in text, longest first: the whole encoding in
+    both alphabets, padded and not, and — for the secret inside a longer encoded string — at each
+    byte alignment (0, 1 or 2 bytes before it in its group of three) the run of characters that its
+    bytes alone decide."""
+    data = secret.encode("utf-8", "surrogatepass")
+    forms: set[str] = set()
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(data).decode("ascii")
+        forms.update((whole, whole.rstrip("=")))
+        for offset in range(3):
+            encoded = encode(b"\0" * offset + data).decode("ascii")
+            first = -(-8 * offset // 6)  # the first character holding only the secret's bits
+            stop = (8 * offset + 8 * len(data)) // 6  # past the last such character
+            forms.add(encoded[first:stop])
+    return tuple(sorted((f for f in forms if len(f) >= MIN_BASE64_CHARS), key=lambda f: (-len(f), f)))
+
+
+def _spaced(secret: str) -> str | None:
+    """The expression of ``secret`` with any whitespace between its characters (None for a secret
+    of one character, or holding whitespace of its own)."""
+    if len(secret) < 2 or any(c.isspace() for c in secret):
+        return None
+    between = _BETWEEN if "\\" not in secret else r"\s*+"  # a backslash of its own: real whitespace only
+    return between.join(re.escape(c) for c in secret)
+
+
+def _pattern(secret: str) -> list[str]:
+    """The alternatives of one secret: its literal spellings and its spaced form (any case), then
+    its base64 forms (exact case)."""
+    literal = [re.escape(f) for f in secret_forms(secret)]
+    spaced = _spaced(secret)
+    if spaced is not None:
+        literal.append(spaced)
+    out = [f"(?i:{'|'.join(literal)})"]
+    out += [re.escape(f) for f in base64_forms(secret)]
+    return out
+
+
 class Redactor:
-    """Replaces every form of every secret in a string. Empty secrets are ignored; a redactor
-    without secrets returns its input unchanged (and fast)."""
+    """Replaces every form of every secret in a string (module docstring). Empty secrets are
+    ignored; a redactor without secrets returns its input unchanged (and fast).
+
+    Speed: a text is first checked with plain substring searches and one search per secret for its
+    spaced form (which begins with a literal character, so the regular-expression engine skips to
+    it), all on the text lower-cased once; only a text that holds a form is rewritten, by the one
+    expression of every form. Nothing backtracks: the cost is linear in the text."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        forms: set[str] = set()
-        for secret in secrets:
-            forms.update(secret_forms(secret or ""))
-        self.forms: tuple[str, ...] = tuple(sorted(forms, key=lambda f: (-len(f), f)))
+        found = sorted({s for s in secrets if s}, key=lambda s: (-len(s), s))  # a longer secret first
+        self.secrets: tuple[str, ...] = tuple(found)
+        self.forms: tuple[str, ...] = tuple(sorted({f for s in found for f in secret_forms(s)},
+                                                   key=lambda f: (-len(f), f)))
+        alternatives = [alt for s in found for alt in _pattern(s)]
+        self._regex = re.compile("|".join(alternatives)) if alternatives else None
+        # the quick check, on a prefix of each form (a text holding a form holds its prefix): literal
+        # forms lower-cased, base64 forms exact, spaced forms lower-cased
+        self._lower_forms = tuple(dict.fromkeys(f.lower()[:_ANCHOR] for f in self.forms))
+        self._base64 = tuple(dict.fromkeys(f[:_ANCHOR] for s in found for f in base64_forms(s)))
+        self._spaced = tuple(re.compile(_spaced(s.lower())) for s in found if _spaced(s) is not None)
+
+    def _holds(self, text: str) -> bool:
+        """Whether ``text`` may hold a form of a secret (never False when it does)."""
+        if any(f in text for f in self._base64):
+            return True
+        low = text.lower()
+        return any(f in low for f in self._lower_forms) or any(p.search(low) for p in self._spaced)
 
     def __call__(self, text: str) -> str:
-        for form in self.forms:
-            if form in text:
-                text = text.replace(form, REDACTED)
-        return text
+        if self._regex is None or not self._holds(text):
+            return text
+        return self._regex.sub(REDACTED, text)
 
     def __bool__(self) -> bool:
-        return bool(self.forms)
+        return self._regex is not None

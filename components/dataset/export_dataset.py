@@ -39,7 +39,8 @@ from components.dataset.context_index import ContextIndex, Positive
 from poc.retriever import ScoredChunk
 from utils.errors import InputError
 from utils.questions import Question, QuestionSet, check_needles, load_questions
-from utils.output import check_writable, write_text_atomic
+from utils.output import check_output, strict_json_value, write_text_atomic
+from utils.redaction import Redactor
 from utils.settings import Settings
 
 SOURCE = "benchmark_mining"
@@ -121,7 +122,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(f"--hard-negatives {args.hard_negatives}: give 0 or more")
     if args.positives < 1:
         raise InputError(f"--positives {args.positives}: give at least 1")
-    check_writable(args.output, "--output", "dataset.jsonl")
+    args.output = check_output(args.output, option="--output", inputs=[("the questions file", args.questions),
+                               ("the --validation file", args.validation)], corpus=args.corpus, example="dataset.jsonl")
+    redact = Redactor(settings.secrets)
     qset = load_questions(args.questions)
     validation = load_validation(args.validation, qset) if args.validation is not None else None
     from poc.chunking import chunk_corpus
@@ -138,8 +141,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             entry = validation.get(q.id)
             if entry is None:
                 logger.warning("{}: question {!r} is not in {} (validation null)", qset.path, q.id, args.validation)
-        line = dataset_line(q, index, questions_path=qset.path, positives=args.positives,
-                            hard_negatives=args.hard_negatives, validation=entry)
+        line = strict_json_value(dataset_line(q, index, questions_path=qset.path, positives=args.positives,
+                                              hard_negatives=args.hard_negatives, validation=entry), redact)
         if not line["positive_ctxs"]:
             logger.warning("question {!r}: its needle document has no text: no positive context", q.id)
         if line["metadata"]["positive_has_answer"] is False:

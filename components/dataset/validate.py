@@ -52,9 +52,11 @@ from components.dataset.context_index import ContextIndex
 from components.judges.setup import make_judge
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from poc.chunking import Chunk
+from utils.console import escape_control
 from utils.errors import InputError, JudgeError
 from utils.questions import Question, QuestionSet, load_questions
-from utils.output import check_writable, write_text_atomic
+from utils.output import check_output, write_json_atomic
+from utils.redaction import Redactor
 from utils.settings import Settings
 
 SUFFICIENCY_MIN = 7
@@ -272,8 +274,8 @@ def validate_questions(questions: Sequence[Question], index: ContextIndex, judge
                 logger.warning("[validate] interrupted after {} of {} questions", n - 1, len(questions))
                 return run
         run.items.append(item)
-        logger.info("[validate] {}/{} {}: {}{}", n, len(questions), q.id, item.verdict,
-                    f" ({'; '.join(item.reasons)})" if item.reasons else "")
+        logger.info("[validate] {}/{} {}: {}{}", n, len(questions), escape_control(q.id), item.verdict,
+                    f" ({escape_control('; '.join(item.reasons))})" if item.reasons else "")
     return run
 
 
@@ -337,8 +339,8 @@ def table(items: Sequence[QuestionValidation], summary: dict, judge_label: str) 
     rows = [("id", "verdict", "suff", "nec", "reasons / warnings")]
     for item in items:
         notes = item.reasons + [f"{f.code}: {f.message}" for f in item.flags if not f.blocking]
-        rows.append((item.question.id, item.verdict, _cell(item.sufficiency), _cell(item.necessity),
-                     "; ".join(notes) or "-"))
+        rows.append((escape_control(item.question.id), item.verdict, _cell(item.sufficiency), _cell(item.necessity),
+                     escape_control("; ".join(notes)) or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows]
     flags = ", ".join(f"{code} x{n}" for code, n in summary["flag_counts"].items()) or "none"
@@ -414,9 +416,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(f"--k {args.k}: give at least 1 chunk per check")
     if args.judge_repeats < 1:
         raise InputError(f"--judge-repeats {args.judge_repeats}: give at least 1")
-    check_writable(args.json, "--json", "validation.json")
+    inputs = [("the questions file", args.questions)]
+    args.json = check_output(args.json, option="--json", inputs=inputs, corpus=args.corpus, example="validation.json")
     if args.write_clean is not None:
-        check_writable(args.write_clean, "--write-clean", "questions_clean.json")
+        args.write_clean = check_output(args.write_clean, option="--write-clean",
+                                        inputs=[*inputs, ("the --json output", args.json)], corpus=args.corpus,
+                                        example="questions_clean.json")
+    redact = Redactor(settings.secrets)
     qset = load_questions(args.questions)
     from poc.chunking import chunk_corpus
     from poc.corpus import load_corpus
@@ -427,14 +433,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     judge = make_judge(settings, chunks)
     info = judge_description(judge, settings)
     logger.info("Validating {} questions of {} on corpus {} ({} documents, {} chunks), judge {} ({}), k={}, "
-                "seed={}, repeats={}", len(qset.questions), args.questions, corpus.source, len(corpus.documents),
+                "seed={}, repeats={}", len(qset.questions), escape_control(str(args.questions)),
+                escape_control(corpus.source), len(corpus.documents),
                 len(chunks), info["label"], info["model"], args.k, args.seed, args.judge_repeats)
     result = validate_questions(qset.questions, index, judge, k=args.k, seed=args.seed, repeats=args.judge_repeats)
     corpus_info = {"source": corpus.source, "documents": len(corpus.documents), "chunks": len(chunks),
                    "sha256": corpus.sha256}
     report = build_report(qset, corpus_info, info, result, k=args.k, seed=args.seed, repeats=args.judge_repeats)
-    write_text_atomic(args.json, dump_json(report))
-    sys.stdout.write(table(result.items, report["summary"], info["label"]))
+    write_json_atomic(args.json, report, redact)
+    sys.stdout.write(redact(table(result.items, report["summary"], info["label"])))
     logger.info("Validation written to {}", args.json)
     lexical = info["label"] == "lexical"
     necessity_only = necessity_only_failures(result.items) if lexical else []
@@ -452,7 +459,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                              f"({args.json} is written, {args.write_clean} is not)")
         else:
             passing = {item.question.id for item in result.items if item.verdict == "pass"}
-            write_text_atomic(args.write_clean, dump_json(clean_questions(qset, passing)))
+            write_json_atomic(args.write_clean, clean_questions(qset, passing), redact)
             logger.info("{} passing questions written to {}", len(passing), args.write_clean)
     if result.status == "interrupted":
         return EXIT_INTERRUPTED

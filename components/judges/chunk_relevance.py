@@ -13,11 +13,15 @@ Parsing (:func:`parse_relevance`): JSON lists are read anywhere in the reply (ba
 fences, after prose). A list holds integers (``[3, 0, 2]``) or objects carrying the score under
 ``relevance``/``score``/``rating`` (``[{"chunk": 1, "relevance": 3}, ...]``; when every object has
 a ``chunk`` number and those numbers are exactly 1..k, they set the order). An object holding such
-a list under one of those keys or ``scores`` is read too. The **last** list that is valid wins;
-when none is, the reply is unscored (``scores=None``) with the reason of the last candidate:
-wrong length, a non-integer (``2.5``, ``"high"``, ``true``; ``3.0`` and ``"3"`` count as 3),
-a value outside 0-3 (not clamped), or a non-finite value (``NaN``, ``Infinity``). The raw reply is
-always kept.
+a list under one of those keys or ``scores`` is read too. The **first** list that is valid is the
+answer (the grader's rule, :mod:`components.judges.retrieval_grader`: a list quoted later — from a
+chunk, or a second thought — is never read); lists that are not valid score lists (a prose
+reference such as ``chunks [1, 3]``) are passed over. When none is valid, the reply is unscored
+(``scores=None``) with the reason of the first candidate: wrong length, a non-integer (``2.5``,
+``"high"``, ``true``; ``3.0`` and ``"3"`` count as 3), a value outside 0-3 (not clamped), or a
+non-finite value (``NaN``, ``Infinity``). The raw reply is always kept.
+
+The prompt escapes its values as the grader's does (:func:`~components.judges.retrieval_grader.prompt_field`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from dataclasses import dataclass
 
 from loguru import logger
 
-from components.judges.retrieval_grader import fill_prompt, format_chunks, json_values
+from components.judges.retrieval_grader import fill_prompt, format_chunks, json_values, prompt_field
 from poc.chunking import Chunk
 from utils.errors import JudgeError
 from components.judges.llm import LLM, LLMReply
@@ -89,7 +93,8 @@ class RelevanceResult:
 
 def build_relevance_prompt(question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> str:
     template = RELEVANCE_PROMPT if expected_answer else REFERENCE_FREE_RELEVANCE_PROMPT
-    return fill_prompt(template, {"question": question, "expected_answer": expected_answer or "",
+    return fill_prompt(template, {"question": prompt_field(question),
+                                  "expected_answer": prompt_field(expected_answer or ""),
                                   "chunks_text": format_chunks(chunks), "chunk_count": str(len(chunks))})
 
 
@@ -164,7 +169,7 @@ def parse_relevance(raw: str | None, n: int) -> tuple[list[int] | None, str | No
         return None, "unparseable: empty reply"
     candidates = _candidates(raw)
     problem = None
-    for items in reversed(candidates):
+    for items in candidates:
         try:
             return _validate(items, n), None
         except _Invalid as err:

@@ -2,15 +2,31 @@
 
 The LLM caller is passed in (``call_llm``); tests hand in scripted callers.
 
-Prompt hardening: chunk text is data. In ``{chunks_text}`` every chunk opens with a header line
+**Prompt hardening.** Every value that enters the prompt is data, and none can start a line of the
+template: the question, the expected answer, and the doc id and chunk id of each chunk header have
+their control characters and line breaks shown as escapes (``\\n``, ``\\x1b``, ``\\u2028``…,
+:func:`prompt_field`). In ``{chunks_text}`` every chunk opens with a header line
 ``[CHUNK i/n doc_id=... chunk_id=...]`` and closes with ``[END CHUNK i/n]``, and **every line of
-chunk text is quoted with "│ "**. A chunk therefore cannot produce a line ``---``, a line
-``USER QUESTION: ...``, a chunk boundary or anything else that starts a line of the template.
+chunk text is quoted with "│ "** (any line break counts: ``\\r``, ``\\u2028``, ``\\x85``…). A
+chunk or a file name therefore cannot produce a line ``---``, a line ``USER QUESTION: ...``, a
+chunk boundary or anything else that starts a line of the template.
 
-Parsing (:func:`parse_grade`): the JSON object, also inside code fences or after prose; when
-several objects carry a grade, the **last** wins. Without one, a regex fallback reads
-``"grade": 8``, ``grade: 8``, ``8/10`` or ``8 out of 10`` (again the last). Grades given as
-``"8"`` or ``7.5`` are rounded half up (7.5 → 8, 6.49 → 6) and clamped to 1-10.
+**Which grade is the answer** (:func:`parse_grade`):
+
+1. the FIRST complete top-level JSON object in the reply that has a ``"grade"`` key (bare, in a
+   code fence, or after prose) is the answer; its ``"reasoning"`` goes with it. A later object — a
+   chunk's ``{"grade": 10}`` quoted after the judge's own ``{"grade": 2}`` — is never read. When
+   that first object's grade is not valid (below), the reply is unparseable: no later grade stands
+   in for it;
+2. without such an object, the first labelled grade (``grade: 8``, ``"grade": 8``, ``Grade = 8``)
+   is the answer, and ``N/10`` forms anywhere are ignored ("Grade: 8 … chunk 2 alone would get
+   4/10" grades 8); without a label, the first ``N/10`` or ``N out of 10`` is the answer;
+3. a valid grade is a decimal number (an integer, ``"8"`` as a string, or a decimal such as 7.5,
+   rounded half up: 7.5 → 8, 6.49 → 6) whose rounded value is 1-10. Out of range (``11``,
+   ``0``, ``-3``), another scale (``8/100``, ``grade: 4 out of 5``), a non-decimal (``0x8``,
+   ``VIII``, ``1e1``, ``"eight"``), a boolean, or a non-finite number is unparseable — never
+   clamped or converted.
+
 Nothing usable → ``grade=None`` with ``error`` saying why and ``raw`` kept.
 """
 
@@ -27,6 +43,7 @@ from dataclasses import dataclass
 from loguru import logger
 
 from poc.chunking import Chunk
+from utils.console import escape_control
 from utils.errors import JudgeError
 from components.judges.llm import LLM, LLMReply
 
@@ -102,14 +119,26 @@ class GradeResult:
     retry_after: float | None = None  # after a transient failure: the wait the server asked for
 
 
+# line breaks a model may render as a new line (besides "\n"): each becomes "\n" before quoting
+_LINE_BREAKS = re.compile("\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def prompt_field(text: str) -> str:
+    """A value for one line of the template (a question, an expected answer, a doc or chunk id):
+    control characters, line and paragraph separators and bidi controls shown as escapes
+    (:func:`utils.console.escape_control`), so it cannot start a line of its own."""
+    return escape_control(text)
+
+
 def format_chunks(chunks: Sequence[Chunk]) -> str:
     """Chunk text as quoted data with unambiguous boundaries (see the module docstring)."""
     n = len(chunks)
     parts = [CHUNKS_PREAMBLE]
     for i, c in enumerate(chunks, start=1):
-        body = c.index_text.replace("\r\n", "\n").replace("\r", "\n")
+        body = _LINE_BREAKS.sub("\n", c.index_text)
         quoted = "\n".join(CHUNK_QUOTE + line for line in body.split("\n"))
-        parts.append(f"[CHUNK {i}/{n} doc_id={c.doc_id} chunk_id={c.chunk_id}]\n{quoted}\n[END CHUNK {i}/{n}]")
+        parts.append(f"[CHUNK {i}/{n} doc_id={prompt_field(c.doc_id)} chunk_id={prompt_field(c.chunk_id)}]\n"
+                     f"{quoted}\n[END CHUNK {i}/{n}]")
     if not chunks:
         parts.append("(no chunks were retrieved)")
     return "\n\n".join(parts)
@@ -124,79 +153,132 @@ def fill_prompt(template: str, values: dict[str, str]) -> str:
 
 def build_prompt(question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> str:
     template = GRADING_PROMPT if expected_answer else REFERENCE_FREE_PROMPT
-    return fill_prompt(template, {"question": question, "expected_answer": expected_answer or "",
+    return fill_prompt(template, {"question": prompt_field(question),
+                                  "expected_answer": prompt_field(expected_answer or ""),
                                   "chunks_text": format_chunks(chunks)})
 
 
 # --------------------------------------------------------------------------- parsing
 
 _DECODER = json.JSONDecoder()
-_FALLBACKS = re.compile(
-    r"""["']?\bgrade\b["']?\s*[:=]\s*["']?(?P<a>-?\d+(?:\.\d+)?)(?!\d|\.\d|[eE][-+]?\d)"""
-    r"""|(?P<b>-?\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*10\b""",
+# a labelled grade: "grade": 8, grade: 7.5, Grade = 8/10, grade: 4 out of 5, grade: 0x8 (the value is
+# the token after the label; it is checked afterwards, so a label followed by junk is not skipped)
+_LABELLED = re.compile(
+    r"""["']?\bgrade\b["']?\s*[:=]\s*["']?(?P<value>[-+]?[\w.]*\w)"""
+    r"""(?:["']?\s*(?:/|\bout\s+of\b)\s*(?P<scale>[-+]?[\w.]*\w))?""",
     re.I,
 )
-
-
-MAX_ABS_GRADE = 100  # beyond this a "grade" is not a 1-10 grade gone slightly wrong: unparseable
+# an unlabelled grade on the 1-10 scale: 8/10, 8 out of 10 (not 8/100, not 1.8/10's "8")
+_OUT_OF_10 = re.compile(r"(?<![\w.])(?P<value>[-+]?\d+(?:\.\d+)?)\s*(?:/|\bout\s+of\b)\s*10(?!\w|\.\d)", re.I)
+_DECIMAL = re.compile(r"[-+]?\d{1,20}(?:\.\d{1,20})?")
+MIN_GRADE, MAX_GRADE = 1, 10
 
 
 def _to_grade(value: object) -> int | None:
-    """A 1-10 grade from a number or numeric string: rounded half up, clamped to 1-10. Booleans,
-    non-finite, oversized (|value| > MAX_ABS_GRADE) and unconvertible values give None."""
+    """A 1-10 grade from a JSON number or a decimal string, rounded half up; None for anything else
+    (a boolean, a non-decimal string, a non-finite number, a rounded value outside 1-10)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
-        if len(value) > 50:
+        text = value.strip()
+        if not _DECIMAL.fullmatch(text):
             return None
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None
+        value = float(text)
     if isinstance(value, int):
-        if abs(value) > MAX_ABS_GRADE:
-            return None
-        value = float(value)
-    if not isinstance(value, float) or not math.isfinite(value) or abs(value) > MAX_ABS_GRADE:
+        return value if MIN_GRADE <= value <= MAX_GRADE else None
+    if not isinstance(value, float) or not math.isfinite(value):
         return None
-    return int(min(10, max(1, math.floor(value + 0.5))))
+    grade = math.floor(value + 0.5)
+    return grade if MIN_GRADE <= grade <= MAX_GRADE else None
+
+
+def _shown(value: object) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 30 else text[:27] + "..."
+
+
+# A failed decode at offset p costs a scan of the p characters before it (the error's line number):
+# the search for JSON stops once the failures have cost this many characters (~50 ms), so a reply of
+# nothing but "{" or '{"a' cannot make it quadratic. A reply from a judge never comes near it.
+MAX_DECODE_COST = 50_000_000
+_NESTING_COST = 20_000  # a failure by nesting too deep (no scan, but up to ~1,000 levels decoded)
 
 
 def json_values(text: str, openers: str = "{") -> list[object]:
     """Every JSON value that decodes at one of ``openers`` in ``text``, outermost first (a decoded
     value's inside is not searched again). What does not decode is skipped — also a 5,000-digit
-    number or JSON nested 1,000 deep, which raise ``ValueError``/``RecursionError``."""
+    number or JSON nested 1,000 deep, which raise ``ValueError``/``RecursionError`` (the search
+    then goes on past the run of openers where it failed) — until the failures have cost
+    :data:`MAX_DECODE_COST`."""
     found = []
     i = 0
-    while True:
+    cost = 0
+    while cost < MAX_DECODE_COST:
         starts = [p for p in (text.find(c, i) for c in openers) if p != -1]
         if not starts:
-            return found
+            break
         start = min(starts)
         try:
             value, end = _DECODER.raw_decode(text, start)
-        except (ValueError, RecursionError):
+        except json.JSONDecodeError:
+            cost += start + 1
             i = start + 1
+            continue
+        except (ValueError, RecursionError):  # nested too deep (or a number too long): past this run of openers
+            cost += _NESTING_COST
+            i = start + 1
+            while i < len(text) and (text[i] in openers or text[i].isspace()):
+                i += 1
             continue
         found.append(value)
         i = end
+    return found
+
+
+def _first_graded_object(raw: str) -> dict | None:
+    """The first complete top-level JSON object of ``raw`` with a ``"grade"`` key."""
+    return next((o for o in json_values(raw) if isinstance(o, dict) and "grade" in o), None)
+
+
+def _regex_grade(raw: str) -> tuple[int | None, str | None]:
+    """Rule 2 of the module docstring: ``(grade, None)``, ``(None, why)`` for an invalid first
+    grade, or ``(None, None)`` when the reply names no grade at all."""
+    labelled = _LABELLED.search(raw)
+    if labelled is not None:
+        value, scale = labelled.group("value").rstrip("."), labelled.group("scale")
+        if scale is not None and scale.rstrip(".") != "10":
+            return None, f"unparseable: the grade {value}/{scale.rstrip('.')[:20]} is on another scale than 1-10"
+        grade = _to_grade(value) if _DECIMAL.fullmatch(value) else None
+        if grade is None:
+            return None, f"unparseable: the grade {_shown(value)} is not a number from 1 to 10"
+        return grade, None
+    out_of_10 = _OUT_OF_10.search(raw)
+    if out_of_10 is not None:
+        value = out_of_10.group("value")
+        grade = _to_grade(value) if _DECIMAL.fullmatch(value) else None
+        if grade is None:
+            return None, f"unparseable: the grade {_shown(value)}/10 is not a number from 1 to 10"
+        return grade, None
+    return None, None
 
 
 def parse_grade(raw: str | None) -> tuple[int | None, str | None, str | None]:
-    """``(grade, reasoning, error)`` from a judge reply; exactly one of grade/error is None."""
+    """``(grade, reasoning, error)`` from a judge reply (the rule of the module docstring); exactly
+    one of grade/error is None."""
     if raw is None or not raw.strip():
         return None, None, "unparseable: empty reply"
-    graded = [o for o in json_values(raw) if isinstance(o, dict) and "grade" in o and _to_grade(o["grade"]) is not None]
-    if graded:
-        obj = graded[-1]
+    obj = _first_graded_object(raw)
+    if obj is not None:
+        grade = _to_grade(obj["grade"])
+        if grade is None:
+            return None, None, f"unparseable: the grade {_shown(obj['grade'])} is not a number from 1 to 10"
         reasoning = obj.get("reasoning")
-        return _to_grade(obj["grade"]), str(reasoning) if reasoning is not None else None, None
-    matches = list(_FALLBACKS.finditer(raw))
-    for m in reversed(matches):
-        number = m.group("a") or m.group("b")
-        grade = _to_grade(number) if len(number) <= 50 else None
-        if grade is not None:
-            return grade, raw.strip()[:1000], None
+        return grade, str(reasoning) if reasoning is not None else None, None
+    grade, error = _regex_grade(raw)
+    if grade is not None:
+        return grade, raw.strip()[:1000], None
+    if error is not None:
+        return None, None, error
     if raw.count("{") > raw.count("}"):
         return None, None, "unparseable: truncated reply without a grade"
     return None, None, "unparseable: no grade in reply"

@@ -17,10 +17,17 @@ retriever, and
 the versions of python, bm25s, PyStemmer, wordllama and numpy. Any change to one of them is a new
 entry; old entries stay until the folder is deleted (nothing is evicted).
 
-Layout: ``<cache dir>/index-v1/<key>/`` holds ``meta.json`` (format, key, the key's parts, the
-size of every file), ``chunks.jsonl`` (one JSON array per chunk, the header line names the
-fields) and ``retriever/`` (whatever the retriever's ``save`` wrote). Only JSON and ``.npy``
-files (``allow_pickle=False``) are read back: nothing in the cache can run code.
+Layout: ``<cache dir>/index-v2/<key>/`` holds ``meta.json`` (format, key, the key's parts, the
+size and SHA-256 of every other file), ``chunks.jsonl`` (one JSON array per chunk, the header line
+names the fields) and ``retriever/`` (whatever the retriever's ``save`` wrote). Only JSON and
+``.npy`` files (``allow_pickle=False``) are read back: nothing in the cache can run code.
+
+Integrity: before an entry is used, every file in it must be a regular file (no symlink, FIFO,
+device or socket: nothing that blocks or never ends), be listed in ``meta.json`` (nothing added or
+missing), and have the size and SHA-256 recorded when the entry was stored; ``meta.json`` itself is
+read only when it is a regular file of at most :data:`MAX_META_BYTES`. A file edited since — even to
+the same size — makes the entry unusable: it is rebuilt, with one warning, and the run never
+indexes text the corpus hash does not describe.
 
 A retriever is cached when it has both ``save(folder)`` and ``load(folder, chunks)``:
 ``save`` writes the index built by ``index(chunks)`` into ``folder``; ``load`` restores it in a
@@ -31,9 +38,9 @@ not opt in) is built every run and the cache reports ``off``.
 Safety: an entry is built in a temporary folder inside the cache folder and moved into place with
 one ``os.rename``, so a reader sees a whole entry or none. Two runs at once may both build the
 entry; the first rename wins and the other run drops its copy. An entry that cannot be loaded
-(missing or truncated file, garbage, another format) is logged as ONE warning line, removed and
-rebuilt. A cache folder that cannot be written is logged as one warning and the run goes on
-without the cache (status ``off``).
+(missing, truncated, edited or extra file, a file that is not a regular file, garbage, another
+format) is logged as ONE warning line, removed and rebuilt. A cache folder that cannot be
+written is logged as one warning and the run goes on without the cache (status ``off``).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ import json
 import os
 import platform
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -57,7 +65,9 @@ from poc.chunking import Chunk
 from poc.retriever import Retriever
 from utils.versions import package_versions
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: meta.json records the SHA-256 of every file
+MAX_META_BYTES = 1_000_000  # a meta.json larger than this is not read
+_HASH_BLOCK = 1 << 20
 ENTRIES = f"index-v{CACHE_FORMAT}"
 LIBRARIES = ("bm25s", "PyStemmer", "wordllama", "numpy")
 STALE_TEMP_S = 24 * 3600  # a temporary folder this old was left by a killed run
@@ -226,8 +236,80 @@ def read_chunks(path: Path) -> list[Chunk]:
 
 # --------------------------------------------------------------------------- entries
 
-def _sizes(folder: Path) -> dict[str, int]:
-    return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
+def _file_digests(folder: Path) -> dict[str, dict]:
+    """``{relative path: {"size": bytes, "sha256": hex}}`` of every file under ``folder`` (at save)."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            data = p.read_bytes()
+            out[str(p.relative_to(folder))] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    return out
+
+
+def _open_regular(path: Path, name: str) -> int:
+    """A read-only descriptor of ``path`` when it is a regular file (a symlink is refused, and a FIFO
+    cannot block the open), else :class:`_Unusable`."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise _Unusable(f"{name} is missing") from None
+    except OSError as err:
+        raise _Unusable(f"{name} cannot be opened as a regular file ({err.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _Unusable(f"{name} is not a regular file")
+    return fd
+
+
+def _read_meta(entry: Path) -> object:
+    fd = _open_regular(entry / "meta.json", "meta.json")
+    with open(fd, "rb") as fh:
+        data = fh.read(MAX_META_BYTES + 1)
+    if len(data) > MAX_META_BYTES:
+        raise _Unusable(f"meta.json is larger than {MAX_META_BYTES:,} bytes")
+    return json.loads(data.decode("utf-8"))
+
+
+def _check_files(entry: Path, files: dict) -> None:
+    """Every file of ``entry`` (but meta.json) is a regular file listed in ``files`` with its size
+    and SHA-256, and every listed file is there; else :class:`_Unusable`."""
+    present = set()
+    for folder, dirs, names in os.walk(entry, followlinks=False):
+        for name in dirs + names:
+            path = Path(folder) / name
+            rel = str(path.relative_to(entry))
+            mode = os.lstat(path).st_mode
+            if stat.S_ISDIR(mode):
+                continue
+            if not stat.S_ISREG(mode):
+                raise _Unusable(f"{rel} is not a regular file")
+            if rel != "meta.json":
+                present.add(rel)
+    listed = set(files)
+    if present != listed:
+        extra, missing = sorted(present - listed), sorted(listed - present)
+        raise _Unusable(f"{(extra or missing)[0]} is {'not listed in meta.json' if extra else 'missing'}")
+    for rel in sorted(listed):
+        record = files[rel]
+        if not isinstance(record, dict) or not isinstance(record.get("size"), int) \
+                or not isinstance(record.get("sha256"), str):
+            raise _Unusable(f"meta.json has no size and sha256 for {rel}")
+        fd = _open_regular(entry / rel, rel)
+        digest = hashlib.sha256()
+        with open(fd, "rb") as fh:
+            size = 0
+            while size <= record["size"]:
+                block = fh.read(min(_HASH_BLOCK, record["size"] + 1 - size))
+                if not block:
+                    break
+                size += len(block)
+                digest.update(block)
+        if size != record["size"]:
+            raise _Unusable(f"{rel} has {'more than ' if size > record['size'] else ''}{size} bytes, "
+                            f"{record['size']} were written")
+        if digest.hexdigest() != record["sha256"]:
+            raise _Unusable(f"{rel} was changed since it was stored (its SHA-256 differs)")
 
 
 def _one_line(err: BaseException) -> str:
@@ -239,16 +321,15 @@ def _load_entry(entry: Path, key: str, retriever: Retriever) -> tuple[list[Chunk
     """Load ``entry`` into the fresh ``retriever``: ``(chunks, perf_counter when the chunks were
     read)``, else :class:`_Unusable`."""
     try:
-        meta = json.loads((entry / "meta.json").read_text(encoding="utf-8"))
+        if not stat.S_ISDIR(os.lstat(entry).st_mode):
+            raise _Unusable("it is not a folder")
+        meta = _read_meta(entry)
         if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT or meta.get("key") != key:
             raise _Unusable(f"meta.json is not a format-{CACHE_FORMAT} entry for this key")
         files = meta.get("files")
-        if not isinstance(files, dict):
+        if not isinstance(files, dict) or "chunks.jsonl" not in files:
             raise _Unusable("meta.json lists no files")
-        for name, size in files.items():
-            actual = (entry / name).stat().st_size
-            if actual != size:
-                raise _Unusable(f"{name} has {actual} bytes, {size} were written")
+        _check_files(entry, files)
         chunks = read_chunks(entry / "chunks.jsonl")
         if len(chunks) != meta.get("chunks"):
             raise _Unusable(f"chunks.jsonl holds {len(chunks)} chunks, meta.json says {meta.get('chunks')}")
@@ -292,7 +373,8 @@ def _save_entry(entries: Path, key: str, parts: dict, chunks: list[Chunk], retri
         write_chunks(tmp / "chunks.jsonl", chunks)
         (tmp / "retriever").mkdir()
         retriever.save(tmp / "retriever")
-        meta = {"format": CACHE_FORMAT, "key": key, "chunks": len(chunks), "parts": parts, "files": _sizes(tmp)}
+        meta = {"format": CACHE_FORMAT, "key": key, "chunks": len(chunks), "parts": parts,
+                "files": _file_digests(tmp)}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700
         try:
@@ -392,7 +474,7 @@ def prepare_index(corpus_arg: Path | None, strategy_name: str, make_retriever: C
     parts = key_parts(fp.sha256, strategy_name, retriever)
     key = cache_key(parts)
     entry = entries / key
-    if entry.is_dir():
+    if os.path.lexists(entry):
         try:
             chunks, t1 = _load_entry(entry, key, retriever)
         except _Unusable as err:

@@ -18,6 +18,10 @@
 4. **Polling** (``messages.batches.retrieve``) at growing intervals (:class:`PollSchedule`: 1 s
    doubling to 60 s, ``BENCHMARK_BATCH_POLL_MAX``), one progress line (INFO) per poll, until the
    batch has ended; then its results (JSON lines, any order) are matched to rows by custom id.
+   Lines that match no request (an unknown custom id, a custom id seen before — its first result
+   is kept —, not JSON, over the one-reply cap) are skipped with a warning and counted in the
+   batch's ``skipped_lines``; the reading is bounded (:meth:`BatchJudge.collect`), and a few bad
+   lines never cost the batch.
 5. **Entries**: ``succeeded`` → graded exactly like a sequential reply (:func:`parse_message`,
    then :func:`grade_reply`: stop reason, then the grade parser); ``errored`` → null grade
    ``batch_errored: <error type>: <message>``; ``expired`` → ``batch_expired: …``; ``canceled`` →
@@ -64,6 +68,7 @@ import contextlib
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -89,6 +94,13 @@ MAX_BATCH_BYTES = 256_000_000  # 256 MB of request JSON per batch (the API's lim
 # created the batch: it is never repeated (the SDK's own retries are off for it).
 CREATE_ATTEMPTS = 4
 MAX_POLL_FAILURES = 10  # transient failures in a row while polling before the collection stops
+# Reading a batch's results. A line that names no request of the batch (an unknown custom id, a
+# custom id seen before, not JSON, over the line cap) is skipped, logged and counted; the reading
+# stops after this many such lines, or past a byte budget of (2 x requests + 10) line caps, keeping
+# what was matched: a hostile endpoint cannot stream forever, and a few bad lines never cost the batch.
+MAX_UNMATCHED_LINES = 1_000
+RESULTS_BUDGET_SLACK_LINES = 10
+_WARNED_PER_REASON = 10  # skipped lines of one reason logged one by one at WARNING; the rest at DEBUG
 _CUSTOM_ID = re.compile(r"q(\d+)(?:r(\d+))?")
 
 
@@ -119,6 +131,43 @@ def warn_uncollected(previous_run: dict, judge_batch: bool) -> None:
     if pending and not judge_batch:
         logger.warning("the run you continue left batch(es) {} uncollected: add --judge-batch to collect them "
                        "instead of grading those questions again", ", ".join(pending))
+
+
+def _row_repeats(row: object) -> int | None:
+    """How many grades a graded row (a dict or a result record) holds: ``llm_grades``' length, 1
+    without it; None when it is not graded."""
+    def field_of(name: str) -> object:
+        return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
+
+    if field_of("llm_grade") is None:
+        return None
+    grades = field_of("llm_grades")
+    return len(grades) if isinstance(grades, (list, tuple)) else 1
+
+
+def resumed_repeats(previous_run: dict, rows: dict[str, dict]) -> int | None:
+    """``--judge-repeats`` of the run ``--resume`` continues: the most common grade count of its
+    graded rows (what ``--resume`` keeps), else its ``judge.repeats``; None when neither says."""
+    counts = Counter(n for n in map(_row_repeats, rows.values()) if n is not None)
+    if counts:
+        return counts.most_common(1)[0][0]
+    judge = previous_run.get("judge") if isinstance(previous_run, dict) else None
+    recorded = judge.get("repeats") if isinstance(judge, dict) else None
+    return recorded if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 1 else None
+
+
+def check_resume_repeats(previous_run: dict, rows: dict[str, dict], repeats: int, path: object = None) -> None:
+    """Raise :class:`InputError` when ``--resume`` (of ``path``) would keep rows graded another
+    number of times than ``--judge-repeats`` asks (the run would record one count while its rows
+    hold another)."""
+    from utils.console import escape_control
+
+    recorded = resumed_repeats(previous_run, rows)
+    if recorded is not None and recorded != repeats:
+        where = f"--resume {escape_control(str(path))}" if path is not None else "--resume"
+        raise InputError(f"{where}: the run you continue graded each question "
+                         f"{recorded} time(s), this one asks --judge-repeats {repeats}: run with --judge-repeats "
+                         f"{recorded}, or start a new run without --resume")
 
 
 def custom_id(index: int, repeat: int = 0, repeats: int = 1) -> str:
@@ -169,6 +218,9 @@ class BatchRecord:
     request_counts: dict = field(default_factory=dict)  # the API's, at the last poll
     retry: bool = False  # the second batch: transient failures of the first, re-submitted once
     resumed: bool = False  # adopted from --resume: collected without a new create
+    # results lines skipped at collection, by reason (unknown_custom_id, duplicate_custom_id, not_json,
+    # no_custom_id, over_line_cap; stopped_early when the reading stopped at its bounds); empty: none
+    skipped_lines: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -182,10 +234,12 @@ class BatchRecord:
         if not isinstance(ids, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in ids.items()):
             return None
         counts = data.get("request_counts")
+        skipped = data.get("skipped_lines")
         return cls(id=data["id"], custom_ids=dict(ids), status=str(data.get("status") or "submitted"),
                    processing_status=data.get("processing_status") if isinstance(data.get("processing_status"), str)
                    else None, request_counts=counts if isinstance(counts, dict) else {},
-                   retry=bool(data.get("retry")), resumed=bool(data.get("resumed")))
+                   retry=bool(data.get("retry")), resumed=bool(data.get("resumed")),
+                   skipped_lines=skipped if isinstance(skipped, dict) else {})
 
 
 @dataclass(frozen=True)
@@ -261,7 +315,7 @@ class BatchAPI(Protocol):
     """A judge provider's batch transport (:meth:`Provider.batch_api`)."""
 
     model: str
-    max_line_bytes: int  # a results line longer than this is a bad response
+    max_line_bytes: int  # a results line longer than this is skipped (read in pieces and discarded)
 
     def request(self, custom_id: str, prompt: str) -> dict:
         """One request of the batch envelope: the same request as a sequential call."""
@@ -272,8 +326,9 @@ class BatchAPI(Protocol):
     def retrieve(self, batch_id: str) -> BatchStatus:
         """Its status now; raises :class:`JudgeError`."""
 
-    def results(self, batch_id: str, expected: int) -> Iterator[bytes]:
-        """Its raw results lines (:func:`result_lines`); raises :class:`JudgeError`."""
+    def results(self, batch_id: str, expected: int) -> Iterator[bytes | Skipped]:
+        """Its raw results lines (:func:`result_lines`: a :class:`Skipped` stands for a line not
+        delivered); raises :class:`JudgeError` when they cannot be read."""
 
     def entry(self, batch_id: str, line: object) -> BatchEntry | None:
         """One decoded results line as a :class:`BatchEntry`; None when it names no request."""
@@ -407,50 +462,127 @@ class BatchJudge:
     # ------------------------------------------------------------------ results
 
     def collect(self, record: BatchRecord) -> dict[str, BatchEntry]:
-        """The ended batch's results, custom id → :class:`BatchEntry` (lines that name a custom id
-        not in the batch are ignored). Raises a fatal :class:`JudgeError` when they cannot be read.
+        """The ended batch's results, custom id → :class:`BatchEntry`. Raises a fatal
+        :class:`JudgeError` when they cannot be read (``--resume`` collects the batch later).
 
-        Bounds: a line longer than the one-reply cap is a bad response, and at most twice as many
-        lines as requests are read."""
+        What can be matched is collected, whatever else the results hold: a line for a custom id
+        not in the batch, a line without a custom id, a line that is not JSON, and a line over the
+        one-reply cap (read in pieces and discarded) are skipped; a custom id seen twice keeps its
+        FIRST result (one warning naming it). Each is logged and counted in ``record.skipped_lines``.
+        The reading stops, keeping what was matched, after :data:`MAX_UNMATCHED_LINES` skipped lines
+        or past the byte budget (:func:`result_lines`): the requests left without a result are
+        ``missing`` (``batch_errored: no result …``)."""
         entries: dict[str, BatchEntry] = {}
+        skipped: Counter[str] = Counter()
+        where = f"Batch {record.id}"
+        lines = iter(self.api.results(record.id, len(record.custom_ids)))
         try:
-            for line in self.api.results(record.id, len(record.custom_ids)):
-                try:
-                    entry = self.api.entry(record.id, json.loads(line))
-                except (ValueError, RecursionError):
-                    logger.warning("Batch {}: a results line is not JSON; skipped", record.id)
-                    continue
-                if entry is not None and entry.custom_id in record.custom_ids:
-                    entries[entry.custom_id] = entry
+            try:
+                for line in lines:
+                    reason = self._match(record, line, entries, skipped)
+                    if reason is None:
+                        continue
+                    if reason == "budget":
+                        logger.warning("{}: the results passed their byte budget; reading stopped, {:,} of {:,} "
+                                       "requests matched", where, len(entries), len(record.custom_ids))
+                        skipped["stopped_early"] += 1
+                        break
+                    skipped[reason] += 1
+                    if sum(n for k, n in skipped.items() if k != "stopped_early") >= MAX_UNMATCHED_LINES:
+                        logger.warning("{}: {:,} results lines matched no request; reading stopped, {:,} of {:,} "
+                                       "requests matched", where, MAX_UNMATCHED_LINES, len(entries),
+                                       len(record.custom_ids))
+                        skipped["stopped_early"] += 1
+                        break
+            finally:
+                close = getattr(lines, "close", None)
+                if close is not None:  # a stream stopped early is closed now, not when collected
+                    close()
         except JudgeError as judge_err:
             raise JudgeError(judge_err.kind, f"could not read the results of batch {record.id} ({judge_err}); "
                              "--resume collects it later", fatal=True) from None
+        record.skipped_lines = dict(sorted(skipped.items()))
+        if skipped:
+            logger.warning("{}: {:,} results line(s) skipped ({}); {:,} of {:,} requests matched", where,
+                           sum(n for k, n in skipped.items() if k != "stopped_early"),
+                           ", ".join(f"{k} {n:,}" for k, n in sorted(skipped.items())), len(entries),
+                           len(record.custom_ids))
         return entries
 
+    def _match(self, record: BatchRecord, line: bytes | Skipped, entries: dict[str, BatchEntry],
+               skipped: Counter[str]) -> str | None:
+        """Put one results line into ``entries``; else the reason it was skipped (or ``budget``),
+        logged as a warning for the first :data:`_WARNED_PER_REASON` lines of each reason."""
+        from utils.console import escape_control
 
-def result_lines(chunks: Iterator[bytes], cap: int, limit: int) -> Iterator[bytes]:
-    """Non-empty lines of a byte stream; a line over ``cap`` bytes, or more than ``limit`` lines,
-    is a bad response."""
-    buf = b""
-    count = 0
+        if isinstance(line, Skipped):
+            reason, why = line.reason, f"a results line passed {self.api.max_line_bytes:,} bytes; skipped"
+        else:
+            try:
+                entry = self.api.entry(record.id, json.loads(line))
+            except (ValueError, RecursionError):
+                entry, reason, why = None, "not_json", "a results line is not JSON; skipped"
+            else:
+                reason, why = "no_custom_id", "a results line names no custom id; skipped"
+            if entry is not None:
+                shown = escape_control(entry.custom_id[:80])
+                if entry.custom_id not in record.custom_ids:
+                    reason, why = "unknown_custom_id", f"a results line for custom id {shown!r}, which is not in " \
+                                                       "the batch; skipped"
+                elif entry.custom_id in entries:
+                    reason, why = "duplicate_custom_id", f"custom id {shown} has a second result; the first one " \
+                                                         "is kept"
+                else:
+                    entries[entry.custom_id] = entry
+                    return None
+        if reason != "budget":
+            level = "WARNING" if skipped[reason] < _WARNED_PER_REASON else "DEBUG"
+            logger.log(level, "Batch {}: {}", record.id, why)
+        return reason
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A results line :func:`result_lines` does not deliver: ``over_line_cap`` (its bytes were
+    discarded), or ``budget`` (the byte budget is spent: the last item)."""
+
+    reason: str
+
+
+def result_lines(chunks: Iterator[bytes], cap: int, budget: int | None = None) -> Iterator[bytes | Skipped]:
+    """The non-empty lines of a byte stream, in order. A line over ``cap`` bytes is read in pieces
+    and discarded (never held whole): ``Skipped("over_line_cap")`` stands in its place. Past
+    ``budget`` bytes read, ``Skipped("budget")`` is given and the reading stops."""
+    buf = bytearray()
+    discarding = False  # inside a line over the cap
+    total = 0
     for chunk in chunks:
-        buf += chunk
-        if b"\n" not in chunk and len(buf) <= cap:
-            continue
-        *lines, buf = buf.split(b"\n")
-        if len(buf) > cap:
-            raise JudgeError("bad_response", f"a batch results line passed {cap:,} bytes (bad body)", fatal=False)
-        for line in lines:
-            if line.strip():
-                count += 1
-                if count > limit or len(line) > cap:
-                    raise JudgeError("bad_response", "the batch results are longer than the batch (bad body)",
-                                     fatal=False)
-                yield line
-    if buf.strip():
-        if count + 1 > limit:
-            raise JudgeError("bad_response", "the batch results are longer than the batch (bad body)", fatal=False)
-        yield buf
+        total += len(chunk)
+        if budget is not None and total > budget:
+            yield Skipped("budget")
+            return
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end == -1 else chunk[start:end]
+            if not discarding and len(buf) + len(piece) > cap:
+                discarding = True
+                buf.clear()
+            if not discarding:
+                buf += piece
+            if end == -1:
+                break
+            if discarding:
+                discarding = False
+                yield Skipped("over_line_cap")
+            elif buf.strip():
+                yield bytes(buf)
+            buf.clear()
+            start = end + 1
+    if discarding:
+        yield Skipped("over_line_cap")
+    elif buf.strip():
+        yield bytes(buf)
 
 
 # --------------------------------------------------------------------------- the run
@@ -509,6 +641,7 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
     journal's :meth:`Journal.grouped`, under which the graded rows are written (one fsync per
     second instead of one per row: until then the batch holds them). Returns ``loop.results``;
     raises KeyboardInterrupt after writing what is done, as ``BenchmarkLoop.run`` does."""
+    check_resume_repeats({}, done or {}, loop.repeats)
     loop.results = []
     loop.judge_usage.batch = True
     done = typed_rows(done)

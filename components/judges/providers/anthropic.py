@@ -36,8 +36,10 @@ request:
    (``source: "builtin_table"``); a model in neither gets no ``thinking`` field and the large
    ``max_tokens`` (``source: "default"``).
 
-**Bounds.** The timeout is a deadline for the whole attempt, body included (a watchdog closes a
-stalled body at the deadline), and a reply body over :data:`MAX_BODY_BYTES` is a bad response.
+**Bounds.** The timeout is a deadline for the whole attempt, from its start: connect, status line,
+headers and body (every network operation of the attempt waits at most until the deadline, so a
+server that trickles its status line or sends headers without end is cut off there; a watchdog also
+closes a stalled body at the deadline), and a reply body over :data:`MAX_BODY_BYTES` is a bad response.
 The SDK retries 408/409/429/5xx and connection errors ``max_retries`` times; it obeys
 ``retry-after`` uncapped, so a middleware caps each wait at ``max_retry_wait_s`` (the uncapped value
 is kept on the error as ``retry_after`` for the run's retry pass). Every failure becomes a
@@ -137,7 +139,7 @@ class _BoundedStream:
         except _BodyLimit:
             raise
         except Exception as err:
-            if self.expired:
+            if self.expired or time.monotonic() >= self.deadline:  # closed by the watchdog, or a read cut at the deadline
                 raise _BodyLimit("timeout", "the reply did not finish within the judge timeout") from None
             raise err
         finally:
@@ -150,16 +152,100 @@ class _BoundedStream:
         self.inner.close()
 
 
+# --------------------------------------------------------------------------- the attempt's deadline
+
+_ATTEMPT = threading.local()  # .deadline: time.monotonic() by which the current thread's attempt must end
+
+
+def _left(timeout: float | None, expired: type[Exception]) -> float | None:
+    """``timeout`` (seconds, of one network operation) cut to the time left before the current
+    thread's attempt deadline; raises ``expired`` when none is left."""
+    deadline = getattr(_ATTEMPT, "deadline", None)
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise expired("the reply did not come within the judge timeout")
+    return left if timeout is None else min(timeout, left)
+
+
+def _bounded_transports(http_client: Any) -> int:
+    """Wrap the network backend of every transport of ``http_client`` (the default one and the proxy
+    mounts) so that each connect, TLS handshake, read and write of an attempt waits at most until
+    the attempt's deadline (:data:`_ATTEMPT`); an operation with no time left raises the HTTP
+    client's own timeout, which the SDK treats as any timeout. Returns how many were wrapped."""
+    import httpx2
+
+    class Stream:  # the transport's network stream, each operation's timeout cut to the time left
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self._inner.read(max_bytes, _left(timeout, httpx2.ReadTimeout))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self._inner.write(buffer, _left(timeout, httpx2.WriteTimeout))
+
+        def close(self) -> None:
+            self._inner.close()
+
+        def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                      timeout: float | None = None) -> Stream:
+            return Stream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout, httpx2.ConnectTimeout)))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self._inner.get_extra_info(info)
+
+    class Backend:  # the transport's network backend, its streams wrapped
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                        socket_options: Any = None) -> Stream:
+            return Stream(self._inner.connect_tcp(host, port, _left(timeout, httpx2.ConnectTimeout), local_address,
+                                                  socket_options))
+
+        def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Stream:
+            return Stream(self._inner.connect_unix_socket(path, _left(timeout, httpx2.ConnectTimeout), socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            self._inner.sleep(seconds)
+
+    wrapped = 0
+    transports = [getattr(http_client, "_transport", None), *getattr(http_client, "_mounts", {}).values()]
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if backend is not None and not isinstance(backend, Backend):
+            pool._network_backend = Backend(backend)
+            wrapped += 1
+    return wrapped
+
+
+def _http_client():
+    """The SDK's own HTTP client (its defaults, proxies from the environment), every transport
+    bounded by the attempt's deadline (:func:`_bounded_transports`)."""
+    import anthropic
+
+    http_client = anthropic.DefaultHttpxClient()
+    if not _bounded_transports(http_client):
+        logger.debug("the HTTP client's transports could not be bounded: only the reply body has a deadline")
+    return http_client
+
+
 def _middleware(config: ProviderConfig):
     import httpx2
     from anthropic import Middleware
 
     class Bounds(Middleware):
-        """Per attempt: cap ``retry-after`` at ``max_retry_wait_s`` (the uncapped value is kept in
-        another header) and bound the body by the attempt's deadline and the size cap."""
+        """Per attempt: a deadline ``config.timeout`` from its start, for connect, status line,
+        headers and body alike (every network operation waits at most until then; a watchdog closes
+        a stalled body at the deadline); the body's size cap; ``retry-after`` capped at
+        ``max_retry_wait_s`` (the uncapped value is kept in another header)."""
 
         def handle(self, request, call_next):
             deadline = time.monotonic() + config.timeout
+            _ATTEMPT.deadline = deadline  # read by this thread's network operations until the next attempt
             response = call_next(request)
             http = response.http_response
             if not http.is_stream_consumed and isinstance(http.stream, httpx2.SyncByteStream):
@@ -313,7 +399,7 @@ class AnthropicProvider(Provider):
                 self._client = anthropic.Anthropic(
                     api_key=self.config.api_key, base_url=self.config.base_url,
                     max_retries=self.config.max_retries, timeout=self.config.timeout,
-                    middleware=[_middleware(self.config)])
+                    middleware=[_middleware(self.config)], http_client=_http_client())
             return self._client
 
     def batch_client(self, max_body_bytes: int | None = None, max_retries: int | None = None):
@@ -349,6 +435,10 @@ class AnthropicProvider(Provider):
             cause = cause.__cause__ or cause.__context__
         if isinstance(err, anthropic.APITimeoutError):
             return JudgeError("timeout", f"judge timed out ({attempts} attempts)", fatal=False)
+        import httpx2
+
+        if isinstance(err, httpx2.TimeoutException):  # a body read cut at the deadline, outside the SDK's retries
+            return JudgeError("timeout", "the reply did not finish within the judge timeout", fatal=False)
         if isinstance(err, anthropic.APIConnectionError):
             return JudgeError("connection", f"could not reach the judge API ({attempts} attempts)", fatal=False)
         if isinstance(err, anthropic.APIStatusError):
@@ -755,13 +845,17 @@ class MessageBatches:
         except Exception as err:  # noqa: BLE001
             raise self._error(err, "retrieve") from None
 
-    def results(self, batch_id: str, expected: int) -> Iterator[bytes]:
-        """The raw result lines of an ended batch (see :func:`~components.run.judge_batch.result_lines`)."""
+    def results(self, batch_id: str, expected: int) -> Iterator[bytes | Skipped]:
+        """The raw result lines of an ended batch (:func:`~components.run.judge_batch.result_lines`):
+        a line over the one-reply cap is discarded, and the reading stops past a budget of
+        ``2 x expected + RESULTS_BUDGET_SLACK_LINES`` line caps (decoded bytes; the transfer's own
+        cap is one line cap above it, so the budget is what stops a stream that does not end)."""
         cap = self.max_line_bytes
-        client = self.provider.batch_client(max_body_bytes=(2 * expected + 1) * cap)
+        budget = (2 * expected + RESULTS_BUDGET_SLACK_LINES) * cap
+        client = self.provider.batch_client(max_body_bytes=budget + cap)
         try:
             with client.messages.batches.with_streaming_response.results(batch_id) as response:
-                yield from result_lines(response.iter_bytes(), cap, limit=2 * expected)
+                yield from result_lines(response.iter_bytes(), cap, budget)
         except JudgeError:
             raise
         except Exception as err:  # noqa: BLE001
@@ -793,4 +887,5 @@ class MessageBatches:
                           message=f"a result of unknown type {str(kind)[:50]!r}")
 
 
-from components.run.judge_batch import BatchEntry, BatchStatus, CreateFailed, result_lines  # noqa: E402
+from components.run.judge_batch import (RESULTS_BUDGET_SLACK_LINES, BatchEntry, BatchStatus, CreateFailed,  # noqa: E402
+                                        Skipped, result_lines)
