@@ -241,13 +241,16 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path: Path, make, message):
     assert run.stdout == ""
 
 
-def test_cli_needs_two_runs_and_a_json_folder(tmp_path: Path):
-    a = tmp_path / "a.json"
+def test_cli_needs_two_runs_and_writes_json_by_the_output_rule(tmp_path: Path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(A))
+    b.write_text(json.dumps(B))
     one = run_cli("compare", str(a))
     assert one.code == 2 and "at least two runs" in one.stderr
-    missing = run_cli("compare", str(a), str(a), "--json", str(tmp_path / "no" / "x.json"))
-    assert missing.code == 2 and "does not exist: create it" in missing.stderr
+    created = run_cli("compare", str(a), str(b), "--json", str(tmp_path / "no" / "x.json"))
+    assert created.code == 0 and json.loads((tmp_path / "no" / "x.json").read_text())["common_question_count"] == 4
+    own = run_cli("compare", str(a), str(b), "--json", str(b))  # never one of its own inputs
+    assert own.code == 2 and json.loads(b.read_text()) == B
 
 
 def test_a_run_that_graded_nothing_has_no_pass_rate():

@@ -36,7 +36,7 @@ from components.analysis.agreement import (LEVEL, normal_mean, pass_confusion, p
 from components.analysis.labels import Labels, read_labels
 from utils.errors import InputError
 from utils.metrics import PASS_MARK, total_score
-from utils.output import check_writable, write_json_atomic
+from utils.output import check_output, write_json_atomic
 from utils.results import QuestionResult, RunResult, load_run
 
 PPI_FORMULA = ("PPI = mean_N(judge) + mean_n(human - judge); Var = var_N(judge)/N + var_n(human - judge)/n "
@@ -196,7 +196,8 @@ def format_report(doc: dict) -> str:
 
 def run(args: argparse.Namespace, settings: object) -> int:
     if args.json is not None:
-        check_writable(args.json, "--json", "calibration.json")
+        args.json = check_output(args.json, option="--json", example="calibration.json",
+                                 inputs=[("the run", args.run), ("the labels file", args.labels)])
     result = load_run(args.run)
     labels = read_labels(args.labels)
     header_run = (labels.header or {}).get("run_id")

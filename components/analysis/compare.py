@@ -53,7 +53,7 @@ from utils import metrics as M
 from utils import trec
 from utils.console import shorten
 from utils.errors import EXIT_GATE, EXIT_OK, InputError
-from utils.output import check_writable, write_json_atomic
+from utils.output import check_output, write_json_atomic
 from utils.results import QuestionResult, RunResult, read_json_file
 
 ALPHA = 0.05
@@ -759,9 +759,11 @@ def run(args: argparse.Namespace, settings: object) -> int:
     if args.fail_on_regressions is not None and args.fail_on_regressions < 0:
         raise InputError(f"--fail-on-regressions {args.fail_on_regressions} is negative: give 0 or more")
     gating = bool(worse) or bool(margins) or args.fail_on_regressions is not None
-    if args.json is not None:
-        check_writable(args.json, "--json", "comparison.json")
     paths = [resolve_run(arg, Path.cwd(), args.runs) for arg in args.runs]
+    if args.json is not None:
+        args.json = check_output(args.json, option="--json", example="comparison.json",
+                                 inputs=[*(("a run", p) for p in paths),
+                                         *((("the qrels", args.qrels),) if getattr(args, "qrels", None) else ())])
     runs: list[RunResult] = []
     run_args: list[str] = []
     run_paths: list[str] = []

@@ -30,7 +30,7 @@ from loguru import logger
 
 from utils import metrics as M
 from utils.errors import InputError
-from utils.output import check_writable
+from utils.output import check_output
 from utils.results import RunResult
 from utils.trec import check_id, write_qrels, write_run
 
@@ -112,9 +112,10 @@ def run(args: argparse.Namespace, settings: object) -> int:
     from utils.results import load_run
 
     path = resolve_run(args.run, Path.cwd(), [args.run])
-    check_writable(args.output, "-o", "run.trec")
+    args.output = check_output(args.output, option="-o", example="run.trec", inputs=[("the results file being exported", path)])
     if args.qrels is not None:
-        check_writable(args.qrels, "--qrels", "qrels.txt")
+        args.qrels = check_output(args.qrels, option="--qrels", example="qrels.txt",
+                                  inputs=[("the results file being exported", path)])
         if _same(args.qrels, args.output):
             raise InputError(f"--qrels {args.qrels} is the run file -o: give them two paths")
     for option, target in (("-o", args.output), ("--qrels", args.qrels)):

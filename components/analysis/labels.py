@@ -40,7 +40,7 @@ from pathlib import Path
 from loguru import logger
 
 from utils.errors import InputError
-from utils.output import check_writable, to_strict_json, write_text_atomic
+from utils.output import check_output, to_strict_json, write_text_atomic
 from utils.results import QuestionResult, RunResult, load_run, parse_json
 
 BANDS = ((1, 3), (4, 6), (7, 8), (9, 10))
@@ -150,7 +150,7 @@ def build_labels(result: RunResult, source: str, n: int, seed: int) -> list[dict
 
 
 def run(args: argparse.Namespace, settings: object) -> int:
-    check_writable(args.output, "-o", "labels.jsonl")
+    args.output = check_output(args.output, option="-o", example="labels.jsonl", inputs=[("the run", args.run)])
     result = load_run(args.run)
     lines = build_labels(result, str(args.run), args.sample, args.seed)
     secrets = getattr(settings, "secrets", ())

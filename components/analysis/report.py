@@ -37,7 +37,7 @@ from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, c
 from utils import metrics as M
 from utils.console import NOTHING_GRADED, escape_control, format_ci, is_number, shorten
 from utils.metrics import PASS_MARK
-from utils.output import check_writable, write_text_atomic
+from utils.output import check_output, write_text_atomic
 from utils.results import GROUP_FIELDS, RunResult, load_run
 
 MAX_GROUP_VALUES = 12  # a field with more values than this is shown as its largest groups plus "other"
@@ -63,7 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: object) -> int:
-    check_writable(args.output)
+    args.output = check_output(args.output, option="-o", example="report.html",
+                               inputs=[*(("a results file", p) for p in args.runs),
+                                       *((("the labels file", args.labels),) if getattr(args, "labels", None) else ())])
     runs = [load_run(path) for path in args.runs]
     labels = [run_label(r, p) for r, p in zip(runs, args.runs, strict=True)]
     comparison = None
