@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,38 @@ def test_resume_checks_an_edited_journal_before_any_judge_call(tmp_path: Path, f
     assert run.code == 2 and calls == []
     line = next(ln for ln in run.stderr.splitlines() if "| ERROR" in ln)
     assert "line 2" in line and "llm_grade is a string" in line
+
+
+# ---- the one output rule, for the commands that read results files
+
+@pytest.fixture
+def results_pair(tmp_path: Path, good: dict) -> tuple[Path, Path]:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(good))
+    b.write_text(json.dumps(good))
+    return a, b
+
+
+def _labels(tmp_path: Path, a: Path) -> Path:
+    labels = tmp_path / "labels.jsonl"
+    run = run_cli("label", str(a), "--sample", "2", "-o", str(labels))
+    assert run.code == 0, run.stderr
+    return labels
+
+
+@pytest.mark.parametrize("command", ["report", "compare", "export-run", "label", "calibrate"])
+@pytest.mark.parametrize("target", ["own-input", "other-spelling", "dev-null"])
+def test_no_command_writes_over_its_input_or_a_device(tmp_path: Path, results_pair, command: str, target: str):
+    a, b = results_pair
+    labels = _labels(tmp_path, a) if command == "calibrate" else None
+    out = {"own-input": str(a), "other-spelling": str(tmp_path / "x" / ".." / "a.json"), "dev-null": "/dev/null"}[target]
+    if target == "other-spelling":
+        (tmp_path / "x").mkdir()
+    option = {"report": "-o", "compare": "--json", "export-run": "-o", "label": "-o", "calibrate": "--json"}[command]
+    args = {"report": [str(a), str(b)], "compare": [str(a), str(b)], "export-run": [str(a)],
+            "label": [str(a), "--sample", "2"], "calibrate": [str(a), "--labels", str(labels)]}[command]
+    before = a.read_bytes()
+    run = run_cli(command, *args, option, out)
+    assert run.code == 2, run.stderr[-1500:]
+    assert len([ln for ln in run.stderr.splitlines() if "| ERROR" in ln]) == 1
+    assert a.read_bytes() == before and stat.S_ISCHR(os.stat("/dev/null").st_mode)
