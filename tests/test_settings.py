@@ -118,3 +118,16 @@ def test_a_url_with_a_password_is_not_echoed():
     with pytest.raises(InputError) as err:
         Settings.from_env({**OK, "ANTHROPIC_BASE_URL": "ftp://user:pa55word@host/"})
     assert "pa55word" not in str(err.value)
+
+
+def test_an_auth_token_instead_of_the_key(tmp_path):
+    token = "tok-" + SENTINEL_KEY[-16:]
+    settings = Settings.from_env({"ANTHROPIC_AUTH_TOKEN": token, "BENCHMARK_JUDGE": "anthropic"})
+    assert settings.judge == "anthropic" and settings.judge_config.auth_token == token and token in settings.secrets
+    with LoopbackServer() as srv:
+        env = {k: v for k, v in judge_env(srv.url).items() if k != "ANTHROPIC_API_KEY"}
+        env["ANTHROPIC_AUTH_TOKEN"] = token
+        run = run_cli("--quick", "--output", str(tmp_path / "r.json"), env=env)
+        sent = [r.headers.get("authorization") for r in srv.requests if r.path.endswith("/v1/messages")]
+    assert run.code == 0, run.stderr
+    assert sent and all(h == f"Bearer {token}" for h in sent) and token not in run.stderr

@@ -88,6 +88,7 @@ PRICES = PriceTable(
 @dataclass(frozen=True)
 class ProviderConfig:
     api_key: str | None = None  # None: the SDK reads ANTHROPIC_API_KEY
+    auth_token: str | None = None  # a bearer token instead of the key (ANTHROPIC_AUTH_TOKEN)
     base_url: str | None = None  # None: the SDK reads ANTHROPIC_BASE_URL, else the public API
     timeout: float = 30.0  # deadline per attempt, body included
     max_retries: int = 2
@@ -95,7 +96,8 @@ class ProviderConfig:
     max_body_bytes: int = MAX_BODY_BYTES
 
     def __repr__(self) -> str:  # never show the key
-        return (f"ProviderConfig(api_key={'set' if self.api_key else None}, base_url={self.base_url!r}, "
+        return (f"ProviderConfig(api_key={'set' if self.api_key else None}, "
+                f"auth_token={'set' if self.auth_token else None}, base_url={self.base_url!r}, "
                 f"timeout={self.timeout}, max_retries={self.max_retries}, "
                 f"max_retry_wait_s={self.max_retry_wait_s}, max_body_bytes={self.max_body_bytes})")
 
@@ -365,15 +367,18 @@ class AnthropicProvider(Provider):
 
     @classmethod
     def configured(cls, env: Mapping[str, str]) -> bool:
-        return bool(env.get("ANTHROPIC_API_KEY"))
+        return bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
 
     @classmethod
     def configure(cls, env: Mapping[str, str], models: Mapping[str, str]) -> ProviderConfig:
         key = env.get("ANTHROPIC_API_KEY") or None
-        if not key:
-            raise InputError("BENCHMARK_JUDGE=anthropic needs ANTHROPIC_API_KEY: set the key, "
-                             "or BENCHMARK_JUDGE=offline for the lexical judge")
-        check_key("ANTHROPIC_API_KEY", key)
+        token = env.get("ANTHROPIC_AUTH_TOKEN") or None
+        if not key and not token:
+            raise InputError("BENCHMARK_JUDGE=anthropic needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN): set the "
+                             "key, or BENCHMARK_JUDGE=offline for the lexical judge")
+        for name, value in (("ANTHROPIC_API_KEY", key), ("ANTHROPIC_AUTH_TOKEN", token)):
+            if value:
+                check_key(name, value)
         base_url = env.get("ANTHROPIC_BASE_URL") or None
         if base_url is not None:
             check_base_url("ANTHROPIC_BASE_URL", base_url, "https://api.anthropic.com")
@@ -383,7 +388,7 @@ class AnthropicProvider(Provider):
                 check_model_id(variable, value, cls.default_models[role])
         for role, model in models.items():
             check_model_id(cls.model_variables.get(role, "BENCHMARK_JUDGE_MODEL"), model, cls.default_models[role])
-        return ProviderConfig(api_key=key, base_url=base_url)
+        return ProviderConfig(api_key=key, auth_token=token if not key else None, base_url=base_url)
 
     @classmethod
     def missing_key(cls) -> str:
@@ -397,7 +402,7 @@ class AnthropicProvider(Provider):
                 import anthropic  # lazy: ~1 s
 
                 self._client = anthropic.Anthropic(
-                    api_key=self.config.api_key, base_url=self.config.base_url,
+                    api_key=self.config.api_key, auth_token=self.config.auth_token, base_url=self.config.base_url,
                     max_retries=self.config.max_retries, timeout=self.config.timeout,
                     middleware=[_middleware(self.config)], http_client=_http_client())
             return self._client
@@ -466,8 +471,11 @@ class AnthropicProvider(Provider):
                          408: ("timeout", "request timed out (408)")}
             if status in transient or status >= 500:
                 kind, what = transient.get(status, ("server_error", f"server error ({status})"))
-                return JudgeError(kind, f"judge {what} after {attempts} attempts", fatal=False,
-                                  retry_after=retry_after)
+                if retry_after is not None and not retry_after <= self.config.max_retry_wait_s:
+                    how = f"with retry-after {retry_after:g} s (longer than the SDK waits: not retried)"
+                else:
+                    how = f"after {attempts} attempts"
+                return JudgeError(kind, f"judge {what} {how}", fatal=False, retry_after=retry_after)
             return JudgeError("client_error", f"judge API answered {status}{detail}", fatal=False)
         if isinstance(err, (ValueError, RecursionError, anthropic.APIResponseValidationError)):
             return JudgeError("bad_response", "the judge API sent a reply that is not valid JSON (bad body)",
