@@ -65,3 +65,12 @@ def test_compare_finds_run_ids_in_the_runs_folder_of_the_output(tmp_path: Path):
     compared = run_cli("compare", str(out), ids[0])  # the id lives in results/runs/, not ./runs/
     assert compared.code == 0, compared.stderr
     assert "Compared on 2 questions" in compared.stdout
+
+
+def test_resume_keeps_the_selection_of_the_run(tmp_path: Path):
+    out = tmp_path / "r.json"
+    assert run_cli("--quick", "--strategy", "baseline", "--output", str(out)).code == 0
+    again = run_cli("--resume", str(out), "--output", str(tmp_path / "again.json"))
+    assert again.code == 0, again.stderr
+    data = json.loads((tmp_path / "again.json").read_text())
+    assert data["question_count"] == 5 and data["run"]["resumed_rows"] == 5  # not the file's 44 questions

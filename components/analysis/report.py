@@ -727,7 +727,7 @@ padding:8px 12px;background:#fbfcfd}.card .big{font-size:24px;font-weight:600}
 .twocol{display:grid;grid-template-columns:1fr 1fr;gap:18px;align-items:start}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line);
 overflow-wrap:anywhere;
-vertical-align:top}table.meta th{width:38%;color:var(--muted);font-weight:500}td.num{text-align:right;
+vertical-align:top}table.meta:not(.runs) th{width:38%;color:var(--muted);font-weight:500}td.num{text-align:right;
 font-variant-numeric:tabular-nums}td.ci{color:var(--muted);font-variant-numeric:tabular-nums}
 .plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:14px;margin:14px 0}
 figure.plot{margin:0;border:1px solid var(--line);border-radius:8px;padding:6px;background:#fff}

@@ -121,7 +121,8 @@ def identity_of(run: dict) -> dict:
             "strategy": run.get("strategy"), "k": run.get("k"), "judge_model": judge.get("model"),
             "prompt_sha256": judge.get("prompt_sha256"), "relevance_prompt_sha256": judge.get("relevance_prompt_sha256"),
             "questions_file": run.get("questions_file"), "corpus": corpus.get("source"),
-            "judge_provider": judge.get("provider"), "repeats": judge.get("repeats")}
+            "judge_provider": judge.get("provider"), "repeats": judge.get("repeats"),
+            "selection": run.get("selection") or {}}
 
 
 def _check_resume(identity: dict, previous: dict, path: Path) -> None:
@@ -155,8 +156,8 @@ def _continue_command(argv: list[str], path: Path) -> str:
 
 
 def resume_defaults(args, env: dict[str, str], given: set[str]) -> None:
-    """``--resume FILE`` without ``--questions``, ``--corpus``, ``--strategy``, ``--k`` or a judge
-    setting: take them from what FILE recorded (``args`` and ``env`` are updated; a value given on
+    """``--resume FILE`` without ``--questions``, ``--corpus``, ``--strategy``, ``--k``, a selection
+    (``--quick``/``--limit``/``--ids``) or a judge setting: take them from what FILE recorded (``args`` and ``env`` are updated; a value given on
     the command line stays, and :func:`_check_resume` refuses a real conflict later)."""
     from poc.corpus import BUILTIN_SOURCE
     from utils.questions import STDIN_NAME
@@ -171,6 +172,12 @@ def resume_defaults(args, env: dict[str, str], given: set[str]) -> None:
         args.strategy = recorded["strategy"]
     if "--k" not in given and isinstance(recorded.get("k"), int):
         args.k = recorded["k"]
+    selection = recorded.get("selection") if isinstance(recorded.get("selection"), dict) else {}
+    if not given & {"--quick", "--limit", "--ids"}:  # the same questions as the run continued
+        if isinstance(selection.get("limit"), int):
+            args.limit = selection["limit"]
+        if isinstance(selection.get("ids"), list) and all(isinstance(i, str) for i in selection["ids"]):
+            args.ids = ",".join(selection["ids"])
     provider, model = recorded.get("judge_provider"), recorded.get("judge_model")
     from components.judges.providers import providers
 
@@ -299,7 +306,7 @@ class BenchmarkRun:
                     "strategy": strategy.name, "k": o.k, "judge_model": judge_model, "prompt_sha256": PROMPT_SHA256,
                     "relevance_prompt_sha256": RELEVANCE_PROMPT_SHA256 if judging.relevance is not None else None,
                     "questions_file": qset.path, "corpus": prepared.source, "judge_provider": judging.setup.judge_provider.name,
-                    "repeats": o.judge_repeats}
+                    "repeats": o.judge_repeats, "selection": {"limit": o.limit, "ids": o.ids}}
         done: dict[str, QuestionResult] = {}
         previous_batches: list = []
         if previous is not None:
