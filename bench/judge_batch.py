@@ -1,4 +1,4 @@
-"""Wall time of a large ``--judge-batch`` run against the loopback Message Batches API (issue 16
+"""Wall time of a large ``--judge-batch`` run against the loopback Message Batches API (
 item 4: a 10,000-question simulated run should finish in under a minute).
 
     python -m bench.judge_batch [--questions 10000] [--repeat 3] [--sequential 1000]

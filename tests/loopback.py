@@ -105,7 +105,7 @@ class ModelSpec:
 
 
 _EFFORT = ("low", "medium", "high", "max")
-# The test matrix of issue 11: today's models and their quirks.
+# The test matrix: today's models and their quirks.
 MODELS: dict[str, ModelSpec] = {
     "claude-sonnet-5-5": ModelSpec("sonnet", frozenset({"between_tools", "adaptive"}), _EFFORT,
                                    created_at="2026-09-01T00:00:00Z"),

@@ -1,4 +1,4 @@
-"""A bounded chaos test (issue 12's "Done when"): :data:`RUNS` runs of ``benchmark.py --strategy
+"""A bounded chaos test: :data:`RUNS` runs of ``benchmark.py --strategy
 baseline`` on the built-in corpus with 3-6 questions and a loopback judge, each with one random
 fault drawn from a seeded generator:
 

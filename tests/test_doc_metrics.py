@@ -1,4 +1,4 @@
-"""Document-level metrics (issue 13): hand-computed values on rankings that repeat a document, empty
+"""Document-level metrics: hand-computed values on rankings that repeat a document, empty
 input, and a cross-check against pytrec_eval, which sees each document once (first occurrence)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""No input can forge a console line (issue 12 item 7): ``benchmark.py``'s ``error: ...`` line
+"""No input can forge a console line: ``benchmark.py``'s ``error: ...`` line
 escapes the control characters of the message (an InputError may quote a path, an id, a file name).
 """
 

@@ -1,4 +1,4 @@
-"""export-dataset: seed 003's schema line by line on the hand-made corpus, validation metadata, bad input."""
+"""export-dataset: the mining schema line by line on the hand-made corpus, validation metadata, bad input."""
 
 from __future__ import annotations
 

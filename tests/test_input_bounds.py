@@ -1,4 +1,4 @@
-"""Issue 12 "Bounds" (input side) and issue 13 item 8: no input file can hang, blow up or crash a load.
+"""Input bounds: no input file can hang, blow up or crash a load.
 
 Hostile pages and questions files run in a child process with a 2 GB address-space limit and a
 generous wall-clock bound (``BOUND_S``): the bound catches a quadratic or cubic blow-up, a memory

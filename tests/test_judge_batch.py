@@ -1,4 +1,4 @@
-"""``--judge-batch`` (issue 16 item 4): grading through the Message Batches API, over the real SDK
+"""``--judge-batch``: grading through the Message Batches API, over the real SDK
 against the loopback batch API: create / poll / results, every entry kind, the transient
 re-submission, custom ids for any question id, interruption and ``--resume`` without a new create,
 cost at half price, rows shaped as a sequential run's, and a 10,000-question simulated run."""

@@ -1,4 +1,4 @@
-"""The judge on today's models, end to end (issue 11): the start-up check before the corpus is
+"""The judge on today's models, end to end: the start-up check before the corpus is
 loaded, what `run.judge` records, usage and cost, `--max-cost`, the query rewriter."""
 
 from __future__ import annotations

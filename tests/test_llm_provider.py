@@ -56,7 +56,7 @@ def test_settings_from_capabilities_are_accepted(serve, model, thinking, effort,
 
 
 def test_disabled_is_refused_by_sonnet_5_5(serve):
-    """The defect of issue 11: `disabled` on today's default Sonnet is a 400 that quotes the API."""
+    """The old defect: `disabled` on today's default Sonnet is a 400 that quotes the API."""
     server, provider = serve()
     settings = provider.check_model_settings("claude-sonnet-5-5")
     forced = settings.__class__(**{**settings.to_json(), "thinking": {"type": "disabled"}})

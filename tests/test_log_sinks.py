@@ -1,4 +1,4 @@
-"""Logs never take a run down (issue 12 item 6), and what the sinks write (item 7).
+"""Logs never take a run down, and what the sinks write.
 
 :func:`utils.logger.add_sinks` never raises: a log folder that cannot be created or written drops
 to console-only logging with one warning line; a log file that fills up stops file logging with

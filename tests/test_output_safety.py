@@ -1,4 +1,4 @@
-"""--output never destroys anything (issue 12 item 5).
+"""--output never destroys anything.
 
 Which paths ``--output`` may name (:func:`utils.output.resolve_output`, and the same rows end to
 end), and the atomic write (:func:`utils.output.write_json_atomic`): its temp file never outlives

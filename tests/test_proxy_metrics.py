@@ -1,4 +1,4 @@
-"""Proxy chunk-relevance metrics (seed 002): hand-computed values, pytrec_eval cross-check, empty input."""
+"""Proxy chunk-relevance metrics: hand-computed values, pytrec_eval cross-check, empty input."""
 
 from __future__ import annotations
 

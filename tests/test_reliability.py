@@ -1,4 +1,4 @@
-"""Issue 12 (Reliability II), the run / judge / journal side: one row per case quoted in the
+"""Reliability of the run, the judge and the journal: one row per case quoted in the
 issue's "Why". Every row ran against the pre-issue code (54c53ba) and failed there (35 of 35 rows;
 only the unit test of the redactor, not a row, passes), each for the reason the issue quotes
 (``OverflowError: cannot convert float infinity to integer``, ``type str doesn't define

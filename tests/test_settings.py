@@ -1,4 +1,4 @@
-"""Start-up validation of the environment (issue 12 item 7): one clear line, never the key.
+"""Start-up validation of the environment : one clear line, never the key.
 
 A key with whitespace, a malformed ``ANTHROPIC_BASE_URL`` or a timeout beyond the maximum used to
 cost three "could not reach the judge" attempts (or hang a run): now :meth:`Settings.from_env`

@@ -1,4 +1,4 @@
-"""The results file is strict JSON with every secret redacted in values AND keys (issue 12 item 7).
+"""The results file is strict JSON with every secret redacted in values AND keys.
 
 Redaction runs on the values before they are serialised: a secret holding ``\\`` or ``"`` or a
 control character is escaped by the serialiser, so replacing it in the serialised text misses it.

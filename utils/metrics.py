@@ -8,7 +8,7 @@ keys. :class:`RetrievalMetrics` keeps the names the user's plan gives them (``ca
 Two levels, never mixed:
 
 - **chunk level**: ``rank`` is the 1-based position of the first retrieved *chunk* that comes from a
-  needle document; Hit@k, MRR (``rr``) and ``total_score`` are computed on it (the seed's formulas);
+  needle document; Hit@k, MRR (``rr``) and ``total_score`` are computed on it (the user's plan's formulas);
   ``context_precision`` is the share of retrieved chunks from a needle document.
 - **document level**: the top k chunks are collapsed into their distinct documents in first-occurrence
   order (:func:`doc_ranking`, what pytrec_eval sees when a run lists each document once);

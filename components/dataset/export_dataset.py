@@ -1,9 +1,9 @@
 """``python benchmark.py export-dataset --questions Q [-o dataset.jsonl]`` — a retrieval dataset in
-seed 003's schema: one JSON line per question, in the questions file's order (without ``-o``:
+the mining schema (query, positive contexts, hard negatives): one JSON line per question, in the questions file's order (without ``-o``:
 ``dataset.jsonl`` in the current folder).
 
-* ``id`` — ``<questions file stem>:<question id>``; ``source`` — ``benchmark_mining`` (seed 003:
-  the queries are mined from an existing benchmark, not generated); ``query`` — the question text.
+* ``id`` — ``<questions file stem>:<question id>``; ``source`` — ``benchmark_mining`` (the
+  queries are mined from an existing benchmark, not generated); ``query`` — the question text.
 * ``positive_ctxs`` — the needle document's best ``--positives`` chunks (default 1; per needle
   document when there are several, pooled and re-ranked): the chunks that hold the expected
   answer's key terms first (the lexical judge's per-chunk rule: 60% or more of the answer's

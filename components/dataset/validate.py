@@ -1,5 +1,5 @@
 """``python benchmark.py validate QUESTIONS`` (or ``--questions QUESTIONS``) — the forward RAG check of
-seed 003 on a questions file.
+a questions file.
 
 For every question the judge (:func:`components.judges.setup.make_judge`: the LLM grader, or the
 offline lexical one, labelled ``lexical``) grades two contexts of ``k`` chunks:

@@ -1,4 +1,4 @@
-"""Per-chunk graded relevance (seed 002): a judge rates each retrieved chunk 0-3.
+"""Per-chunk graded relevance: a judge rates each retrieved chunk 0-3.
 
 Scale: **3** highly relevant (directly answers the question), **2** fairly relevant (related,
 partially useful), **1** marginally relevant (tangential, limited value), **0** irrelevant.

@@ -9,7 +9,7 @@ that weight found anywhere in the retrieved chunks maps onto the 1-10 scoring gu
 It grades word overlap, not meaning: a proxy to compare pipelines offline, not a Sonnet grade.
 A question without an expected answer is not graded (``grade=None`` with the reason).
 
-Per-chunk relevance (:meth:`LexicalJudge.relevance`, seed 002's 0-3 scale) uses the same key
+Per-chunk relevance (:meth:`LexicalJudge.relevance`, on the 0-3 relevance scale) uses the same key
 terms and IDF, chunk by chunk: a chunk's ``share`` is the IDF-weighted share of the expected
 answer's key terms found in that chunk alone, and the score is the band of the 1-10 guide that
 share alone would be graded in: share < 0.1 (grade 1, irrelevant) → **0**; 0.1 ≤ share < 0.3
