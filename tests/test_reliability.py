@@ -353,7 +353,7 @@ def test_sighup_mid_run_keeps_the_rows_and_names_the_command_to_continue(tmp_pat
 
 
 # A signal's KeyboardInterrupt can come back as another exception: pydantic-core wrapped one raised
-# while it built a serializer in a SchemaError (CI, chaos seed 12 run 2: "internal error:
+# while it built a serializer in a SchemaError (seen in CI, the chaos test with random seed 12, run 2: "internal error:
 # SchemaError ... KeyboardInterrupt: SIGTERM", exit 1); a plug-in may wrap it in its own error.
 _WRAP_SIGTERM = """
 try:

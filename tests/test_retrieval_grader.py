@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from components.judges.retrieval_grader import (GRADING_PROMPT, REFERENCE_FREE_PROMPT, RetrievalGrader, build_prompt,
-                                         parse_grade)
+from components.judges.retrieval_grader import (GRADING_PROMPT, PROMPT_SHA256, REFERENCE_FREE_PROMPT,
+                                                REFERENCE_FREE_PROMPT_SHA256, RetrievalGrader, build_prompt, fill_slots,
+                                                parse_grade)
 from poc.chunking import Chunk
 from utils.errors import JudgeError
 from components.judges.llm import LLMReply
@@ -129,6 +130,21 @@ def test_reference_free_variant_for_questions_without_answer():
     assert "none given - judge from the question alone" in caller.calls[0]["prompt"]
     assert REFERENCE_FREE_PROMPT != GRADING_PROMPT
     assert REFERENCE_FREE_PROMPT.count("\n") == GRADING_PROMPT.count("\n")
+
+
+def test_both_prompts_come_from_one_template_and_keep_their_hashes():
+    """The two variants are the template's slots filled two ways; the user's prompt is unchanged
+    byte for byte (its hash is what results record), and a misnamed slot is an error, not a prompt
+    with a ``{placeholder}`` left in it."""
+    assert PROMPT_SHA256 == "f939eaa54ea74481c744c70a21c962558d564d9d2f1f61a9e5b73b1c93937879"
+    assert REFERENCE_FREE_PROMPT_SHA256 == "984fe5006e07e270513eb04b081d7f035c9da2763b8272cc3e0f3c4465907132"
+    assert "EXPECTED ANSWER (ground truth): {expected_answer}\n" in GRADING_PROMPT
+    assert "{expected_answer}" not in REFERENCE_FREE_PROMPT
+    for prompt in (GRADING_PROMPT, REFERENCE_FREE_PROMPT):
+        assert set(re.findall(r"\{([a-z_]+)\}", prompt)) <= {"question", "expected_answer", "chunks_text"}
+    with pytest.raises(ValueError, match="no slot 'analysis'"):
+        fill_slots("USER QUESTION: {question}\n{analysis_step}", {"analysis": "x"})
+    assert fill_slots("{a} and {b}", {"a": "{b}"}) == "{b} and {b}"
 
 
 def test_values_are_substituted_once():

@@ -35,17 +35,19 @@ from dataclasses import dataclass
 
 from loguru import logger
 
-from components.judges.retrieval_grader import fill_prompt, format_chunks, json_values, prompt_field
+from components.judges.retrieval_grader import fill_prompt, fill_slots, format_chunks, json_values, prompt_field
 from poc.chunking import Chunk
 from utils.errors import JudgeError
 from components.judges.llm import LLM, LLMReply
 
-RELEVANCE_PROMPT = """\
+# Two variants differing only in their slots, as the grading prompt's: against the expected answer,
+# or (no expected answer) from the question alone.
+_RELEVANCE_TEMPLATE = """\
 You are an impartial judge rating the relevance of each retrieved chunk for a documentation search system.
 
 USER QUESTION: {question}
 
-EXPECTED ANSWER (ground truth): {expected_answer}
+{reference_line}
 
 RETRIEVED CHUNKS:
 ---
@@ -56,7 +58,7 @@ TASK: Rate how relevant EACH of the {chunk_count} retrieved chunks is to answeri
 Rate every chunk on its own, in the order given.
 
 RELEVANCE SCALE:
-- 3: HIGHLY RELEVANT - The chunk directly addresses the question (it states key facts of the expected answer)
+- 3: HIGHLY RELEVANT - The chunk directly addresses the question ({key_facts})
 - 2: FAIRLY RELEVANT - Related content, partially useful for answering
 - 1: MARGINALLY RELEVANT - Tangentially related, limited value
 - 0: IRRELEVANT - No meaningful connection to the question
@@ -64,13 +66,12 @@ RELEVANCE SCALE:
 Respond with ONLY a JSON list of {chunk_count} integers, the score of chunk 1 first (no markdown, no extra text):
 [<score of chunk 1>, <score of chunk 2>, ...]"""
 
-# For questions without an expected answer: the same template judged from the question alone.
-REFERENCE_FREE_RELEVANCE_PROMPT = (
-    RELEVANCE_PROMPT
-    .replace("EXPECTED ANSWER (ground truth): {expected_answer}\n\n",
-             "EXPECTED ANSWER (ground truth): none given - judge from the question alone.\n\n")
-    .replace("(it states key facts of the expected answer)", "(it states key facts a correct answer needs)")
-)
+RELEVANCE_PROMPT = fill_slots(_RELEVANCE_TEMPLATE, {
+    "reference_line": "EXPECTED ANSWER (ground truth): {expected_answer}",
+    "key_facts": "it states key facts of the expected answer"})
+REFERENCE_FREE_RELEVANCE_PROMPT = fill_slots(_RELEVANCE_TEMPLATE, {
+    "reference_line": "EXPECTED ANSWER (ground truth): none given - judge from the question alone.",
+    "key_facts": "it states key facts a correct answer needs"})
 
 RELEVANCE_PROMPT_SHA256 = hashlib.sha256(RELEVANCE_PROMPT.encode()).hexdigest()
 REFERENCE_FREE_RELEVANCE_PROMPT_SHA256 = hashlib.sha256(REFERENCE_FREE_RELEVANCE_PROMPT.encode()).hexdigest()

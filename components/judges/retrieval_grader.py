@@ -47,11 +47,15 @@ from utils.console import escape_control
 from utils.errors import JudgeError
 from components.judges.llm import LLM, LLMReply
 
-GRADING_PROMPT = """You are an impartial judge evaluating retrieval quality for a documentation search system.
+# The grading prompt has two variants that differ only in the four slots below: the user's prompt
+# (graded against the expected answer) and the reference-free one, for questions without an expected
+# answer (e.g. the Kubernetes informed set), judged from the question alone. The slots are filled
+# once, here; {question}, {expected_answer} and {chunks_text} are filled per question by build_prompt.
+_GRADING_TEMPLATE = """You are an impartial judge evaluating retrieval quality for a documentation search system.
 
 USER QUESTION: {question}
 
-EXPECTED ANSWER (ground truth): {expected_answer}
+{reference_line}
 
 RETRIEVED CHUNKS:
 ---
@@ -61,7 +65,7 @@ RETRIEVED CHUNKS:
 TASK: Determine if the retrieved chunks contain sufficient information to answer the user's question correctly.
 
 EVALUATION CRITERIA:
-1. Does the retrieved content contain the key facts from the expected answer?
+1. {key_facts_criterion}
 2. Would a user be able to solve their problem using ONLY these chunks?
 3. Ignore style, formatting, or verbosity - focus on factual completeness.
 
@@ -74,30 +78,49 @@ SCORING GUIDE:
 - 1: IRRELEVANT - Chunks have no useful information for this question
 
 IMPORTANT:
-- Compare chunks against the EXPECTED ANSWER to verify factual coverage
+- {coverage_rule}
 - A chunk mentioning the topic is NOT enough - it must contain actionable information
 - Grade based on whether the user could SOLVE THEIR PROBLEM, not just "learn something"
 
-First, analyze what key facts from the expected answer appear in the chunks.
+{analysis_step}
 Then provide your grade.
 
 Respond with ONLY a JSON object (no markdown, no extra text):
 {"grade": <integer 1-10>, "reasoning": "<which key facts are present/missing>"}"""
 
-# The reference-free variant, for questions without an expected answer (e.g. the Kubernetes
-# informed set): the same template with the EXPECTED ANSWER line and the three places that compare
-# against it reworded to judge from the question alone. Everything else is identical.
-REFERENCE_FREE_PROMPT = (
-    GRADING_PROMPT
-    .replace("EXPECTED ANSWER (ground truth): {expected_answer}\n\n",
-             "EXPECTED ANSWER (ground truth): none given - judge from the question alone.\n\n")
-    .replace("1. Does the retrieved content contain the key facts from the expected answer?",
-             "1. Does the retrieved content contain the key facts a correct answer needs?")
-    .replace("- Compare chunks against the EXPECTED ANSWER to verify factual coverage",
-             "- Compare chunks against what a correct, complete answer must state")
-    .replace("First, analyze what key facts from the expected answer appear in the chunks.",
-             "First, analyze which key facts a correct answer needs and which of them appear in the chunks.")
-)
+_WITH_REFERENCE = {
+    "reference_line": "EXPECTED ANSWER (ground truth): {expected_answer}",
+    "key_facts_criterion": "Does the retrieved content contain the key facts from the expected answer?",
+    "coverage_rule": "Compare chunks against the EXPECTED ANSWER to verify factual coverage",
+    "analysis_step": "First, analyze what key facts from the expected answer appear in the chunks.",
+}
+_REFERENCE_FREE = {
+    "reference_line": "EXPECTED ANSWER (ground truth): none given - judge from the question alone.",
+    "key_facts_criterion": "Does the retrieved content contain the key facts a correct answer needs?",
+    "coverage_rule": "Compare chunks against what a correct, complete answer must state",
+    "analysis_step": "First, analyze which key facts a correct answer needs and which of them appear in the chunks.",
+}
+
+
+def fill_prompt(template: str, values: dict[str, str]) -> str:
+    """``template`` with each ``{name}`` of ``values`` replaced, in one pass, so that text inside a
+    value (a question holding ``{chunks_text}``) is never substituted again."""
+    names = "|".join(map(re.escape, values))
+    return re.sub(r"\{(" + names + r")\}", lambda m: values[m.group(1)], template)
+
+
+def fill_slots(template: str, slots: dict[str, str]) -> str:
+    """A prompt variant: ``template`` with its variant slots filled (:func:`fill_prompt`). Raises
+    ValueError when a slot is not in the template, so a slot renamed on one side cannot leave its
+    placeholder in a prompt."""
+    missing = [name for name in slots if "{" + name + "}" not in template]
+    if missing:
+        raise ValueError(f"prompt template has no slot {missing[0]!r}")
+    return fill_prompt(template, slots)
+
+
+GRADING_PROMPT = fill_slots(_GRADING_TEMPLATE, _WITH_REFERENCE)
+REFERENCE_FREE_PROMPT = fill_slots(_GRADING_TEMPLATE, _REFERENCE_FREE)
 
 PROMPT_SHA256 = hashlib.sha256(GRADING_PROMPT.encode()).hexdigest()
 REFERENCE_FREE_PROMPT_SHA256 = hashlib.sha256(REFERENCE_FREE_PROMPT.encode()).hexdigest()
@@ -142,13 +165,6 @@ def format_chunks(chunks: Sequence[Chunk]) -> str:
     if not chunks:
         parts.append("(no chunks were retrieved)")
     return "\n\n".join(parts)
-
-
-def fill_prompt(template: str, values: dict[str, str]) -> str:
-    """``template`` with each ``{name}`` of ``values`` replaced, in one pass, so that text inside a
-    value (a question holding ``{chunks_text}``) is never substituted again."""
-    names = "|".join(map(re.escape, values))
-    return re.sub(r"\{(" + names + r")\}", lambda m: values[m.group(1)], template)
 
 
 def build_prompt(question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> str:
