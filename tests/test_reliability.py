@@ -1,15 +1,14 @@
-"""Reliability of the run, the judge and the journal: one row per case quoted in the
-issue's "Why". Every row ran against the pre-issue code (54c53ba) and failed there (35 of 35 rows;
-only the unit test of the redactor, not a row, passes), each for the reason the issue quotes
-(``OverflowError: cannot convert float infinity to integer``, ``type str doesn't define
-__round__``, the key in the results, no ``--resume`` …). To repeat that check::
+"""Reliability of the run, the judge and the journal: one row per failure reported against the
+run, the judge and the journal. Every row ran against the code before these fixes and failed there
+(35 of 35 rows; only the unit test of the redactor, not a row, passes), each for the reported
+reason (``OverflowError: cannot convert float infinity to integer``, ``type str doesn't define
+__round__``, the key in the results, no ``--resume`` …). To repeat that check, copy
+``tests/{conftest,loopback,test_reliability}.py`` into a worktree of that older code and run
+``PYTHONPATH=. python -m pytest tests/test_reliability.py`` there (the old CLI has no --log-dir:
+accept and ignore it; the old judge sends thinking "disabled", which today's default Sonnet
+refuses: ``judge_env(..., BENCHMARK_SONNET_MODEL="claude-haiku-4-5")``).
 
-    git worktree add /tmp/old 54c53ba && cp tests/{conftest,loopback,test_reliability}.py /tmp/old/tests/
-    # the old CLI has no --log-dir: accept and ignore it; the old judge sends thinking "disabled",
-    # which today's default Sonnet refuses: judge_env(..., BENCHMARK_SONNET_MODEL="claude-haiku-4-5")
-    cd /tmp/old && PYTHONPATH=. python -m pytest tests/test_reliability.py
-
-The other cases the issue quotes are rows of the tables beside this one: ``--output`` equal to the
+The other reported cases are rows of the tables beside this one: ``--output`` equal to the
 questions file, a device, a symlink to one (``REFUSED`` in tests/test_output_safety.py); the
 3,000-space heading and the other hostile pages, YAML alias and merge bombs, ``--questions
 /dev/zero`` and stdin from it (``HOSTILE_PAGES``, the front-matter table and ``QUESTION_ROWS`` in
