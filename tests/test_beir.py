@@ -210,7 +210,15 @@ def test_a_run_on_a_beir_folder_end_to_end(folder: Path, tmp_path: Path):
                   "--qrels", str(folder / "qrels" / "dev.tsv"), "--strategy", "baseline", "--no-cache",
                   "--output", str(out))
     assert dev.code == 0, dev.stderr[-2000:]
-    assert [r["question_id"] for r in json.loads(out.read_text())["results"]] == ["q2"]
+    dev_run = json.loads(out.read_text())
+    assert [r["question_id"] for r in dev_run["results"]] == ["q2"]
+    assert dev_run["run"]["qrels_file"] == str(folder / "qrels" / "dev.tsv")
+    # --resume takes the qrels from the file: the same judgments, not the folder's default split
+    resumed = run_cli("--resume", str(out), "--no-cache", "--output", str(tmp_path / "resumed.json"))
+    assert resumed.code == 0, resumed.stderr[-2000:]
+    again = json.loads((tmp_path / "resumed.json").read_text())
+    assert [r["question_id"] for r in again["results"]] == ["q2"], again
+    assert again["run"]["resumed_from"] == str(out) and again["run"]["qrels_file"] == str(folder / "qrels" / "dev.tsv")
 
 
 def test_a_document_id_with_spaces_stops_the_run_with_one_line(folder: Path, tmp_path: Path):

@@ -256,4 +256,4 @@ def load_queries(path: Path, *, qrels: Path | None = None, split: str | None = N
     with open(judgments_file, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
-    return QuestionSet(path=str(path), sha256=digest.hexdigest(), questions=questions)
+    return QuestionSet(path=str(path), sha256=digest.hexdigest(), questions=questions, qrels=str(judgments_file))

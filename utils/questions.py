@@ -83,6 +83,7 @@ class QuestionSet:
     sha256: str
     questions: list[Question]
     document: object = field(default=None, repr=False, compare=False)  # the file's JSON as parsed
+    qrels: str | None = None  # BEIR queries: the qrels file their needles came from
 
 
 def _item_name(i: int, raw: dict) -> str:

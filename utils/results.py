@@ -197,6 +197,7 @@ class RunInfo:
     quick: bool = False
     questions_file: str | None = None
     questions_sha256: str | None = None
+    qrels_file: str | None = None  # BEIR queries: the qrels file their needles came from (--qrels/--split)
     corpus: CorpusInfo = field(default_factory=CorpusInfo)
     judge: JudgeInfo = field(default_factory=JudgeInfo)
     python: str | None = None

@@ -120,7 +120,8 @@ def identity_of(run: dict) -> dict:
     return {"questions_sha256": run.get("questions_sha256"), "corpus_sha256": corpus.get("sha256"),
             "strategy": run.get("strategy"), "k": run.get("k"), "judge_model": judge.get("model"),
             "prompt_sha256": judge.get("prompt_sha256"), "relevance_prompt_sha256": judge.get("relevance_prompt_sha256"),
-            "questions_file": run.get("questions_file"), "corpus": corpus.get("source"),
+            "questions_file": run.get("questions_file"), "qrels_file": run.get("qrels_file"),
+            "corpus": corpus.get("source"),
             "judge_provider": judge.get("provider"), "repeats": judge.get("repeats"),
             "selection": run.get("selection") or {}}
 
@@ -156,9 +157,10 @@ def _continue_command(argv: list[str], path: Path) -> str:
 
 
 def resume_defaults(args, env: dict[str, str], given: set[str]) -> None:
-    """``--resume FILE`` without ``--questions``, ``--corpus``, ``--strategy``, ``--k``, a selection
-    (``--quick``/``--limit``/``--ids``) or a judge setting: take them from what FILE recorded (``args`` and ``env`` are updated; a value given on
-    the command line stays, and :func:`_check_resume` refuses a real conflict later)."""
+    """``--resume FILE`` without ``--questions`` (and BEIR's ``--qrels``/``--split``), ``--corpus``,
+    ``--strategy``, ``--k``, a selection (``--quick``/``--limit``/``--ids``) or a judge setting: take
+    them from what FILE recorded (``args`` and ``env`` are updated; a value given on the command line
+    stays, and :func:`_check_resume` refuses a real conflict later)."""
     from poc.corpus import BUILTIN_SOURCE
     from utils.questions import STDIN_NAME
 
@@ -166,6 +168,8 @@ def resume_defaults(args, env: dict[str, str], given: set[str]) -> None:
     recorded = identity_of(run)
     if "--questions" not in given and recorded.get("questions_file") not in (None, STDIN_NAME):
         args.questions = Path(recorded["questions_file"])
+    if not given & {"--questions", "--qrels", "--split"} and recorded.get("qrels_file"):
+        args.qrels, args.split = Path(recorded["qrels_file"]), None  # BEIR queries: the same judgments
     if "--corpus" not in given and recorded.get("corpus"):
         args.corpus = None if recorded["corpus"] == BUILTIN_SOURCE else Path(recorded["corpus"])
     if "--strategy" not in given and recorded.get("strategy"):
@@ -305,7 +309,8 @@ class BenchmarkRun:
         identity = {"run_id": run_id, "questions_sha256": qset.sha256, "corpus_sha256": prepared.sha256,
                     "strategy": strategy.name, "k": o.k, "judge_model": judge_model, "prompt_sha256": PROMPT_SHA256,
                     "relevance_prompt_sha256": RELEVANCE_PROMPT_SHA256 if judging.relevance is not None else None,
-                    "questions_file": qset.path, "corpus": prepared.source, "judge_provider": judging.setup.judge_provider.name,
+                    "questions_file": qset.path, "qrels_file": qset.qrels, "corpus": prepared.source,
+                    "judge_provider": judging.setup.judge_provider.name,
                     "repeats": o.judge_repeats, "selection": {"limit": o.limit, "ids": o.ids}}
         done: dict[str, QuestionResult] = {}
         previous_batches: list = []

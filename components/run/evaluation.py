@@ -278,6 +278,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     run = RunInfo(
         started_at=started, finished_at=now(), status=status, strategy=label, k=k,
         quick=context.quick, questions_file=context.questions_file or qset.path, questions_sha256=qset.sha256,
+        qrels_file=qset.qrels,
         corpus=CorpusInfo(prepared.source, prepared.documents, len(prepared.chunks), prepared.sha256),
         judge=judge_info, python=platform.python_version(), packages=package_versions(PACKAGES),
         judge_failure=f"{failure.kind}: {failure}" if failure else None, log_file=context.log_file,
