@@ -127,6 +127,18 @@ def test_schema2_page():
                                                  "vocabulary_mismatch _diagnosed"]
 
 
+def test_graded_needles_show_their_grades():
+    """Graded relevance (BEIR qrels): each needle named with its grade, best first, and the grade on
+    the retrieved chunk's needle badge; an ungraded needle keeps the plain badge."""
+    data = copy.deepcopy(SCHEMA1)
+    first = data["results"][0]
+    first.update(needle_doc_ids=["needle", "extra"], needle_grades={"extra": 1, "needle": 2})
+    page = render_report([data], ["graded"])
+    assert "<p><b>Needle</b> needle (grade 2), extra (grade 1)</p>" in page
+    assert "<span class=badge>needle (grade 2)</span>" in page
+    assert "<span class=badge>needle</span>" in page  # the other questions' needles carry no grade
+
+
 def test_nothing_graded_shows_na():
     report = copy.deepcopy(SCHEMA1)
     report.update(graded_count=0, pass_rate_7=0.0, avg_llm_grade=None)

@@ -384,7 +384,14 @@ def _group_plot(field_name: str, stats: Mapping[str, Mapping], name: str) -> str
 
 # ---- the questions table
 
-def _chunk_html(item: Mapping, needles: set[str], best_chunk_id: str | None) -> str:
+def _needle_grades(row: Mapping) -> dict[str, object]:
+    """The row's graded needles ``{doc id: grade}`` (graded relevance, e.g. BEIR qrels), else {}."""
+    grades = row.get("needle_grades")
+    return {str(d): g for d, g in grades.items() if is_number(g)} if isinstance(grades, Mapping) else {}
+
+
+def _chunk_html(item: Mapping, needles: set[str], best_chunk_id: str | None,
+                grades: Mapping[str, object] | None = None) -> str:
     classes = ["chunk"]
     if item.get("doc_id") in needles:
         classes.append("needle")
@@ -395,7 +402,9 @@ def _chunk_html(item: Mapping, needles: set[str], best_chunk_id: str | None) -> 
     score = item.get("score")
     head = (f"<b>#{_h(item.get('rank', '?'))}</b> <code>{_h(item.get('chunk_id') or item.get('doc_id'))}</code>"
             + (f" score {score:.3f}" if is_number(score) else "")
-            + (" <span class=badge>needle</span>" if "needle" in classes else "")
+            + (" <span class=badge>needle"
+               + (f" (grade {_h(grades[item.get('doc_id')])})" if grades and item.get("doc_id") in grades else "")
+               + "</span>" if "needle" in classes else "")
             + (" <span class='badge best'>best needle chunk</span>" if "best" in classes else ""))
     title = " > ".join(x for x in (str(item.get("title") or ""), heading) if x)
     text = item.get("text")
@@ -425,7 +434,10 @@ def _question_html(row: Mapping, k: int) -> str:
     parts = [f"<p><b>Question</b> {_h(row.get('question'))}</p>"]
     if row.get("expected_answer"):
         parts.append(f"<p><b>Expected answer</b> {_h(row['expected_answer'])}</p>")
-    parts.append(f"<p><b>Needle</b> {_h(', '.join(sorted(needles)) or '-')}"
+    grades = _needle_grades(row)
+    named = (", ".join(f"{d} (grade {grades[d]})" if d in grades else d
+                       for d in sorted(needles, key=lambda d: (-float(grades.get(d, 0)), d))) or "-")
+    parts.append(f"<p><b>Needle</b> {_h(named)}"
                  + (f" — best chunk <code>{_h(best.get('chunk_id'))}</code> "
                     f"({_h(' > '.join(map(str, best.get('heading_path') or [])) or 'no heading')}, overlap "
                     f"{_h(format(best['overlap'], '.0%') if is_number(best.get('overlap')) else '?')})"
@@ -439,7 +451,7 @@ def _question_html(row: Mapping, k: int) -> str:
     extra = [(key, row[key]) for key in GROUP_FIELDS if isinstance(row.get(key), (str, int))]
     if extra:
         parts.append("<p class=muted>" + _h(" · ".join(f"{k2} {v}" for k2, v in extra)) + "</p>")
-    chunks = "".join(_chunk_html(item, needles, best.get("chunk_id") if best else None)
+    chunks = "".join(_chunk_html(item, needles, best.get("chunk_id") if best else None, grades)
                      for item in row.get("retrieved") or [])
     parts.append(f"<div class=chunks>{chunks or '<p class=muted>nothing retrieved</p>'}</div>")
     search = f"{row.get('question_id')} {row.get('question')}"
