@@ -23,7 +23,7 @@ from tests.dataset_fixtures import (ANTHROPIC, FILLER, OFFLINE, QUESTIONS, stric
                                     write_questions)
 from utils.errors import InputError
 from utils.logger import LOG_NAME, add_sinks, log_file_path, prune_logs
-from utils.questions import load_questions
+from utils.questions import known_field_like, load_questions
 
 BAD_QUESTIONS = [{"id": "q1", "question": "  ", "needle_doc_id": "for"}]  # no question text: an input error
 
@@ -185,6 +185,14 @@ def _questions_with_lookalikes(path: Path) -> Path:
          "expectedAnswr": "x"},
     ]}))
     return path
+
+
+@pytest.mark.parametrize("name, known", [
+    ("Needles", "needles"),  # graded needles are a field of their own, not an alias of needle_doc_ids
+    ("needle_ids", "needle_doc_ids"), ("expectedAnswer", "expected_answer"), ("expected_anwser", "expected_answer"),
+    ("needles", None), ("category", None)])
+def test_known_field_like(name: str, known: str | None):
+    assert known_field_like(name) == known
 
 
 def test_lookalike_question_fields_warn_once_per_file(tmp_path: Path):

@@ -53,7 +53,7 @@ _ALIASES = {
                      "ground_truth", "reference"), "expected_answer"),
     **dict.fromkeys(("needle", "needle_id", "needle_doc", "doc", "document", "document_id", "docid", "source_doc",
                      "source_doc_id", "gold_doc_id"), "needle_doc_id"),
-    **dict.fromkeys(("needles", "needle_ids", "needle_docs", "doc_ids", "document_ids", "documents"),
+    **dict.fromkeys(("needle_ids", "needle_docs", "doc_ids", "document_ids", "documents"),
                     "needle_doc_ids"),
     **dict.fromkeys(("query", "prompt", "question_text", "text", "q"), "question"),
     **dict.fromkeys(("qid", "question_id", "_id"), "id"),
