@@ -423,6 +423,12 @@ def entry() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sys.unraisablehook = _log_unraisable
     code = main()
+    # The command's work is done and written: a signal from now on changes nothing. Ignored, not
+    # handled, because interpreter shutdown resets a Python handler to the default action, which
+    # would end the process by the signal (exit -2) after a complete run.
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         # a plug-in left a thread running: the results are written, so the process ends now
         sys.stdout.flush()

@@ -157,3 +157,26 @@ def test_no_command_writes_over_its_input_or_a_device(tmp_path: Path, results_pa
     assert run.code == 2, run.stderr[-1500:]
     assert len([ln for ln in run.stderr.splitlines() if "| ERROR" in ln]) == 1
     assert a.read_bytes() == before and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_compare_and_report_redact_the_environments_key(tmp_path: Path, good: dict):
+    """A results file from elsewhere may hold the key (pasted into a question): the comparison JSON
+    and the HTML page written here never carry the key of this environment."""
+    from tests.conftest import clean_env
+
+    key = "sk-ant-api03-" + "Zq7" * 20
+    doc = json.loads(json.dumps(good))
+    doc["results"][0]["question"] = f"why does {key} fail?"
+    doc["run"]["strategy"] = f"mine-{key}"  # compare names the runs by their strategies
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(doc))
+    b.write_text(json.dumps(good))
+    env = {**clean_env(), "ANTHROPIC_API_KEY": key}
+    page, comparison = tmp_path / "r.html", tmp_path / "c.json"
+    assert run_cli("report", str(a), "-o", str(page), env=env).code == 0
+    assert run_cli("compare", str(a), str(b), "--json", str(comparison), env=env).code == 0
+    for written in (page, comparison):
+        text = written.read_text(encoding="utf-8")
+        assert key not in text and "Zq7Zq7Zq7" not in text, written.name
+    assert '"mine-' in comparison.read_text(encoding="utf-8")  # the run's name is there, its key is not
+    assert "why does" in page.read_text(encoding="utf-8")  # the question is there, its key is not

@@ -272,7 +272,10 @@ def test_questions_file_is_bounded(tmp_path: Path, row: str):
 
 def test_reading_stdin_stays_interruptible():
     """A questions stream that never ends (here: a pipe nobody closes) yields to Ctrl-C."""
-    script = "import sys\nsys.stderr.write('reading\\n')\nsys.stderr.flush()\n" + _LOAD_QUESTIONS
+    # Ctrl-C's default handler, as in a terminal: a test runner started in the background of a
+    # non-interactive shell hands its children SIGINT ignored, and Python then installs none.
+    script = ("import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+              "sys.stderr.write('reading\\n')\nsys.stderr.flush()\n" + _LOAD_QUESTIONS)
     proc = subprocess.Popen([sys.executable, "-c", script, "-"], cwd=ROOT, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

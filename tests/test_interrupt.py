@@ -161,3 +161,16 @@ def test_interrupt_before_the_first_question_names_no_journal(tmp_path: Path):
     assert code == 130, rest
     assert not out.exists() and not list((tmp_path / "runs").glob("*.journal.jsonl"))
     assert "--resume" not in rest and "nothing written" in rest
+
+
+def test_a_finished_command_ignores_late_signals():
+    """Once ``main`` has returned (everything written), the three signals are ignored: interpreter
+    shutdown would otherwise reset their handlers to the default action, and a signal landing then
+    would end a complete command by the signal (exit -2) instead of its own exit code."""
+    script = ("import signal, sys\nimport benchmark\nbenchmark.main = lambda: 4\n"
+              "try:\n    benchmark.entry()\nexcept SystemExit as done:\n"
+              "    print(done.code, *(signal.getsignal(s) == signal.SIG_IGN\n"
+              "                       for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)))\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=clean_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.split() == ["4", "True", "True", "True"], proc.stderr

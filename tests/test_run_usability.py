@@ -74,3 +74,17 @@ def test_resume_keeps_the_selection_of_the_run(tmp_path: Path):
     assert again.code == 0, again.stderr
     data = json.loads((tmp_path / "again.json").read_text())
     assert data["question_count"] == 5 and data["run"]["resumed_rows"] == 5  # not the file's 44 questions
+
+
+def test_resume_refuses_another_judge_repeats(tmp_path: Path):
+    """The kept rows hold two grades each: a resumed run asking for one would record one count while
+    its rows hold another. Refused before any grading, with the fix."""
+    out = tmp_path / "r.json"
+    assert run_cli("--limit", "2", "--strategy", "baseline", "--judge-repeats", "2", "--output", str(out)).code == 0
+    again = run_cli("--resume", str(out), "--output", str(tmp_path / "again.json"))
+    assert again.code == 2, again.stderr
+    errors = [line for line in again.stderr.splitlines() if "| ERROR" in line]
+    assert len(errors) == 1 and "graded each question 2 time(s), this one asks --judge-repeats 1" in errors[0], errors
+    assert "run with --judge-repeats 2" in errors[0] and not (tmp_path / "again.json").exists()
+    same = run_cli("--resume", str(out), "--judge-repeats", "2", "--output", str(tmp_path / "same.json"))
+    assert same.code == 0, same.stderr

@@ -803,7 +803,8 @@ def run(args: argparse.Namespace, settings: object) -> int:
         data = comparison.to_json()
         if result is not None:
             data["gate"] = result.to_json()
-        write_json_atomic(args.json, data)  # strict JSON, written whole or not at all
+        # strict JSON, the environment's secrets redacted, written whole or not at all
+        write_json_atomic(args.json, data, getattr(settings, "secrets", ()))
         logger.info("Comparison written to {}", args.json)
     if result is None:
         return EXIT_OK

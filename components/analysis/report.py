@@ -38,6 +38,7 @@ from utils import metrics as M
 from utils.console import NOTHING_GRADED, escape_control, format_ci, is_number, shorten
 from utils.metrics import PASS_MARK
 from utils.output import check_output, write_text_atomic
+from utils.redaction import Redactor
 from utils.results import GROUP_FIELDS, RunResult, load_run
 
 MAX_GROUP_VALUES = 12  # a field with more values than this is shown as its largest groups plus "other"
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace, settings: object) -> int:
         labels = default_labels(runs, labels)
         comparison = compare_runs(runs, labels, sources=[str(p) for p in args.runs]).to_json()
     page = render_report(runs, labels, comparison, extra=labels_section(getattr(args, "labels", None)))
+    page = Redactor(getattr(settings, "secrets", ()))(page)  # a results file from elsewhere may hold the key
     write_text_atomic(args.output, page)
     logger.info("Report written to {} ({} run{}, {} KB)", args.output, len(runs), "s" if len(runs) > 1 else "",
                 round(len(page.encode()) / 1024))

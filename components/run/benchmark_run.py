@@ -35,8 +35,8 @@ from components.judges.retrieval_grader import PROMPT_SHA256
 from components.judges.setup import check_models
 from components.run.evaluation import Judging, RunContext, evaluate, prepare, selected_questions
 from components.run.journal import Journal, read_rows
-from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, warn_uncollected,
-                                        finished as batch_finished)
+from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
+                                        finished as batch_finished, warn_uncollected)
 from poc.strategies import Strategy, resolve_strategy
 from utils.console import Progress, escape_control, question_line, summary_table
 from utils.errors import InputError
@@ -320,6 +320,7 @@ class BenchmarkRun:
             warn_uncollected(prev_run, o.judge_batch)
             previous_batches = prev_run.get("judge_batch") or []
             done = {qid: row for qid, row in prev_rows.items() if row.llm_grade is not None}
+            check_resume_repeats(prev_run, done, o.judge_repeats, o.resume)
             logger.info("Resuming {}: {} graded row(s) kept as they are, {} question(s) to run", o.resume, len(done),
                         sum(1 for q in questions if q.id not in done))
         journal_path = runs_dir / f"{run_id}.journal.jsonl"
