@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import html
 import io
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence

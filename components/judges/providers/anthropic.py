@@ -50,7 +50,6 @@ use (it costs ~1 s): an offline run never pays for it.
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -61,6 +60,7 @@ from loguru import logger
 
 from components.judges.llm import LLMReply, clean_text, non_negative_int
 from components.judges.providers import ModelChoice, Provider, Variable, register_provider
+from components.judges.retry_after import cap_retry_after, original_retry_after
 from utils.errors import InputError, JudgeError
 from utils.pricing import Price, PriceTable
 from utils.settings import EFFORT_LEVELS, check_base_url, check_key, check_model_id, masked, url_password
@@ -73,7 +73,6 @@ MAX_BODY_BYTES = 1_000_000  # a reply body larger than this is a bad response
 BATCH_TRANSFER_TIMEOUT_S = 600.0
 MAX_RETRY_WAIT_S = 10.0  # the SDK's own retries wait at most min(this, the judge timeout)
 COUNT_WORKERS = 8  # token-counting calls in flight at once (--estimate)
-_ORIGINAL_RETRY_AFTER = "x-benchmark-original-retry-after"
 DEFAULT_JUDGE_MODEL = "claude-sonnet-5-5"
 DEFAULT_REWRITER_MODEL = "claude-haiku-4-5"
 
@@ -252,19 +251,7 @@ def _middleware(config: ProviderConfig):
             http = response.http_response
             if not http.is_stream_consumed and isinstance(http.stream, httpx2.SyncByteStream):
                 http.stream = _SyncBounded(http.stream, config.max_body_bytes, deadline)
-            headers = http.headers
-            for name, per_second in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-                value = headers.get(name)
-                if value is None:
-                    continue
-                try:
-                    seconds = float(value) / per_second
-                except ValueError:  # an HTTP date: could be any distance away
-                    seconds = math.inf
-                headers[_ORIGINAL_RETRY_AFTER] = f"{seconds:g}"
-                if not seconds <= config.max_retry_wait_s:
-                    headers[name] = f"{config.max_retry_wait_s * per_second:g}"
-                    headers["x-should-retry"] = "false"  # a wait this long is the run's to decide, not the SDK's
+            cap_retry_after(http.headers, config.max_retry_wait_s)  # a long wait is the run's to decide
             return response
 
     class _SyncBounded(_BoundedStream, httpx2.SyncByteStream):
@@ -450,13 +437,7 @@ class AnthropicProvider(Provider):
             status = err.status_code
             detail = self._scrub(str(err.api_message or err.type or "")[:300])
             detail = f": {detail}" if detail else ""
-            retry_after = None
-            original = err.response.headers.get(_ORIGINAL_RETRY_AFTER)
-            if original is not None:
-                try:
-                    retry_after = float(original)
-                except ValueError:
-                    retry_after = None
+            retry_after = original_retry_after(err.response.headers)
             if status in (401, 403):
                 return JudgeError("auth", f"the API refused the credentials ({status}{detail}); "
                                   "set a valid ANTHROPIC_API_KEY, or run with BENCHMARK_JUDGE=offline", fatal=True)

@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import re
 import threading
 import time
@@ -73,6 +72,7 @@ from loguru import logger
 
 from components.judges.llm import LLMReply, clean_text, non_negative_int
 from components.judges.providers import ModelChoice, Provider, Variable, register_provider
+from components.judges.retry_after import cap_retry_after, original_retry_after
 from utils.errors import InputError, JudgeError
 from utils.pricing import Price, PriceTable
 from utils.settings import check_base_url, check_key, check_model_id, masked, url_password
@@ -85,7 +85,6 @@ PUBLIC_API = "https://api.openai.com/v1"
 NO_KEY = "no-key"  # sent to a server reached through OPENAI_BASE_URL when no key is set (the SDK needs one)
 MAX_BODY_BYTES = 1_000_000  # a reply body larger than this is a bad response
 MAX_RETRY_WAIT_S = 10.0  # the SDK's own retries wait at most min(this, the judge timeout)
-_ORIGINAL_RETRY_AFTER = "x-benchmark-original-retry-after"
 DEFAULT_JUDGE_MODEL = "gpt-5.4"
 DEFAULT_REWRITER_MODEL = "gpt-5.4-mini"
 ANSWER_MAX_TOKENS = 1024  # a grade and a sentence of reasoning, or a list of k scores
@@ -439,19 +438,7 @@ def _http_client(config: ProviderConfig):
             send = super().send
             response = _within(deadline, lambda: send(request, stream=True, **kwargs), request)
             response.stream = bounded(response.stream, config.max_body_bytes, deadline)
-            headers = response.headers
-            for name, per_second in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-                value = headers.get(name)
-                if value is None:
-                    continue
-                try:
-                    seconds = float(value) / per_second
-                except ValueError:  # an HTTP date: could be any distance away
-                    seconds = math.inf
-                headers[_ORIGINAL_RETRY_AFTER] = f"{seconds:g}"
-                if not seconds <= config.max_retry_wait_s:
-                    headers[name] = f"{config.max_retry_wait_s * per_second:g}"
-                    headers["x-should-retry"] = "false"  # a wait this long is the run's to decide, not the SDK's
+            cap_retry_after(response.headers, config.max_retry_wait_s)  # a long wait is the run's to decide
             if not stream:
                 try:
                     response.read()
@@ -610,13 +597,7 @@ class OpenAIProvider(Provider):
             status = err.status_code
             detail = self._scrub(self._server_message(err)[:300])
             detail = f": {detail}" if detail else ""
-            retry_after = None
-            original = err.response.headers.get(_ORIGINAL_RETRY_AFTER)
-            if original is not None:
-                try:
-                    retry_after = float(original)
-                except ValueError:
-                    retry_after = None
+            retry_after = original_retry_after(err.response.headers)
             variable = "BENCHMARK_REWRITER_MODEL" if role == "rewriter" else "BENCHMARK_JUDGE_MODEL"
             if status in (401, 403):
                 return JudgeError("auth", f"the API refused the credentials ({status}{detail}); set a valid "
