@@ -20,7 +20,8 @@ what an earlier one wrote: the README's results, the Kubernetes runs of ``docs/c
   suite by itself.
 * ``docs/measured.md`` (the benchmark scripts, about 45 minutes) only with ``--measured``.
 
-The environment has no judge settings (the offline judge grades) and its index cache in the
+The environment has no judge settings (the offline judge grades), every provider's base URL on a
+closed loopback port (nothing a block runs can reach a real API) and its index cache in the
 temporary folder. ``tests/test_readme.py`` runs the README's blocks that need neither the
 Kubernetes data nor a key; this script runs the rest. It prints one line per block and exits 1
 when one failed. ``--keep DIR`` runs in DIR and keeps it (e.g. to take ``docs/report.png`` from it).
@@ -122,9 +123,18 @@ def make_workspace(parent: Path, root: Path = ROOT) -> Path:
     return project
 
 
+# Where a block's judge calls go unless the block names its own server: a closed port on this machine,
+# so that a command written for a real API (a placeholder key, no base URL) fails at once here
+# instead of sending anything beyond the loopback interface.
+NOWHERE = "http://127.0.0.1:9/v1"
+
+
 def environment(cache: Path, **extra: str) -> dict[str, str]:
-    """No judge settings (the offline judge), the index cache under ``cache``, this Python first on PATH."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))}
+    """No judge settings (the offline judge), every provider's base URL on a closed loopback port
+    (:data:`NOWHERE`), the index cache under ``cache``, this Python first on PATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_", "OPENAI_"))}
+    env["ANTHROPIC_BASE_URL"] = NOWHERE.removesuffix("/v1")
+    env["OPENAI_BASE_URL"] = NOWHERE
     env["XDG_CACHE_HOME"] = str(cache)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
