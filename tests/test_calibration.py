@@ -196,6 +196,17 @@ def test_report_shows_the_labelling_sample(tmp_path: Path):
     section = html[html.index("id=labels"):]
     assert "Labelling sample" in section and "human grade 6" in section and "not graded yet" in section
     assert section.count("class=label-row") == 4 and "JUDGE-REASONING" not in section
+    assert "1 graded. Scale:" in section  # who graded is not assumed
+
+
+def test_report_says_who_labelled_the_example_set(tmp_path: Path):
+    page = tmp_path / "r.html"
+    done = run_cli("report", str(ROOT / "examples" / "kubernetes_run.json"), "--labels",
+                   str(ROOT / "examples" / "kubernetes_labels.jsonl"), "-o", str(page))
+    assert done.code == 0, done.stderr
+    html = page.read_text()
+    section = html[html.index("id=labels"):]
+    assert "40 graded (labelled by: Claude, an AI coding assistant" in section and "by a person" not in section
 
 
 def test_the_shipped_example_set():
