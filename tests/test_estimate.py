@@ -204,3 +204,16 @@ def test_cli_estimate_with_an_openai_compatible_judge(tmp_path: Path, few_questi
     assert grading[5] == "—" and " ".join(grading[6:]) == "approximation (characters / 4)"
     assert rows["order"][6] == "—" and rows["total"][5] == "—"  # no batch API: --judge-batch is not available
     assert "the openai judge has no batch API" in done.stdout and not out.exists()
+
+
+def test_cli_estimate_of_a_rewriting_strategy_counts_the_rewriter_and_calls_nothing(tmp_path: Path, few_questions: Path):
+    with LoopbackServer() as server:
+        done = run_cli("--questions", str(few_questions), "--strategy", "modular", "--estimate",
+                       "--output", str(tmp_path / "r.json"), env=judge_env(server.url))
+        assert done.code == 0, done.stderr
+        assert server.requests == []  # neither the judge nor the query rewriter was called
+        models = {b["model"] for b in server.count_requests}
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines() if line.startswith("  ")}
+    assert rows["grading"][1] == "3" and rows["rewriter"][1] == "3"
+    assert rows["rewriter"][4] == rows["rewriter"][5]  # the rewriter is not batched: the standard price twice
+    assert len(models) == 2  # the judge's and the rewriter's prompts counted with their own models
