@@ -120,6 +120,20 @@ def test_calibrate_reports_and_writes_json(tmp_path: Path):
     ppi = doc["estimates"]["mean_grade"]["ppi"]["value"]
     assert ppi == pytest.approx(sum(judge_all) / 19 - 5 / 8)
     assert doc["estimates"]["mean_grade"]["judge_only"]["value"] == pytest.approx(sum(judge_all) / 19)
+    # total score = grade × rank weight (1 at rank 1, 0.95 at 2-3, 0.85 at 4-5, 0.6 not retrieved), by hand:
+    # judge totals of the 19 graded rows: 1, 1.2, 2.85, 5, 5.7, 6.65, 8, 9, 10, 8.5, 2, 8.55, 3.4, 10, 7,
+    # 1.8, 9, 7.6, 10 → sum 117.25; labelled human − judge totals: q00 2−1, q03 4−5, q06 6−8, q07 7−9,
+    # q08 9−10, q12 2.55−3.4, q15 8−7, q18 7.6−7.6 → sum −4.85
+    total = doc["estimates"]["mean_total_score"]
+    assert total["judge_only"]["value"] == pytest.approx(117.25 / 19)
+    assert total["ppi"]["value"] == pytest.approx(117.25 / 19 - 4.85 / 8)
+    assert total["human_labelled"]["value"] == pytest.approx((2 + 4 + 6 + 7 + 9 + 2.55 + 8 + 7.6) / 8)
+    # pass rate: the judge passes 10 of 19 (q06 q07 q08 q09 q11 q14 q15 q17 q18 q19); on the labelled
+    # rows only q06 differs (judge pass, human fail): correction −100 / 8 points
+    rate = doc["estimates"]["pass_rate"]
+    assert rate["judge_only"]["value"] == pytest.approx(100 * 10 / 19)
+    assert rate["ppi"]["value"] == pytest.approx(100 * 10 / 19 - 100 / 8)
+    assert rate["human_labelled"]["value"] == pytest.approx(100 * 4 / 8)
     assert "kappa" in done.stdout and "PPI" in done.stdout and "sensitivity 100.0%" in done.stdout
     direct = calibrate(load_run(run), read_labels(labels), str(run))
     assert direct["kappa_quadratic"] == pytest.approx(doc["kappa_quadratic"])
@@ -182,6 +196,17 @@ def test_report_shows_the_labelling_sample(tmp_path: Path):
     section = html[html.index("id=labels"):]
     assert "Labelling sample" in section and "human grade 6" in section and "not graded yet" in section
     assert section.count("class=label-row") == 4 and "JUDGE-REASONING" not in section
+    assert "1 graded. Scale:" in section  # who graded is not assumed
+
+
+def test_report_says_who_labelled_the_example_set(tmp_path: Path):
+    page = tmp_path / "r.html"
+    done = run_cli("report", str(ROOT / "examples" / "kubernetes_run.json"), "--labels",
+                   str(ROOT / "examples" / "kubernetes_labels.jsonl"), "-o", str(page))
+    assert done.code == 0, done.stderr
+    html = page.read_text()
+    section = html[html.index("id=labels"):]
+    assert "40 graded (labelled by: Claude, an AI coding assistant" in section and "by a person" not in section
 
 
 def test_the_shipped_example_set():

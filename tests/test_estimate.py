@@ -181,3 +181,39 @@ def test_cli_estimate_with_the_offline_judge(tmp_path: Path, few_questions: Path
     done = run_cli("--questions", str(few_questions), "--estimate", "--output", str(tmp_path / "r.json"))
     assert done.code == 0, done.stderr
     assert "free" in done.stdout and "relevance" in done.stdout and not (tmp_path / "r.json").exists()
+
+
+def test_cli_estimate_with_an_openai_compatible_judge(tmp_path: Path, few_questions: Path):
+    """No token counting (characters / 4), the openai price table, and no batch API: "—" for $ batch."""
+    from tests.loopback_openai import OpenAILoopback
+    from tests.test_openai_provider import openai_env
+
+    out = tmp_path / "results.json"
+    with OpenAILoopback() as server:
+        done = run_cli("--questions", str(few_questions), "--strategy", "baseline", "--estimate", "--order-check",
+                       "--output", str(out), env=openai_env(server.url, "gpt-5.4-mini"))
+        assert server.requests == []  # no chat completion was asked for
+    assert done.code == 0, done.stderr
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()
+            if line.startswith(("  grading", "  order", "  total"))}
+    grading = rows["grading"]
+    calls, input_tokens, output_tokens = (int(x.replace(",", "")) for x in grading[1:4])
+    assert (calls, output_tokens) == (3, 3 * E.ASSUMED_OUTPUT_TOKENS["grading"])
+    # gpt-5.4-mini: $0.75 / $4.50 per million input / output tokens
+    assert grading[4] == f"{input_tokens * 0.75e-6 + output_tokens * 4.5e-6:.4f}"
+    assert grading[5] == "—" and " ".join(grading[6:]) == "approximation (characters / 4)"
+    assert rows["order"][6] == "—" and rows["total"][5] == "—"  # no batch API: --judge-batch is not available
+    assert "the openai judge has no batch API" in done.stdout and not out.exists()
+
+
+def test_cli_estimate_of_a_rewriting_strategy_counts_the_rewriter_and_calls_nothing(tmp_path: Path, few_questions: Path):
+    with LoopbackServer() as server:
+        done = run_cli("--questions", str(few_questions), "--strategy", "modular", "--estimate",
+                       "--output", str(tmp_path / "r.json"), env=judge_env(server.url))
+        assert done.code == 0, done.stderr
+        assert server.requests == []  # neither the judge nor the query rewriter was called
+        models = {b["model"] for b in server.count_requests}
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines() if line.startswith("  ")}
+    assert rows["grading"][1] == "3" and rows["rewriter"][1] == "3"
+    assert rows["rewriter"][4] == rows["rewriter"][5]  # the rewriter is not batched: the standard price twice
+    assert len(models) == 2  # the judge's and the rewriter's prompts counted with their own models

@@ -81,6 +81,8 @@ def test_worse_fails_with_one_line_per_failing_metric(tmp_path: Path):
     (BASE, WORSE, ["--fail-on-regressions", f"{N}"], 0),
     (BASE, MIXED, ["--fail-on-regressions", "5"], 6),
     (BASE, MIXED, ["--fail-on-regressions", "6"], 0),
+    (BASE, MIXED, ["--fail-on", "worse"], 6),  # 6 of 12 worse, none better: p = 2/64 ≈ 0.031 below α 0.05
+    (BASE, MIXED, ["--fail-on", "worse", "--alpha", "0.01"], 0),  # the same loss is not worse at α 0.01
 ])
 def test_exit_codes(tmp_path: Path, base: dict, other: dict, args: list[str], code: int):
     base, path = write(tmp_path, base, other)

@@ -275,6 +275,8 @@ def render_labels(path: str | os.PathLike) -> str:
                     f"{note}{chunks}</div>")
     done = len(labels.graded)
     intro = (f"{len(labels.rows)} row(s) from {esc(header.get('run', '?'))}, seed {esc(header.get('seed', '?'))}; "
-             f"{done} graded by a person. Scale: {esc(header.get('scale', SCALE))}")
+             f"{done} graded"
+             + (f" (labelled by: {esc(header['labelled_by'])})" if isinstance(header.get("labelled_by"), str) else "")
+             + f". Scale: {esc(header.get('scale', SCALE))}")
     return (f"<section class=labels id=labels><h2>Labelling sample ({esc(labels.path)})</h2>"
             f"<p class=muted>{intro}</p>{''.join(rows)}</section>")

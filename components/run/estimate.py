@@ -32,7 +32,8 @@ with a one- or two-sentence reasoning (~150 tokens), a relevance rating a list o
 **Prices** come from the provider's price table (``provider.prices``): ``$ sequential`` each call
 at the standard price, ``$ batch`` what the same run costs with ``--judge-batch``: grading at the
 batch price; the rewriter is not batched (standard price); chunk relevance and the order check
-cannot be combined with ``--judge-batch`` (shown as "—" and left out of that total). A judge
+cannot be combined with ``--judge-batch`` (shown as "—" and left out of that total); a judge
+whose provider has no batch API (``supports_batch``: the openai provider) shows "—" throughout. A judge
 that calls no model (the offline judge) costs nothing; a model missing from the price table has
 no price ("unknown").
 
@@ -91,6 +92,7 @@ class CostEstimate:
     free: bool  # the judge calls no model: nothing to pay
     prices_as_of: str | None
     roles: list[RoleEstimate] = field(default_factory=list)
+    batch_api: bool = True  # the judge's provider takes --judge-batch (else the batch column is "—")
 
     @property
     def usd(self) -> float | None:
@@ -102,22 +104,26 @@ class CostEstimate:
 
     @property
     def usd_batch(self) -> float | None:
+        """The total with --judge-batch; None when a role has no price or the provider has no batch API."""
         if self.free:
             return 0.0
+        if not self.batch_api:
+            return None
         costs = [r.usd_batch if BATCHED[r.role] else r.usd for r in self.roles if r.calls and BATCHED[r.role] is not None]
         return None if any(c is None for c in costs) else sum(costs)
 
     def to_json(self) -> dict:
         return {"strategy": self.strategy, "questions": self.questions, "provider": self.provider, "model": self.model,
                 "free": self.free, "prices_as_of": self.prices_as_of, "usd": self.usd, "usd_batch": self.usd_batch,
+                "batch_api": self.batch_api,
                 "assumed_output_tokens": dict(ASSUMED_OUTPUT_TOKENS), "roles": [r.to_json() for r in self.roles]}
 
     def table(self) -> str:
         def money(value: float | None, role: str | None = None) -> str:
             if self.free:
                 return "free"
-            if role is not None and BATCHED[role] is None:
-                return "—"
+            if role is not None and (not self.batch_api or (role != "total" and BATCHED[role] is None)):
+                return "—"  # not sent with --judge-batch, or no --judge-batch for this provider
             return "unknown" if value is None else f"{value:.4f}"
 
         judge = f"{self.provider}/{self.model}" if self.model else self.provider
@@ -134,10 +140,14 @@ class CostEstimate:
                          f"{money(r.usd):>14}{money(batch, r.role):>10}  {r.counted}")
         calls = sum(r.calls for r in self.roles)
         lines.append(f"  {'total':<12}{calls:>8,}{sum(r.input_tokens for r in self.roles):>15,}"
-                     f"{sum(r.output_tokens for r in self.roles):>15,}{money(self.usd):>14}{money(self.usd_batch):>10}")
+                     f"{sum(r.output_tokens for r in self.roles):>15,}{money(self.usd):>14}{money(self.usd_batch, 'total'):>10}")
         assumed = ", ".join(f"{role} {n}" for role, n in ASSUMED_OUTPUT_TOKENS.items())
-        lines.append(f"  output tokens assumed per call: {assumed}; $ batch = with --judge-batch (grading at the batch "
-                     "price; the rewriter is not batched; — = not sent with --judge-batch)")
+        if self.batch_api or self.free:
+            lines.append(f"  output tokens assumed per call: {assumed}; $ batch = with --judge-batch (grading at the batch "
+                         "price; the rewriter is not batched; — = not sent with --judge-batch)")
+        else:
+            lines.append(f"  output tokens assumed per call: {assumed}; $ batch: — (the {self.provider} judge has no "
+                         "batch API: --judge-batch is not available)")
         return "\n".join(lines) + "\n"
 
 
@@ -207,7 +217,8 @@ def estimate(retriever, questions: Sequence, k: int, setup, *, strategy: str = "
     judge_provider, judge = setup.judge_provider, setup.judge
     free = judge is None and not wanted["rewriter"]
     result = CostEstimate(strategy, len(questions), judge_provider.name, judge.model if judge is not None else None,
-                          free, None if free else judge_provider.prices.as_of)
+                          free, None if free else judge_provider.prices.as_of,
+                          batch_api=bool(getattr(judge_provider, "supports_batch", False)))
     for role in ROLES:
         prompts = wanted[role]
         provider, choice = (setup.rewriter_provider, setup.rewriter) if role == "rewriter" else (judge_provider, judge)
@@ -221,7 +232,7 @@ def estimate(retriever, questions: Sequence, k: int, setup, *, strategy: str = "
         elif calls:
             usd = provider.prices.cost_usd(model, input_tokens, output_tokens)
             usd_batch = provider.prices.cost_usd(model, input_tokens, output_tokens, batch=True) \
-                if BATCHED[role] else None
+                if BATCHED[role] and result.batch_api else None
         result.roles.append(RoleEstimate(role, calls, input_tokens, output_tokens, usd, usd_batch, how, model))
     return result
 
