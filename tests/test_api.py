@@ -170,6 +170,22 @@ def test_a_provider_added_through_the_registry_grades_and_its_secret_is_redacted
         unregister_provider("fake")
 
 
+def test_save_redacts_the_environments_secrets_without_being_told(tmp_path, monkeypatch):
+    """``result.save(path)`` from a notebook is the same redacted write as the command line's: a key
+    of a registered provider in the environment never reaches the file, even when no secrets are passed."""
+    register_provider(FakeProvider)
+    try:
+        key = "fake-secret-5d1e88b0c4"
+        monkeypatch.setenv("FAKE_JUDGE_KEY", key)
+        leaky = [dict(QUESTIONS[0], note=f"pasted by mistake: {key}")]
+        result = api.evaluate(KeywordRetriever(), leaky, DOCS, judge="offline")
+        assert result.rows[0].extra["note"].endswith(key)  # in memory the row is as given
+        text = result.save(tmp_path / "r.json").read_text()
+        assert key not in text and "pasted by mistake: [REDACTED]" in text
+    finally:
+        unregister_provider("fake")
+
+
 # ---- the one reader
 
 def _results(tmp_path: Path) -> dict:
