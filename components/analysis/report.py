@@ -768,6 +768,7 @@ background:#f3f4f6;font-size:12px}.ctitle{padding:2px 8px;color:var(--muted);fon
 .power{color:var(--muted);font-size:12px;margin:6px 0}details.changes{margin:8px 0}
 details.changes>summary{cursor:pointer}section.comparison figure.plot{max-width:780px;margin:10px 0}
 table.changes td,table.changes th{font-size:12px}table.compare td.num{white-space:nowrap}
+table.changes td.num,table.changes th,table.runs th,table.runs td.num{white-space:nowrap}table.changes td:first-child{min-width:16em}
 .scroll{overflow-x:auto;max-width:100%}details.glossary{background:#fff;border:1px solid var(--line);border-radius:10px;
 padding:6px 18px;margin:12px 0}details.glossary summary{cursor:pointer;font-weight:600}
 dl.glossary{display:grid;grid-template-columns:200px 1fr;gap:4px 14px;margin:8px 0}dl.glossary dt{font-weight:600}
