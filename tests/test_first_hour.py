@@ -390,3 +390,28 @@ def test_positives_hold_the_expected_answer_first(tmp_path: Path, caplog_loguru)
     summary = [m for m in caplog_loguru if "dataset lines written" in m]
     assert len(summary) == 1 and "1 without a positive holding the expected answer's key terms" in summary[0]
     assert "(positive_has_answer false: hum)" in summary[0]
+
+
+def test_the_options_page_gives_each_commands_real_default_output():
+    """docs/options.md's "Where outputs go" table names each command's default output as its parser
+    has it; an output option without a default is said to be required (export-run's -o has none)."""
+    import importlib
+
+    import benchmark
+
+    page = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
+    table = page[page.index("## Where outputs go"):].split("\n\n")[2]
+    rows = {cells[1].strip("` "): cells[2].strip() for line in table.splitlines()
+            if len(cells := line.split("|")) > 3}
+    checked = []
+    for command, (module, _help) in benchmark.COMMANDS.items():
+        if command not in rows:
+            continue
+        parser = benchmark._command_parser(command, importlib.import_module(module))
+        action = next(a for a in parser._actions if a.dest in ("output", "json"))
+        if action.required or action.default is None:
+            assert "required" in rows[command], (command, rows[command])
+        else:
+            assert rows[command].startswith(f"`{action.default}`"), (command, rows[command], action.default)
+        checked.append(command)
+    assert sorted(checked) == ["export-dataset", "export-run", "label", "report", "validate"]
