@@ -421,3 +421,16 @@ def test_comparison_tables_fit_their_card_at_1280px(tmp_path: Path):
     assert root.get("data-ready") == "1" and root.get("data-errors") is None
     assert root.get("data-wide") == "", root.get("data-wide")
     assert root.get("data-broken") == "", root.get("data-broken")
+
+
+def test_offline_grades_say_lexical_proxy_beside_the_number():
+    """With the offline judge the grade cards and the judge metrics' rows say "lexical proxy" beside
+    their figure, as the console summary does; an LLM judge's do not."""
+    offline = render_report([schema2()], ["new"])
+    cards = offline[offline.index('<div class="cards">'):offline.index('<table class="metrics">')]
+    assert cards.count("(lexical proxy)") == 2  # avg grade and pass ≥ 7; not hit@1 or MRR
+    assert re.search(r"<th [^>]*>avg grade <span [^>]*>\(lexical proxy\)</span></th><td class=num>6\.00</td>", offline)
+    assert not re.search(r">MRR <span", offline)
+    llm = schema2()
+    llm["run"]["judge"].update(provider="anthropic", model="claude-sonnet-4-5")
+    assert "(lexical proxy)</span>" not in render_report([llm], ["new"])
