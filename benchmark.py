@@ -422,6 +422,12 @@ def entry() -> None:
     # pool makes 3-10x slower whenever the other core is busy (bench/scale.py; same numbers either way).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sys.unraisablehook = _log_unraisable
+    # A plug-in in the current folder (--strategy my_retriever:make, BENCHMARK_PROVIDERS) imports the
+    # same whether this is `python benchmark.py` run from anywhere or the installed command: the
+    # folder goes last on the import path, so it shadows none of the benchmark's own modules.
+    with contextlib.suppress(OSError):
+        if os.getcwd() not in sys.path:
+            sys.path.append(os.getcwd())
     code = main()
     # The command's work is done and written: a signal from now on changes nothing. Ignored, not
     # handled, because interpreter shutdown resets a Python handler to the default action, which

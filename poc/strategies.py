@@ -59,7 +59,8 @@ def resolve_strategy(name: str) -> Strategy:
         module = importlib.import_module(module_name)
     except Exception as err:  # ImportError, or the module raising while importing
         raise InputError(f"strategy {name!r}: cannot import {module_name!r} ({type(err).__name__}: {err}): "
-                         "check the module path and that it is importable (installed, or on PYTHONPATH)") from err
+                         "check the module path and that it is importable (in the current folder, installed, or on "
+                         "PYTHONPATH)") from err
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise InputError(f"strategy {name!r}: {module_name} has no callable {attr!r}: "

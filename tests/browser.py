@@ -52,9 +52,11 @@ def _run(args: list[str]) -> subprocess.CompletedProcess:
     return proc
 
 
-def dump_dom(page: Path, fragment: str = "") -> str:
-    """The page's DOM, serialised after its scripts ran (``--dump-dom``)."""
-    return _run(["--dump-dom", _url(page, fragment)]).stdout
+def dump_dom(page: Path, fragment: str = "", size: tuple[int, int] | None = None) -> str:
+    """The page's DOM, serialised after its scripts ran (``--dump-dom``), laid out in a window of
+    ``size`` (width, height) pixels when given (the browser's default otherwise)."""
+    window = [f"--window-size={size[0]},{size[1]}"] if size else []
+    return _run([*window, "--dump-dom", _url(page, fragment)]).stdout
 
 
 def screenshot(page: Path, png: Path, size: tuple[int, int] = (1280, 2300), fragment: str = "") -> Path:

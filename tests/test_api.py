@@ -170,6 +170,59 @@ def test_a_provider_added_through_the_registry_grades_and_its_secret_is_redacted
         unregister_provider("fake")
 
 
+def test_a_providers_packages_are_recorded_with_their_versions():
+    class Packaged(FakeProvider):
+        name = "packaged"
+        packages = ("pytest",)
+
+    register_provider(Packaged)
+    try:
+        result = api.evaluate(KeywordRetriever(), QUESTIONS[:1], DOCS, judge="offline")
+    finally:
+        unregister_provider("packaged")
+    assert result.run.packages["pytest"] == pytest.__version__
+    assert {"anthropic", "openai"} <= set(result.run.packages)  # the built-in providers declare theirs
+
+
+VENDOR_WORDS = re.compile(r"anthropic|openai|claude|sonnet|haiku|\bopus\b|\bgpt-", re.I)
+
+
+def test_no_code_outside_the_provider_modules_names_a_vendor():
+    """Messages, settings and records name vendors only through the provider registry (docstrings
+    and comments may explain): a string literal outside components/judges/providers/ that names one
+    would be wrong as soon as another provider is the judge."""
+    import ast
+
+    files = [p for folder in ("components", "utils", "poc") for p in (ROOT / folder).rglob("*.py")
+             if "providers" not in p.relative_to(ROOT).parts] + [ROOT / "benchmark.py"]
+    found = []
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        found += [f"{path.relative_to(ROOT)}:{node.lineno}: {node.value[:60]!r}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                  and VENDOR_WORDS.search(node.value)]
+    assert found == []
+
+
+def test_save_redacts_the_environments_secrets_without_being_told(tmp_path, monkeypatch):
+    """``result.save(path)`` from a notebook is the same redacted write as the command line's: a key
+    of a registered provider in the environment never reaches the file, even when no secrets are passed."""
+    register_provider(FakeProvider)
+    try:
+        key = "fake-secret-5d1e88b0c4"
+        monkeypatch.setenv("FAKE_JUDGE_KEY", key)
+        leaky = [dict(QUESTIONS[0], note=f"pasted by mistake: {key}")]
+        result = api.evaluate(KeywordRetriever(), leaky, DOCS, judge="offline")
+        assert result.rows[0].extra["note"].endswith(key)  # in memory the row is as given
+        text = result.save(tmp_path / "r.json").read_text()
+        assert key not in text and "pasted by mistake: [REDACTED]" in text
+    finally:
+        unregister_provider("fake")
+
+
 # ---- the one reader
 
 def _results(tmp_path: Path) -> dict:

@@ -390,3 +390,46 @@ def test_positives_hold_the_expected_answer_first(tmp_path: Path, caplog_loguru)
     summary = [m for m in caplog_loguru if "dataset lines written" in m]
     assert len(summary) == 1 and "1 without a positive holding the expected answer's key terms" in summary[0]
     assert "(positive_has_answer false: hum)" in summary[0]
+
+
+def test_the_options_page_gives_each_commands_real_default_output():
+    """docs/options.md's "Where outputs go" table names each command's default output as its parser
+    has it; an output option without a default is said to be required (export-run's -o has none)."""
+    import importlib
+
+    import benchmark
+
+    page = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
+    table = page[page.index("## Where outputs go"):].split("\n\n")[2]
+    rows = {cells[1].strip("` "): cells[2].strip() for line in table.splitlines()
+            if len(cells := line.split("|")) > 3}
+    checked = []
+    for command, (module, _help) in benchmark.COMMANDS.items():
+        if command not in rows:
+            continue
+        parser = benchmark._command_parser(command, importlib.import_module(module))
+        action = next(a for a in parser._actions if a.dest in ("output", "json"))
+        if action.required or action.default is None:
+            assert "required" in rows[command], (command, rows[command])
+        else:
+            assert rows[command].startswith(f"`{action.default}`"), (command, rows[command], action.default)
+        checked.append(command)
+    assert sorted(checked) == ["export-dataset", "export-run", "label", "report", "validate"]
+
+
+def test_a_retriever_module_in_the_current_folder_is_found(tmp_path: Path):
+    """The README's step 3 from the user's own folder: ``my_retriever.py`` beside the docs and
+    questions, the benchmark run from there (as the installed ``retrieval-benchmark`` is) finds it;
+    the folder comes last on the import path, so it shadows none of the benchmark's modules."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    step3 = readme[readme.index("**3. A retriever**"):]
+    (tmp_path / "my_retriever.py").write_text(re.search(r"```python\n(.*?)```", step3, re.S).group(1))
+    (tmp_path / "utils.py").write_text("raise SystemExit('the current folder shadowed the benchmark')\n")
+    corpus = write_corpus(tmp_path / "corpus")
+    questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] == "q_pass"])
+    done = run_in(tmp_path, "--corpus", str(corpus), "--questions", str(questions), "--strategy", "my_retriever:make",
+                  "--output", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["run"]["strategy"] == "my_retriever:make"

@@ -8,6 +8,7 @@ import ast
 import importlib.metadata
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -54,10 +55,15 @@ def test_every_import_at_run_time_is_a_declared_dependency():
 
 @pytest.mark.slow
 def test_pip_install_then_run_from_another_folder(tmp_path: Path):
+    project = sorted(os.listdir(ROOT))
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    install = subprocess.run([str(python), "-m", "pip", "install", "-q", str(ROOT)], capture_output=True, text=True,
+    # from a copy: setuptools builds in the source folder (build/, *.egg-info), which must stay clean
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "build", "dist",
+                                                                 "*.egg-info", ".pytest_cache", "logs", "runs"))
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)], capture_output=True, text=True,
                              timeout=1800)
     assert install.returncode == 0, install.stderr[-2000:]
     site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -82,3 +88,4 @@ def test_pip_install_then_run_from_another_folder(tmp_path: Path):
                           text=True, timeout=120)
     assert same.returncode == 0 and "retrieval benchmark" in same.stdout.lower()
     assert sorted(os.listdir(elsewhere)) == ["benchmark_results.json", "logs", "runs"]
+    assert sorted(os.listdir(ROOT)) == project  # the install left no build/ or *.egg-info in the project

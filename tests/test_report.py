@@ -378,3 +378,59 @@ def test_glossary_names_every_metric():
 
     assert all(f"<dt>{html.escape(m.label)}</dt>" in glossary for m in metrics())
     assert "<dt>lexical proxy</dt>" in glossary and "<dt>total score</dt>" in glossary
+
+
+# A script run in the test's copy of the page: the tables wider than their card, and the cells of
+# numbers and headings broken over more than one line, written on <html> for the dumped DOM.
+_LAYOUT_PROBE = """<script>window.addEventListener('load', () => {
+  const lines = (e) => { const r = document.createRange(); r.selectNodeContents(e);
+    return new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top))).size; };
+  const wide = [...document.querySelectorAll('table')].filter(t => t.offsetParent !== null &&
+    t.getBoundingClientRect().width > t.closest('section, details.glossary').clientWidth + 1)
+    .map(t => t.className);
+  const broken = [...document.querySelectorAll('table.changes td.num, table.changes th, table.compare td.num, '
+    + 'table.compare th, table.metrics td.num, table.runs th, table.runs td.num')].filter(e => e.offsetParent !== null && lines(e) > 1)
+    .map(e => e.closest('table').className + ':' + e.textContent);
+  document.documentElement.setAttribute('data-wide', wide.join('|'));
+  document.documentElement.setAttribute('data-broken', broken.join('|'));
+});</script>"""
+
+
+@needs_chromium
+def test_comparison_tables_fit_their_card_at_1280px(tmp_path: Path):
+    """At 1280 px every table fits its card, and no number or column heading of the comparison's
+    tables is broken over two lines (Δ total "-1.45" used to read "-1." above "45")."""
+    from utils.results import RunResult
+
+    base = json.loads((Path(__file__).parent.parent / "examples" / "kubernetes_run.json").read_text())
+    other = copy.deepcopy(base)
+    for i, r in enumerate(other["results"][:12]):  # a dozen questions move, both ways, with their documents
+        r["rank"], r["doc_rank"] = (None, None) if i % 3 == 0 else (4, 3)
+        r["rr"] = 0.0 if r["rank"] is None else 0.25
+        r["llm_grade"] = 2 + i % 7
+        r["total_score"] = round(r["llm_grade"] * (0.6 if r["rank"] is None else 0.85), 2)
+        r["retrieved"] = list(reversed(r["retrieved"]))
+    other["run"]["strategy"], other["run"]["id"] = "modular-no-llm", other["run"]["id"] + "-other"
+    runs = [RunResult.from_json(base, "base.json"), RunResult.from_json(other, "other.json")]
+    labels = ["baseline", "modular-no-llm"]
+    page = render_report(runs, labels, compare_runs(runs, labels).to_json())
+    assert "<table class=changes>" in page
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", _LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    root = Elements(dump_dom(probe, size=(1280, 2000))).find("html")[0]
+    assert root.get("data-ready") == "1" and root.get("data-errors") is None
+    assert root.get("data-wide") == "", root.get("data-wide")
+    assert root.get("data-broken") == "", root.get("data-broken")
+
+
+def test_offline_grades_say_lexical_proxy_beside_the_number():
+    """With the offline judge the grade cards and the judge metrics' rows say "lexical proxy" beside
+    their figure, as the console summary does; an LLM judge's do not."""
+    offline = render_report([schema2()], ["new"])
+    cards = offline[offline.index('<div class="cards">'):offline.index('<table class="metrics">')]
+    assert cards.count("(lexical proxy)") == 2  # avg grade and pass ≥ 7; not hit@1 or MRR
+    assert re.search(r"<th [^>]*>avg grade <span [^>]*>\(lexical proxy\)</span></th><td class=num>6\.00</td>", offline)
+    assert not re.search(r">MRR <span", offline)
+    llm = schema2()
+    llm["run"]["judge"].update(provider="anthropic", model="claude-sonnet-4-5")
+    assert "(lexical proxy)</span>" not in render_report([llm], ["new"])

@@ -105,6 +105,24 @@ def test_judge_repeats(tmp_path: Path, few_questions: Path):
     assert data["bootstrap"]["method"] == "percentile-two-level"
 
 
+def test_judge_repeats_say_how_much_the_grades_moved_over_the_run(tmp_path: Path, few_questions: Path):
+    """Beside each row's spread, the run says how many questions' grade moved by 2 or more between
+    repeats and the mean standard deviation: in the results file and in the summary."""
+    out = tmp_path / "r.json"
+    grades = iter([8, 6, 7, 7, 7, 8, 5, 9, 5])  # spreads 2, 1, 4
+    with LoopbackServer(lambda n, body: Reply(text=json.dumps({"grade": next(grades)}))) as srv:
+        run = run_cli("--questions", str(few_questions), "--output", str(out), "--judge-repeats", "3",
+                      env=judge_env(srv.url))
+    assert run.code == 0, run.stderr
+    data = json.loads(out.read_text())
+    assert [r["grade_spread"] for r in data["results"]] == [2, 1, 4]
+    consistency = data["judge_consistency"]
+    assert consistency["questions"] == 3 and consistency["moved_2_or_more_rate"] == pytest.approx(200 / 3, abs=1e-3)
+    assert consistency["mean_sd"] == pytest.approx((0.8165 + 0.4714 + 1.8856) / 3, abs=1e-3)
+    line = next(ln for ln in run.stdout.splitlines() if ln.startswith("judge repeats"))
+    assert "grade moved by 2 or more in 66.7% of 3 questions, mean SD 1.06" in line
+
+
 def test_chunk_relevance_over_the_llm_judge(tmp_path: Path, few_questions: Path):
     out = tmp_path / "r.json"
 

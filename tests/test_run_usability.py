@@ -88,3 +88,21 @@ def test_resume_refuses_another_judge_repeats(tmp_path: Path):
     assert "run with --judge-repeats 2" in errors[0] and not (tmp_path / "again.json").exists()
     same = run_cli("--resume", str(out), "--judge-repeats", "2", "--output", str(tmp_path / "same.json"))
     assert same.code == 0, same.stderr
+
+
+def test_resume_refuses_a_changed_chunk_relevance_prompt(tmp_path: Path):
+    """The relevance prompt's hash is recorded in run.judge and checked on --resume, as the grading
+    prompt's is: rows rated with another prompt are not mixed with new ones."""
+    out = tmp_path / "r.json"
+    assert run_cli("--limit", "2", "--strategy", "baseline", "--output", str(out)).code == 0
+    data = json.loads(out.read_text())
+    recorded = data["run"]["judge"]["relevance_prompt_sha256"]
+    assert isinstance(recorded, str) and len(recorded) == 64
+    same = run_cli("--resume", str(out), "--output", str(tmp_path / "same.json"))
+    assert same.code == 0, same.stderr
+    data["run"]["judge"]["relevance_prompt_sha256"] = "0" * 64  # rated with another relevance prompt
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    refused = run_cli("--resume", str(tmp_path / "old.json"), "--output", str(tmp_path / "x.json"))
+    assert refused.code == 2 and not (tmp_path / "x.json").exists()
+    errors = [line for line in refused.stderr.splitlines() if "| ERROR" in line]
+    assert len(errors) == 1 and "the chunk-relevance prompt differs (relevance_prompt_sha256 differs" in errors[0], errors

@@ -92,7 +92,7 @@ def format_ci(metric: Any, ci: Any) -> str:
     return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
-def _is_proxy_judge(provider: str) -> bool:
+def is_proxy_judge(provider: str) -> bool:
     """Whether the judge ``provider`` calls no model (its grades are the lexical proxy's)."""
     from components.judges.providers import providers
 
@@ -169,7 +169,7 @@ def summary_table(result: Any) -> str:
     questions = f"{result.question_count}  (graded {result.graded_count}, ungraded {result.ungraded_count})"
     lines.append(row("questions", (escape_control(run.questions_file) + ": " if run.questions_file else "") + questions))
     lines.append(row("k", str(run.k)))
-    proxy = _is_proxy_judge(run.judge.provider)
+    proxy = is_proxy_judge(run.judge.provider)
     lines.append(row("judge", escape_control(f"{run.judge.provider} {run.judge.model}")
                      + (" (grades are a lexical proxy, not an LLM's)" if proxy else "")))
     if run.status:

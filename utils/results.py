@@ -283,10 +283,13 @@ class RunResult:
         return out
 
     def save(self, path: str | os.PathLike, secrets: Iterable[str] = ()) -> Path:
-        """Write the results file: strict JSON, every secret redacted, atomically (see
-        :func:`utils.output.write_json_atomic`). Returns the path."""
+        """Write the results file: strict JSON, atomically (see :func:`utils.output.write_json_atomic`),
+        with ``secrets`` and every judge provider's secrets found in the environment redacted (as
+        the command line writes it). Returns the path."""
+        from utils.settings import secrets_in
+
         path = Path(path)
-        write_json_atomic(path, self.to_json(), secrets=secrets)
+        write_json_atomic(path, self.to_json(), secrets=(*secrets, *secrets_in(os.environ)))
         return path
 
     @classmethod

@@ -151,6 +151,7 @@ def build_labels(result: RunResult, source: str, n: int, seed: int) -> list[dict
 
 def run(args: argparse.Namespace, settings: object) -> int:
     args.output = check_output(args.output, option="-o", example="labels.jsonl", inputs=[("the run", args.run)])
+    _refuse_to_overwrite_grades(args.output)
     result = load_run(args.run)
     lines = build_labels(result, str(args.run), args.sample, args.seed)
     secrets = getattr(settings, "secrets", ())
@@ -165,6 +166,20 @@ def run(args: argparse.Namespace, settings: object) -> int:
                      f"grade, then: python benchmark.py calibrate {args.run} --labels {args.output}\n")
     sys.stdout.flush()
     return 0
+
+
+def _refuse_to_overwrite_grades(path: Path) -> None:
+    """A labelling file people have started to grade is their work: a new sample is never written
+    over it. Raises :class:`InputError` when ``path`` holds at least one human grade."""
+    if not path.is_file():
+        return
+    try:
+        graded = len(read_labels(path).graded)
+    except InputError:
+        return  # not a labelling file we can read: written over as before
+    if graded:
+        raise InputError(f"-o {path} already holds {graded} human grade(s): write the new sample to another file "
+                         "(-o FILE), or move this one away first")
 
 
 # --------------------------------------------------------------------------- reading a labelling file

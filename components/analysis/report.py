@@ -34,7 +34,7 @@ from loguru import logger
 from components.analysis.compare import BETTER, WORSE, compare_runs, default_labels, question_view
 from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
 from utils import metrics as M
-from utils.console import NOTHING_GRADED, escape_control, format_ci, is_number, shorten
+from utils.console import NOTHING_GRADED, escape_control, format_ci, is_number, is_proxy_judge, shorten
 from utils.metrics import PASS_MARK
 from utils.output import check_output, write_text_atomic
 from utils.redaction import Redactor
@@ -43,6 +43,9 @@ from utils.results import GROUP_FIELDS, RunResult, load_run
 MAX_GROUP_VALUES = 12  # a field with more values than this is shown as its largest groups plus "other"
 MAX_PLOTTED_RANK = 20  # ranks beyond this share one bar (and one column of the grade-against-rank plot)
 DELTA_METRICS = (("mrr", "MRR"), ("avg_total_score", "total score"))  # (metric key, label) of the paired-delta plot
+# beside a judge metric's name when the offline judge graded: its grades are the lexical proxy's
+PROXY_MARK = (' <span class="muted proxy" title="graded by the offline lexical judge: key-term overlap, not an LLM">'
+              "(lexical proxy)</span>")
 CARDS = ("hit_at_1_rate", "mrr", "avg_llm_grade", "pass_rate_7")  # the metric keys shown large at the top of a run
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _COLORS = {"bar": "#3b6ea8", "good": "#2e8b57", "bad": "#c0392b", "warn": "#e67e22", "grey": "#8a8f98"}
@@ -177,13 +180,15 @@ def _metric_rows(result: RunResult) -> str:
     from utils.console import shown_metrics
 
     nothing_graded = result.graded_count == 0
+    proxy = is_proxy_judge(result.run.judge.provider)
     body = []
     for m in shown_metrics(result):
         if nothing_graded and m.graded_only:
-            value, ci = NOTHING_GRADED, ""
+            value, ci, mark = NOTHING_GRADED, "", ""
         else:
             value, ci = m.format(result.metrics.get(m.key)), format_ci(m, result.ci95.get(m.key))
-        body.append(f"<tr><th title=\"{_h(m.description)}\">{_h(m.label_at(result.run.k))}</th>"
+            mark = PROXY_MARK if proxy and m.level == "judge" else ""
+        body.append(f"<tr><th title=\"{_h(m.description)}\">{_h(m.label_at(result.run.k))}{mark}</th>"
                     f"<td class=num>{_h(value)}</td><td class=ci>{_h(ci)}</td></tr>")
     body.append(f"<tr><th>questions</th><td colspan=2>{result.question_count} (graded {result.graded_count}, "
                 f"ungraded {result.ungraded_count})</td></tr>")
@@ -200,14 +205,17 @@ def _metric_rows(result: RunResult) -> str:
 
 def _cards(result: RunResult) -> str:
     nothing_graded = result.graded_count == 0
+    proxy = is_proxy_judge(result.run.judge.provider)
     cards = []
     for key in CARDS:
         m = M.METRICS.get(key)
         if m is None or key not in result.metrics:
             continue
-        shown = "n/a" if nothing_graded and m.graded_only else m.format(result.metrics[key])
+        na = nothing_graded and m.graded_only
+        shown = "n/a" if na else m.format(result.metrics[key])
+        mark = PROXY_MARK if proxy and m.level == "judge" and not na else ""
         cards.append(f'<div class="card" title="{_h(m.description)}"><div class="big">{_h(shown)}</div>'
-                     f'<div>{_h(m.label_at(result.run.k))}</div></div>')
+                     f'<div>{_h(m.label_at(result.run.k))}{mark}</div></div>')
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
@@ -768,6 +776,7 @@ background:#f3f4f6;font-size:12px}.ctitle{padding:2px 8px;color:var(--muted);fon
 .power{color:var(--muted);font-size:12px;margin:6px 0}details.changes{margin:8px 0}
 details.changes>summary{cursor:pointer}section.comparison figure.plot{max-width:780px;margin:10px 0}
 table.changes td,table.changes th{font-size:12px}table.compare td.num{white-space:nowrap}
+table.changes td.num,table.changes th,table.runs th,table.runs td.num{white-space:nowrap}table.changes td:first-child{min-width:16em}
 .scroll{overflow-x:auto;max-width:100%}details.glossary{background:#fff;border:1px solid var(--line);border-radius:10px;
 padding:6px 18px;margin:12px 0}details.glossary summary{cursor:pointer;font-weight:600}
 dl.glossary{display:grid;grid-template-columns:200px 1fr;gap:4px 14px;margin:8px 0}dl.glossary dt{font-weight:600}

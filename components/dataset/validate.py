@@ -49,6 +49,7 @@ from pathlib import Path
 from loguru import logger
 
 from components.dataset.context_index import ContextIndex
+from components.judges.providers import default_provider
 from components.judges.setup import make_judge
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from poc.chunking import Chunk
@@ -447,8 +448,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     necessity_only = necessity_only_failures(result.items) if lexical else []
     failing_necessity = [item for item in result.items if item.necessity is not None and item.necessity.passed is False]
     if lexical and failing_necessity:
-        logger.warning("Note: {} question(s) fail necessity, but {}: check them with the LLM judge (set "
-                       "ANTHROPIC_API_KEY) before dropping them", len(failing_necessity), LEXICAL_NECESSITY_NOTE)
+        default = default_provider()
+        logger.warning("Note: {} question(s) fail necessity, but {}: check them with the LLM judge (set {}) before "
+                       "dropping them", len(failing_necessity), LEXICAL_NECESSITY_NOTE,
+                       default.missing_key() if default else "a judge provider's key")
     if args.write_clean is not None:
         if result.status != "completed":
             logger.warning("--write-clean skipped: the validation is {}", result.status)

@@ -194,6 +194,22 @@ def resume_defaults(args, env: dict[str, str], given: set[str]) -> None:
             env["BENCHMARK_JUDGE_MODEL"] = f"{provider}/{model}"
 
 
+def _row_printer(progress: Progress) -> Callable[[QuestionResult, int, int], None]:
+    """The ``on_row`` of a command-line run: each question's line, the legend under the first one,
+    and a step of the progress bar."""
+    shown_legend = []
+
+    def on_row(row: QuestionResult, i: int, n: int) -> None:
+        logger.info("{}", question_line(i, n, row.rank, row.llm_grade, row.total_score, row.latency_ms or 0.0,
+                                        row.question))
+        if not shown_legend:
+            shown_legend.append(True)
+            logger.info("{}", LEGEND)
+        progress.advance()
+
+    return on_row
+
+
 class BenchmarkRun:
     def __init__(self, options: RunOptions, settings: Settings, *, should_stop: Callable[[], bool],
                  deferred_signals: Callable[[], object], state: RunState) -> None:
@@ -312,17 +328,7 @@ class BenchmarkRun:
                     "questions_file": qset.path, "qrels_file": qset.qrels, "corpus": prepared.source,
                     "judge_provider": judging.setup.judge_provider.name,
                     "repeats": o.judge_repeats, "selection": {"limit": o.limit, "ids": o.ids}}
-        done: dict[str, QuestionResult] = {}
-        previous_batches: list = []
-        if previous is not None:
-            prev_run, prev_rows = previous
-            _check_resume(identity, identity_of(prev_run), o.resume)
-            warn_uncollected(prev_run, o.judge_batch)
-            previous_batches = prev_run.get("judge_batch") or []
-            done = {qid: row for qid, row in prev_rows.items() if row.llm_grade is not None}
-            check_resume_repeats(prev_run, done, o.judge_repeats, o.resume)
-            logger.info("Resuming {}: {} graded row(s) kept as they are, {} question(s) to run", o.resume, len(done),
-                        sum(1 for q in questions if q.id not in done))
+        done, previous_batches = self._resumed(identity, previous, questions)
         journal_path = runs_dir / f"{run_id}.journal.jsonl"
         journal = Journal(journal_path, identity, self.secrets)
         self.state.journal = journal_path
@@ -336,16 +342,6 @@ class BenchmarkRun:
             batch = BatchJudge(judging.setup.judge_provider.batch_api(judging.setup.judge),
                                should_stop=self.should_stop, record=journal.append, deferred=self.deferred_signals,
                                schedule=PollSchedule(max_s=self.settings.batch_poll_max_s))
-        shown_legend = []
-
-        def on_row(row: QuestionResult, i: int, n: int) -> None:
-            logger.info("{}", question_line(i, n, row.rank, row.llm_grade, row.total_score, row.latency_ms or 0.0,
-                                            row.question))
-            if not shown_legend:
-                shown_legend.append(True)
-                logger.info("{}", LEGEND)
-            progress.advance()
-
         context = RunContext(
             id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir), done=done,
             resumed_from=str(o.resume) if o.resume else None, batch=batch, previous_batches=previous_batches,
@@ -357,7 +353,8 @@ class BenchmarkRun:
             result = evaluate(prepared, (qset, questions), k=o.k, judging=judging, settings=self.settings,
                               name=strategy.name, judge_repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd,
                               group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
-                              concurrency=o.concurrency, order_check=o.order_check, on_row=on_row, should_stop=self.should_stop, context=context)
+                              concurrency=o.concurrency, order_check=o.order_check, on_row=_row_printer(progress),
+                              should_stop=self.should_stop, context=context)
         log_metrics(result)
         logger.info("Summary ({} judge: {}) follows on stdout", result.run.judge.provider, result.run.judge.model)
         sys.stdout.write(summary_table(result))
@@ -370,6 +367,21 @@ class BenchmarkRun:
         extra = [o.output.with_name(f"{o.output.stem}.{label}{o.output.suffix}")] if several else []
         self._write(result, runs_dir / f"{run_id}.json", journal, n_rows=finished, extra=extra)
         return result
+
+    def _resumed(self, identity: dict, previous, questions: list) -> tuple[dict[str, QuestionResult], list]:
+        """With ``--resume``: the rows kept (the graded ones) and the batches recorded, once the file
+        is checked against this run's identity; without it, nothing."""
+        if previous is None:
+            return {}, []
+        o = self.o
+        prev_run, prev_rows = previous
+        _check_resume(identity, identity_of(prev_run), o.resume)
+        warn_uncollected(prev_run, o.judge_batch)
+        done = {qid: row for qid, row in prev_rows.items() if row.llm_grade is not None}
+        check_resume_repeats(prev_run, done, o.judge_repeats, o.resume)
+        logger.info("Resuming {}: {} graded row(s) kept as they are, {} question(s) to run", o.resume, len(done),
+                    sum(1 for q in questions if q.id not in done))
+        return done, prev_run.get("judge_batch") or []
 
     def _write(self, result: RunResult, run_path: Path, journal: Journal, n_rows: int, extra: list[Path]) -> None:
         if n_rows == 0:

@@ -27,7 +27,7 @@ from typing import Any
 from loguru import logger
 
 from components.judges.chunk_relevance import RELEVANCE_PROMPT_SHA256
-from components.judges.providers import ModelChoice
+from components.judges.providers import ModelChoice, provider_packages
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from components.judges.setup import JudgeSetup, check_models, make_judge, relevance_judge
 from components.run.benchmark_loop import BenchmarkLoop
@@ -41,7 +41,7 @@ from utils.results import CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunRes
 from utils.settings import Settings
 from utils.versions import package_versions
 
-PACKAGES = ("anthropic", "openai", "bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")
+PACKAGES = ("bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")  # and each provider's (its module)
 MEMORY_SOURCE = "<in memory>"
 
 
@@ -280,7 +280,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         quick=context.quick, questions_file=context.questions_file or qset.path, questions_sha256=qset.sha256,
         qrels_file=qset.qrels,
         corpus=CorpusInfo(prepared.source, prepared.documents, len(prepared.chunks), prepared.sha256),
-        judge=judge_info, python=platform.python_version(), packages=package_versions(PACKAGES),
+        judge=judge_info, python=platform.python_version(),
+        packages=package_versions((*provider_packages(), *PACKAGES)),
         judge_failure=f"{failure.kind}: {failure}" if failure else None, log_file=context.log_file,
         id=context.id, rewriter=rewriter_info, usage=usage, cost_usd=sum(costs) if priced else None,
         cost_note=cost_note or None, max_cost_usd=max_cost_usd, recovered=loop.recovered,

@@ -15,7 +15,8 @@ rest of the code asks the registry. A provider class declares:
 * on an instance: :meth:`~Provider.check_model` (the start-up check of one role's model →
   :class:`ModelChoice`), :meth:`~Provider.model` (→ an :class:`~components.judges.llm.LLM`),
   :meth:`~Provider.judge` (→ the judge object; the grader over :meth:`model` by default),
-  ``prices`` (a :class:`utils.pricing.PriceTable`), ``supports_batch`` and :meth:`~Provider.batch_api`,
+  ``prices`` (a :class:`utils.pricing.PriceTable`), ``packages`` (their versions go in ``run.packages``),
+  ``supports_batch`` and :meth:`~Provider.batch_api`,
   :meth:`~Provider.count_tokens` (input tokens of prompts, for ``--estimate``; None: cannot count).
   Errors of its calls are :class:`utils.errors.JudgeError` of the common taxonomy.
 
@@ -86,6 +87,7 @@ class Provider:
     is_default: ClassVar[bool] = False  # the judge when its key is set and BENCHMARK_JUDGE is not
     supports_batch: ClassVar[bool] = False
     prices: ClassVar[PriceTable] = NO_PRICES
+    packages: ClassVar[tuple[str, ...]] = ()  # the distributions it calls through (their versions go in run.packages)
 
     def __init__(self, config: Any, settings: Settings) -> None:
         self.config, self.settings = config, settings
@@ -182,6 +184,16 @@ def providers() -> dict[str, type[Provider]]:
     """Every registered provider class by name (the built-in ones first)."""
     _load_builtin()
     return dict(_REGISTRY)
+
+
+def default_provider() -> type[Provider] | None:
+    """The provider that judges when its key is set and ``BENCHMARK_JUDGE`` is not (None: none is)."""
+    return next((cls for cls in providers().values() if cls.is_default), None)
+
+
+def provider_packages() -> tuple[str, ...]:
+    """Every registered provider's packages, once each, in registry order."""
+    return tuple(dict.fromkeys(p for cls in providers().values() for p in cls.packages))
 
 
 def provider_class(name: str, variable: str = "BENCHMARK_JUDGE") -> type[Provider]:

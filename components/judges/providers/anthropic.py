@@ -335,6 +335,7 @@ class AnthropicProvider(Provider):
     is_default = True
     supports_batch = True
     prices = PRICES
+    packages = ("anthropic",)
 
     def __init__(self, config: ProviderConfig, settings: Settings | None = None) -> None:
         if settings is not None:

@@ -497,6 +497,7 @@ class OpenAIProvider(Provider):
     default_models = {"judge": DEFAULT_JUDGE_MODEL, "rewriter": DEFAULT_REWRITER_MODEL}
     is_default = False  # never the judge unless asked for
     prices = PRICES
+    packages = ("openai",)
 
     def __init__(self, config: ProviderConfig, settings: Settings | None = None) -> None:
         if settings is not None:
