@@ -58,8 +58,12 @@ def test_gate_honours_retry_after_for_every_call():
     clock.now = 105.0
     assert gate._open()
     gate.acquire()
-    gate.release("rate_limit", retry_after=3600)  # capped: a longer wait is the circuit breaker's
+    gate.release("rate_limit", retry_after=60)  # the cap itself: held
     assert gate.hold_until == 165.0
+    clock.now = 165.0
+    gate.acquire()
+    gate.release("rate_limit", retry_after=3600)  # longer than the cap: the circuit breaker's, no hold
+    assert gate.hold_until == 165.0 and gate._open()
 
 
 def test_gate_follows_the_rate_limit_headers():
