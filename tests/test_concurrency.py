@@ -112,6 +112,11 @@ def test_rows_and_lines_equal_a_sequential_run(tmp_path: Path, few_questions: Pa
     judge = json.loads(con.read_text())["run"]["judge"]
     assert judge["concurrency"]["requested"] == 4 and 2 <= judge["concurrency"]["peak"] <= 4
     assert json.loads(seq.read_text())["run"]["judge"]["concurrency"] is None
+    totals = [{k: v for k, v in json.loads(f.read_text()).items() if k not in ("run", "results", "index_time_s") and "latency" not in k} for f in (seq, con)]
+    assert totals[0] == totals[1]  # cost, usage, counts and metrics as in the sequential run
+    runs = [json.loads(f.read_text())["run"] for f in (seq, con)]
+    assert [(r["usage"], r["cost_usd"], r["recovered"]) for r in runs][0] == \
+        [(r["usage"], r["cost_usd"], r["recovered"]) for r in runs][1]
 
 
 def test_a_429_burst_lowers_the_concurrency_and_the_run_completes(tmp_path: Path):

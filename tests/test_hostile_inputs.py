@@ -68,8 +68,9 @@ def test_commands_refuse_hostile_results_with_one_line(tmp_path: Path, good: dic
     assert "Traceback" not in run.stderr and not out.exists()
 
 
+@pytest.mark.parametrize("command", ["compare", "report"])
 @pytest.mark.parametrize("special", ["fifo", "devzero", "runs-symlink-to-fifo"])
-def test_readers_take_only_regular_files(tmp_path: Path, good: dict, special: str):
+def test_readers_take_only_regular_files(tmp_path: Path, good: dict, special: str, command: str):
     ok = tmp_path / "ok.json"
     ok.write_text(json.dumps(good))
     if special == "fifo":
@@ -84,8 +85,13 @@ def test_readers_take_only_regular_files(tmp_path: Path, good: dict, special: st
         (tmp_path / "runs").mkdir()
         (tmp_path / "runs" / "20260101T000000Z_x.json").symlink_to(fifo)
         arg = str(tmp_path / "runs" / "20260101T000000Z_x.json")
-    run = run_cli("compare", str(ok), arg, timeout=60)  # a FIFO with no writer must not hang the read
+    out = ["--json", str(tmp_path / "c.json")] if command == "compare" else ["-o", str(tmp_path / "r.html")]
+    run = run_cli(command, str(ok), arg, *out, timeout=60)  # a FIFO with no writer must not hang the read
     assert run.code == 2 and "Traceback" not in run.stderr
+    errors = [ln for ln in run.stderr.splitlines() if "| ERROR" in ln]
+    words = "not a regular file" if command == "report" else "neither a results file nor a run id"
+    assert len(errors) == 1 and words in errors[0], run.stderr[-2000:]
+    assert not (tmp_path / "c.json").exists() and not (tmp_path / "r.html").exists()
 
 
 @pytest.mark.parametrize("edit,words", [
