@@ -148,13 +148,18 @@ def _labels(tmp_path: Path, a: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", ["report", "compare", "export-run", "label", "calibrate"])
-@pytest.mark.parametrize("target", ["own-input", "other-spelling", "dev-null"])
+@pytest.mark.parametrize("target", ["own-input", "other-spelling", "hard-link", "symlink", "dev-null"])
 def test_no_command_writes_over_its_input_or_a_device(tmp_path: Path, results_pair, command: str, target: str):
     a, b = results_pair
     labels = _labels(tmp_path, a) if command == "calibrate" else None
-    out = {"own-input": str(a), "other-spelling": str(tmp_path / "x" / ".." / "a.json"), "dev-null": "/dev/null"}[target]
+    out = {"own-input": str(a), "other-spelling": str(tmp_path / "x" / ".." / "a.json"), "dev-null": "/dev/null",
+           "hard-link": str(tmp_path / "hard.json"), "symlink": str(tmp_path / "soft.json")}[target]
     if target == "other-spelling":
         (tmp_path / "x").mkdir()
+    elif target == "hard-link":
+        os.link(a, out)
+    elif target == "symlink":
+        Path(out).symlink_to(a)
     option = {"report": "-o", "compare": "--json", "export-run": "-o", "label": "-o", "calibrate": "--json"}[command]
     args = {"report": [str(a), str(b)], "compare": [str(a), str(b)], "export-run": [str(a)],
             "label": [str(a), "--sample", "2"], "calibrate": [str(a), "--labels", str(labels)]}[command]
