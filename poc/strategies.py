@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from poc.retriever import Retriever
+from utils.console import escape_control
 from utils.errors import InputError
 
 StrategyFactory = Callable[..., Retriever]
@@ -57,8 +58,9 @@ def resolve_strategy(name: str) -> Strategy:
     module_name, _, attr = name.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except Exception as err:  # ImportError, or the module raising while importing
-        raise InputError(f"strategy {name!r}: cannot import {module_name!r} ({type(err).__name__}: {err}): "
+    except (Exception, SystemExit) as err:  # ImportError, or the module raising (or exiting) while importing
+        raise InputError(f"strategy {name!r}: cannot import {module_name!r} ({type(err).__name__}: "
+                         f"{escape_control(str(err)[:200])}): "
                          "check the module path and that it is importable (in the current folder, installed, or on "
                          "PYTHONPATH)") from err
     factory = getattr(module, attr, None)
@@ -87,7 +89,7 @@ def _suggestion(name: str) -> str:
     if dot and module_name and attr.isidentifier():
         try:
             module = importlib.import_module(module_name)
-        except Exception:  # noqa: BLE001 - any failure: no suggestion, the generic fix below
+        except (Exception, SystemExit):  # noqa: BLE001 - any failure (an exit too): no suggestion, the generic fix
             module = None
         if module is not None and hasattr(module, attr):
             return f"did you mean {module_name + ':' + attr!r}? (your own retriever is package.module:factory)"

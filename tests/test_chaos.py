@@ -12,8 +12,9 @@ fault drawn from a seeded generator:
 * a full disk: the output folder on a small tmpfs (root only; otherwise that fault is not drawn).
 
 Each run draws, apart, its ``--concurrency`` (1, 1 or 3: the invariant holds with judge calls in
-flight too) and a command run afterwards on its results (``compare`` or ``report``, or none), with
-a signal at a random moment or its output on a full disk.
+flight too) and a command run afterwards (``compare`` or ``report`` on its results, ``validate`` or
+``export-dataset`` on its questions, or none), with a signal at a random moment or its output on a
+full disk.
 
 After each run the invariant must hold:
 
@@ -24,8 +25,8 @@ After each run the invariant must hold:
 3. no temp file (``.*.tmp``) is left;
 4. a process that ended by itself did so with a documented exit code, without a traceback on the
    console, and, when it left a journal, its console names it;
-5. the command run afterwards leaves its input files byte-identical, no temp file, and ends with a
-   documented exit code and no traceback.
+5. the command run afterwards leaves its input files (results, questions) byte-identical, no temp
+   file, and ends with a documented exit code and no traceback.
 
 ``CHAOS_SEED`` and ``CHAOS_RUNS`` override the seed and the number of runs, ``CHAOS_ONLY=3,17``
 replays those runs (a failure's message names the seed and each failing run's plan). Two runs at a time; about two
@@ -119,7 +120,7 @@ def make():
 PLUGIN_KINDS = ("raise", "sys-exit", "os-exit", "segfault", "keyboard-interrupt", "memory-error", "recursion",
                 "bad-return", "string-scores", "index-raises", "factory-raises")
 JUDGE_KINDS = ("5xx-burst", "timeout", "401", "garbage", "rate-limit")
-COMMANDS = (None, "compare", "report")
+COMMANDS = (None, "compare", "report", "validate", "export-dataset")
 GARBAGE = (b"<html>502 Bad Gateway</html>", b'{"content": [{"type": "text", "text": "unterminated',
            b"[" * 5000 + b"]" * 5000, b'{"content": 1e999}', b"\xff\xfe\x00garbage")
 
@@ -146,7 +147,7 @@ class Plan:
     extra: dict = field(default_factory=dict)
 
     concurrency: int = 1
-    command: str | None = None  # compare | report, run on the results afterwards
+    command: str | None = None  # compare | report (on the results) | validate | export-dataset, run afterwards
     command_fault: str = ""  # signal | disk
     command_at: float = 0.0  # seconds after the command's start (signal)
 
@@ -383,7 +384,8 @@ def execute(plan: Plan, root: Path, earlier_bytes: bytes, plugin_dir: Path) -> O
 
 def afterwards(plan: Plan, folder: Path, results: Path) -> list[str]:
     """Run ``plan.command`` on the run's results with its fault; what it must keep (invariant 5)."""
-    inputs = {p: p.read_bytes() for p in (results, *sorted((folder / "out" / "runs").glob("*.json")))
+    questions = folder / "q.json"
+    inputs = {p: p.read_bytes() for p in (results, questions, *sorted((folder / "out" / "runs").glob("*.json")))
               if p.is_file()}
     target = folder / "cmd"
     target.mkdir()
@@ -392,9 +394,12 @@ def afterwards(plan: Plan, folder: Path, results: Path) -> list[str]:
         if mount_tmpfs(target, "8k") is None:
             mounted = target
     try:
-        other = next((p for p in inputs if p != results), results)
-        args = (["compare", str(results), str(other), "--json", str(target / "c.json")] if plan.command == "compare"
-                else ["report", str(results), "-o", str(target / "r.html")])
+        other = next((p for p in inputs if p not in (results, questions)), results)
+        args = {"compare": ["compare", str(results), str(other), "--json", str(target / "c.json")],
+                "report": ["report", str(results), "-o", str(target / "r.html")],
+                "validate": ["validate", str(questions), "--json", str(target / "v.json")],
+                "export-dataset": ["export-dataset", "--questions", str(questions), "-o", str(target / "d.jsonl")],
+                }[plan.command]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))}
         proc = subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), *args, "--log-dir", str(folder / "logs")],
                                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -58,8 +58,12 @@ def test_gate_honours_retry_after_for_every_call():
     clock.now = 105.0
     assert gate._open()
     gate.acquire()
-    gate.release("rate_limit", retry_after=3600)  # capped: a longer wait is the circuit breaker's
+    gate.release("rate_limit", retry_after=60)  # the cap itself: held
     assert gate.hold_until == 165.0
+    clock.now = 165.0
+    gate.acquire()
+    gate.release("rate_limit", retry_after=3600)  # longer than the cap: the circuit breaker's, no hold
+    assert gate.hold_until == 165.0 and gate._open()
 
 
 def test_gate_follows_the_rate_limit_headers():
@@ -108,6 +112,11 @@ def test_rows_and_lines_equal_a_sequential_run(tmp_path: Path, few_questions: Pa
     judge = json.loads(con.read_text())["run"]["judge"]
     assert judge["concurrency"]["requested"] == 4 and 2 <= judge["concurrency"]["peak"] <= 4
     assert json.loads(seq.read_text())["run"]["judge"]["concurrency"] is None
+    totals = [{k: v for k, v in json.loads(f.read_text()).items() if k not in ("run", "results", "index_time_s") and "latency" not in k} for f in (seq, con)]
+    assert totals[0] == totals[1]  # cost, usage, counts and metrics as in the sequential run
+    runs = [json.loads(f.read_text())["run"] for f in (seq, con)]
+    assert [(r["usage"], r["cost_usd"], r["recovered"]) for r in runs][0] == \
+        [(r["usage"], r["cost_usd"], r["recovered"]) for r in runs][1]
 
 
 def test_a_429_burst_lowers_the_concurrency_and_the_run_completes(tmp_path: Path):
@@ -156,3 +165,38 @@ def test_a_signal_mid_run_loses_nothing(tmp_path: Path):
     assert data["run"]["status"] == "interrupted"
     ids = [r["question_id"] for r in data["results"]]
     assert len(ids) == len(set(ids))
+
+
+def test_the_anthropic_rate_limit_headers_reach_the_gate():
+    """The provider reads ``anthropic-ratelimit-*`` from a reply; the gate stays below them."""
+    from datetime import datetime, timedelta, timezone
+
+    from components.judges.providers.anthropic import AnthropicProvider, ModelClient, ModelSettings, ProviderConfig
+
+    reset = (datetime.now(timezone.utc) + timedelta(seconds=30)).isoformat().replace("+00:00", "Z")
+    headers = {"anthropic-ratelimit-requests-remaining": "7", "anthropic-ratelimit-tokens-remaining": "45",
+               "anthropic-ratelimit-requests-reset": reset}
+    settings = ModelSettings(requested="claude-sonnet-5-5", thinking={"type": "between_tools"}, effort=None,
+                             max_tokens=1024, source="models_api")
+    with LoopbackServer(default=Reply(headers=headers)) as srv:  # a call of 10 + 5 tokens: 3 more fit in 45
+        provider = AnthropicProvider(ProviderConfig(api_key="sk-test", base_url=srv.url, max_retries=0))
+        limits = ModelClient(provider, settings).complete("grade this").rate_limit
+        bare = ModelClient(provider, settings).complete("grade this")  # headers on every reply here
+    assert limits["requests_remaining"] == 7 and limits["tokens_remaining_calls"] == 3
+    assert 0 < limits["reset_s"] <= 30
+    assert bare.rate_limit is not None
+    gate = Gate(16, clock=Clock())
+    gate.acquire()
+    gate.release(None, rate_limit=limits)
+    assert gate.limit == 3
+
+
+def test_a_run_stays_below_the_requests_the_server_says_are_left(tmp_path: Path):
+    out = tmp_path / "r.json"
+    one_left = Reply(headers={"anthropic-ratelimit-requests-remaining": "1"})
+    with LoopbackServer(default=one_left) as srv:
+        run = run_cli("--limit", "6", "--output", str(out), "--concurrency", "4", env=judge_env(srv.url))
+    assert run.code == 0, run.stderr
+    data = json.loads(out.read_text())
+    assert all(r["llm_grade"] == 8 for r in data["results"])
+    assert data["run"]["judge"]["concurrency"]["final_limit"] == 1

@@ -68,8 +68,9 @@ def test_commands_refuse_hostile_results_with_one_line(tmp_path: Path, good: dic
     assert "Traceback" not in run.stderr and not out.exists()
 
 
+@pytest.mark.parametrize("command", ["compare", "report"])
 @pytest.mark.parametrize("special", ["fifo", "devzero", "runs-symlink-to-fifo"])
-def test_readers_take_only_regular_files(tmp_path: Path, good: dict, special: str):
+def test_readers_take_only_regular_files(tmp_path: Path, good: dict, special: str, command: str):
     ok = tmp_path / "ok.json"
     ok.write_text(json.dumps(good))
     if special == "fifo":
@@ -84,8 +85,13 @@ def test_readers_take_only_regular_files(tmp_path: Path, good: dict, special: st
         (tmp_path / "runs").mkdir()
         (tmp_path / "runs" / "20260101T000000Z_x.json").symlink_to(fifo)
         arg = str(tmp_path / "runs" / "20260101T000000Z_x.json")
-    run = run_cli("compare", str(ok), arg, timeout=60)  # a FIFO with no writer must not hang the read
+    out = ["--json", str(tmp_path / "c.json")] if command == "compare" else ["-o", str(tmp_path / "r.html")]
+    run = run_cli(command, str(ok), arg, *out, timeout=60)  # a FIFO with no writer must not hang the read
     assert run.code == 2 and "Traceback" not in run.stderr
+    errors = [ln for ln in run.stderr.splitlines() if "| ERROR" in ln]
+    words = "not a regular file" if command == "report" else "neither a results file nor a run id"
+    assert len(errors) == 1 and words in errors[0], run.stderr[-2000:]
+    assert not (tmp_path / "c.json").exists() and not (tmp_path / "r.html").exists()
 
 
 @pytest.mark.parametrize("edit,words", [
@@ -142,13 +148,18 @@ def _labels(tmp_path: Path, a: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", ["report", "compare", "export-run", "label", "calibrate"])
-@pytest.mark.parametrize("target", ["own-input", "other-spelling", "dev-null"])
+@pytest.mark.parametrize("target", ["own-input", "other-spelling", "hard-link", "symlink", "dev-null"])
 def test_no_command_writes_over_its_input_or_a_device(tmp_path: Path, results_pair, command: str, target: str):
     a, b = results_pair
     labels = _labels(tmp_path, a) if command == "calibrate" else None
-    out = {"own-input": str(a), "other-spelling": str(tmp_path / "x" / ".." / "a.json"), "dev-null": "/dev/null"}[target]
+    out = {"own-input": str(a), "other-spelling": str(tmp_path / "x" / ".." / "a.json"), "dev-null": "/dev/null",
+           "hard-link": str(tmp_path / "hard.json"), "symlink": str(tmp_path / "soft.json")}[target]
     if target == "other-spelling":
         (tmp_path / "x").mkdir()
+    elif target == "hard-link":
+        os.link(a, out)
+    elif target == "symlink":
+        Path(out).symlink_to(a)
     option = {"report": "-o", "compare": "--json", "export-run": "-o", "label": "-o", "calibrate": "--json"}[command]
     args = {"report": [str(a), str(b)], "compare": [str(a), str(b)], "export-run": [str(a)],
             "label": [str(a), "--sample", "2"], "calibrate": [str(a), "--labels", str(labels)]}[command]
@@ -180,3 +191,124 @@ def test_compare_and_report_redact_the_environments_key(tmp_path: Path, good: di
         assert key not in text and "Zq7Zq7Zq7" not in text, written.name
     assert '"mine-' in comparison.read_text(encoding="utf-8")  # the run's name is there, its key is not
     assert "why does" in page.read_text(encoding="utf-8")  # the question is there, its key is not
+
+
+# ---- export-dataset --validation: a hostile validation file is one clear line, nothing written
+
+
+def _entry(field: str, value):
+    def change(doc: dict) -> str:
+        doc["questions"][0][field] = value
+        return json.dumps(doc)
+    return change
+
+
+def _devzero(path: Path) -> None:
+    path.unlink()
+    path.symlink_to("/dev/zero")
+
+
+def _fifo_in_place(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+HOSTILE_VALIDATION = [  # (name, the text made from the good validation dict, or a change of the file; words)
+    ("deep-nesting", lambda d: json.dumps(d)[:-1] + ', "x": ' + "[" * 200_000 + "]" * 200_000 + "}",
+     "nested too deeply"),
+    ("huge-integer", lambda d: json.dumps(d)[:-1] + ', "x": ' + "7" * 5000 + "}", "digits"),
+    ("nan", lambda d: json.dumps(d)[:-1] + ', "x": NaN}', "NaN is not a JSON number"),
+    ("not-utf8", lambda d: "\udcff" + json.dumps(d), "not valid UTF-8"),
+    ("entry-is-a-list", lambda d: (d["questions"].insert(0, [1]), json.dumps(d))[1], "questions[0] is a list"),
+    ("id-as-number", _entry("id", 5), "questions[0].id is a number"),
+    ("sufficiency-as-list", _entry("sufficiency", [1]), "questions[0].sufficiency is a list"),
+    ("necessity-as-string", _entry("necessity", "high"), "questions[0].necessity is a string"),
+    ("grade-as-string", _entry("sufficiency", {"grade": "9"}), "questions[0].sufficiency.grade is a string"),
+    ("flags-as-string", _entry("flags", "empty_needle"), "questions[0].flags is a string"),
+    ("verdict-as-object", _entry("verdict", {"a": 1}), "questions[0].verdict is an object"),
+    ("dev-zero", _devzero, "not a regular file"),
+    ("fifo", _fifo_in_place, "not a regular file"),
+]
+
+
+@pytest.mark.parametrize("make,words", [h[1:] for h in HOSTILE_VALIDATION], ids=[h[0] for h in HOSTILE_VALIDATION])
+def test_export_dataset_refuses_a_hostile_validation_file(tmp_path: Path, make, words):
+    import argparse
+
+    from components.dataset import export_dataset, validate
+    from tests.dataset_fixtures import OFFLINE, QUESTIONS, validate_args, write_corpus, write_questions
+    from utils.errors import InputError
+
+    questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] != "q_unknown"])
+    corpus = write_corpus(tmp_path / "corpus")
+    vfile = tmp_path / "v.json"
+    assert validate.run(validate_args(questions, corpus, vfile), OFFLINE) == 0
+    if make in (_devzero, _fifo_in_place):  # the file replaced by a special one
+        make(vfile)
+    else:
+        vfile.write_bytes(make(json.loads(vfile.read_text())).encode("utf-8", "surrogateescape"))
+    parser = argparse.ArgumentParser()
+    export_dataset.add_arguments(parser)
+    out = tmp_path / "d.jsonl"
+    args = parser.parse_args(["--questions", str(questions), "--corpus", str(corpus), "-o", str(out),
+                              "--validation", str(vfile)])
+    with pytest.raises(InputError) as err:
+        export_dataset.run(args, OFFLINE)
+    message = str(err.value)
+    assert words in message and message.startswith(f"--validation {vfile}") and "\n" not in message, message
+    assert not out.exists()
+
+
+# ---- a symbolic link loop, a plug-in that exits while imported: one clear line, exit 2
+
+
+def _loop(tmp_path: Path) -> Path:
+    (tmp_path / "a.json").symlink_to(tmp_path / "b.json")
+    (tmp_path / "b.json").symlink_to(tmp_path / "a.json")
+    return tmp_path / "a.json"
+
+
+LOOPS = [  # (name, the command line from the loop and tmp_path, words of the one error line)
+    ("run-questions", lambda lp, t: ["--questions", str(lp), "--output", str(t / "r.json")], "symbolic links"),
+    ("validate-questions", lambda lp, t: ["validate", str(lp), "--json", str(t / "v.json")], "symbolic links"),
+    ("export-dataset-questions", lambda lp, t: ["export-dataset", "--questions", str(lp), "-o", str(t / "d.jsonl")],
+     "symbolic links"),
+    ("run-output", lambda lp, t: ["--questions", str(ROOT_QUESTIONS), "--output", str(lp)], "symbolic links"),
+    ("report-input", lambda lp, t: ["report", str(lp), "-o", str(t / "r.html")], "symbolic links"),
+]
+ROOT_QUESTIONS = Path(__file__).resolve().parent.parent / "questions.json"
+
+
+@pytest.mark.parametrize("args,words", [h[1:] for h in LOOPS], ids=[h[0] for h in LOOPS])
+def test_a_symlink_loop_is_one_clear_line(tmp_path: Path, args, words):
+    from tests.conftest import clean_env
+
+    run = run_cli(*args(_loop(tmp_path), tmp_path), env=clean_env(BENCHMARK_JUDGE="offline"), timeout=120)
+    assert run.code == 2, run.stderr[-2000:]
+    errors = [ln for ln in run.stderr.splitlines() if "| ERROR" in ln]
+    assert len(errors) == 1 and words in errors[0] and "internal error" not in errors[0], run.stderr[-2000:]
+    assert "Traceback" not in run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]  # nothing written
+
+
+EXITS_AT_IMPORT = [
+    ("sys-exit-message", "sys.exit('bye from the plug-in')", "exiter:make"),
+    ("sys-exit-code", "sys.exit(3)", "exiter:make"),
+    ("raise-system-exit-0", "raise SystemExit(0)", "exiter:make"),
+    ("dotted-name-looked-up-for-a-suggestion", "sys.exit('bye from the plug-in')", "exiter.make"),
+]
+
+
+@pytest.mark.parametrize("code,strategy", [h[1:] for h in EXITS_AT_IMPORT], ids=[h[0] for h in EXITS_AT_IMPORT])
+def test_a_plugin_exiting_at_import_is_one_clear_line(tmp_path: Path, few_questions: Path, code, strategy):
+    from tests.conftest import clean_env
+
+    (tmp_path / "plug").mkdir()
+    (tmp_path / "plug" / "exiter.py").write_text(f"import sys\n{code}\n\ndef make():\n    pass\n")
+    out = tmp_path / "r.json"
+    run = run_cli("--questions", str(few_questions), "--strategy", strategy, "--output", str(out),
+                  env=clean_env(BENCHMARK_JUDGE="offline", PYTHONPATH=str(tmp_path / "plug")))
+    assert run.code == 2, run.stderr[-2000:]
+    errors = [ln for ln in run.stderr.splitlines() if "| ERROR" in ln]
+    assert len(errors) == 1 and repr(strategy) in errors[0], run.stderr[-2000:]
+    assert "Traceback" not in run.stderr and not out.exists()

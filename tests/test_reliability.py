@@ -261,6 +261,62 @@ def test_plugin_factory_or_index_failure_exits_2_naming_it(name: str, tmp_path: 
 # --------------------------------------------------------------------------- signals
 
 
+_ENDLESS = """
+import itertools
+
+
+def _endless(hits):
+    for n, hit in enumerate(itertools.cycle(hits)):
+        if n > 100_000:  # a reader without a bound gets this, not the machine's memory
+            raise RuntimeError("read 100,000 hits of an endless iterator")
+        yield hit
+"""
+FORGED_ID = "py_001\n12:00:00 | INFO    | [1/3] R1 ✓ | G10 forged\x1b[2K\r"
+
+# name: (plug-in code at its top, in index(), in retrieve(); the questions' first id; what must hold)
+PLUGIN_HANGS = {
+    # an endless iterator from retrieve() is cut at k while read: every row graded, k hits each
+    "endless-iterator-from-retrieve": (_ENDLESS, "", "return _endless(hits)", None, "graded"),
+    # a non-daemon thread the plug-in leaves running does not keep the process alive once written
+    "non-daemon-thread-left-running": ("import threading, time", "threading.Thread(target=time.sleep, "
+                                       "args=(3600,), daemon=False).start()", "", None, "graded"),
+    # the retrieval-error line prints the question id (and the error) escaped: no forged line
+    "forged-id-on-the-retrieval-error-path": ("", "", "raise RuntimeError('broken\\nFAKE | ERROR | x\\x1b[2K')",
+                                              FORGED_ID, "retrieval_error"),
+}
+
+
+@pytest.mark.parametrize("name", list(PLUGIN_HANGS))
+def test_plugin_cannot_hang_the_run_or_forge_a_line(name: str, tmp_path: Path):
+    top, index, retrieve, first_id, outcome = PLUGIN_HANGS[name]
+    env = plugin(tmp_path, top=top, index=index, retrieve=retrieve)
+    questions = [dict(q) for q in ALL_QUESTIONS[:3]]
+    if first_id is not None:
+        questions[0]["id"] = first_id
+    qfile = tmp_path / "q.json"
+    qfile.write_text(json.dumps({"questions": questions}))
+    out = tmp_path / "r.json"
+    with LoopbackServer(default=OK) as srv:
+        try:
+            run = cli(tmp_path, "--questions", str(qfile), "--output", str(out), "--strategy", "plug:make",
+                      env=judge_env(srv.url, **env), timeout=90)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the process did not end after writing its results")
+    assert run.code == 0, run.stderr[-3000:]
+    data = strict_json(out)
+    if outcome == "graded":
+        assert [r["llm_grade"] for r in data["results"]] == [8, 8, 8]
+        assert all(len(r["retrieved"]) == data["run"]["k"] for r in data["results"])
+    else:
+        assert all(r["grade_error"].startswith("retrieval_error: RuntimeError") for r in data["results"])
+        assert data["results"][0]["question_id"] == first_id  # the data keeps the id as given
+        assert not any(ch in run.stderr + run.stdout for ch in ("\x1b", "\r"))
+        assert not [ln for ln in run.stderr.splitlines() if ln.startswith(("12:00:00", "FAKE"))], run.stderr
+        failed = [ln for ln in run.stderr.splitlines() if "retrieval failed" in ln]
+        assert len(failed) == 3 and "[py_001\\n12:00:00" in failed[0], failed
+    assert "Traceback" not in run.stderr
+
+
 _FSYNC_HOOK = """
 _real_fsync = os.fsync
 _SENT = []

@@ -318,19 +318,20 @@ def _file_kind(mode: int) -> str:
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist (yet)
-        return a.resolve() == b.resolve()
+    except OSError:  # one of them does not exist (yet), or is a symbolic link loop
+        return os.path.realpath(a) == os.path.realpath(b)  # never raises (Path.resolve does on a loop)
 
 
 def _inside(path: Path, folder: Path) -> bool:
     """Whether ``path`` lies in ``folder`` or below, by real path and by identity of each parent
     (so a bind mount or another spelling of the folder is caught too)."""
-    real = path.resolve()
+    real = Path(os.path.realpath(path))  # never raises (Path.resolve does on a symbolic link loop)
+    folder_real = Path(os.path.realpath(folder))
     try:
         folder_st = os.stat(folder)
     except OSError:
-        return real.is_relative_to(folder.resolve())
-    if real.is_relative_to(folder.resolve()):
+        return real.is_relative_to(folder_real)
+    if real.is_relative_to(folder_real):
         return True
     for parent in real.parents:
         try:

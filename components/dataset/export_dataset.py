@@ -69,23 +69,56 @@ def _context(scored: ScoredChunk) -> dict:
             "text": c.index_text, "bm25_score": round(scored.score, 4)}
 
 
+_VALIDATION_FIX = "pass the JSON written by `benchmark.py validate`"
+# the fields of a validation entry the dataset lines take: (name, the types it may hold, what it should be)
+_ENTRY_FIELDS = (("verdict", (str, type(None)), "a string"), ("flags", (list,), "a list of strings"),
+                 ("reasons", (list,), "a list of strings"), ("judge", (str, type(None)), "a string"),
+                 ("sufficiency", (dict, type(None)), "an object"), ("necessity", (dict, type(None)), "an object"))
+
+
+def _kind_of(value: object) -> str:
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _check_entry(path: Path, i: int, entry: object) -> dict:
+    """One entry of ``questions``, each field the dataset lines take of the type validate writes."""
+    where = f"--validation {path}: questions[{i}]"
+    if not isinstance(entry, dict):
+        raise InputError(f"{where} is {_kind_of(entry)}, not an object: {_VALIDATION_FIX}")
+    if not isinstance(entry.get("id"), str):
+        raise InputError(f"{where}.id is {_kind_of(entry.get('id'))}, not a string: {_VALIDATION_FIX}")
+    for name, types, should in _ENTRY_FIELDS:
+        value = entry.get(name)
+        if name in ("flags", "reasons") and name not in entry:
+            continue
+        if not isinstance(value, types) or name in ("flags", "reasons") and not all(isinstance(x, str) for x in value):
+            raise InputError(f"{where}.{name} is {_kind_of(value)}, not {should}: {_VALIDATION_FIX}")
+        if isinstance(value, dict):
+            grade = value.get("grade")
+            if grade is not None and (isinstance(grade, bool) or not isinstance(grade, (int, float))):
+                raise InputError(f"{where}.{name}.grade is {_kind_of(grade)}, not a number: {_VALIDATION_FIX}")
+    return entry
+
+
 def load_validation(path: Path, qset: QuestionSet) -> dict[str, dict]:
-    """The ``validate`` JSON's per-question entries by id; it must have been made for ``qset``."""
-    if not path.is_file():
-        raise InputError(f"--validation {path} is not a file: pass the JSON written by `benchmark.py validate`")
+    """The ``validate`` JSON's per-question entries by id; it must have been made for ``qset``. Read
+    as every input is (a regular file with a size bound, strict JSON), and each field the dataset
+    lines take checked: :class:`InputError` (one line naming the file and the field) otherwise."""
+    from utils.results import read_json_file
+
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"--validation {path} is not valid JSON ({err}): pass the JSON written by "
-                         "`benchmark.py validate`") from None
+        doc = read_json_file(path, what="validation file", fix=_VALIDATION_FIX)
+    except InputError as err:
+        raise InputError(f"--validation {err}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("questions"), list) or "questions_sha256" not in doc:
         raise InputError(f"--validation {path} is not a validation file (no questions_sha256/questions): "
-                         "pass the JSON written by `benchmark.py validate`")
+                         f"{_VALIDATION_FIX}")
     if doc["questions_sha256"] != qset.sha256:
         raise InputError(f"--validation {path} was made for another questions file (sha256 "
                          f"{str(doc['questions_sha256'])[:12]}…, not {qset.sha256[:12]}…): run validate on "
                          f"{qset.path} again")
-    return {str(q.get("id")): q for q in doc["questions"] if isinstance(q, dict)}
+    return {q["id"]: q for q in (_check_entry(path, i, e) for i, e in enumerate(doc["questions"]))}
 
 
 def _validation_summary(entry: dict | None) -> dict | None:

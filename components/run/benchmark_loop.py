@@ -198,12 +198,16 @@ class BenchmarkLoop:
 
     # ------------------------------------------------------------------ one LLM call each
 
-    def _call(self, call: Callable[[], Any]) -> Any:
+    def _call(self, call: Callable[[], Any], refuse: Callable[[], Any] | None = None) -> Any:
         """One LLM call (its result has ``reply``, ``error`` and maybe ``retry_after``), through the
-        gate when judge calls run concurrently."""
+        gate when judge calls run concurrently. ``refuse()``, asked once the gate admits the call,
+        returns the result to give instead of calling (the circuit breaker or a fatal error came
+        while the call waited for its slot), or None."""
         if self.gate is None:
             return call()
         with self.gate.call() as done:
+            if refuse is not None and (instead := refuse()) is not None:
+                return instead  # not called: counts as neither a success nor a limit
             result = call()
             reply = getattr(result, "reply", None)
             kind = None if reply is not None else (getattr(result, "error", None) or "error").split(":", 1)[0]
@@ -214,7 +218,9 @@ class BenchmarkLoop:
         """Judge calls started and not yet counted (0 in a sequential run)."""
         return max(0, self.gate.in_flight) if self.gate is not None else 0
 
-    def _grade_once(self, q: Question, chunks: list[Chunk]) -> GradeResult:
+    def _not_called(self) -> GradeResult | None:
+        """The grade of a call the judge must not get (it became unusable, or the circuit breaker
+        opened), or None."""
         with self._lock:
             if self.judge_failure is not None:
                 err = self.judge_failure
@@ -222,13 +228,30 @@ class BenchmarkLoop:
                                    None)
             if self.rate_limited is not None:
                 return GradeResult(None, None, 0.0, self.rate_limited, None)
+        return None
+
+    def _grade_once(self, q: Question, chunks: list[Chunk]) -> GradeResult:
+        refused = self._not_called()
+        if refused is not None:
+            return refused
+        with self._lock:
             if self.budget is not None and not self.budget.allows_next_call(self._in_flight()):
                 if not self.budget_exhausted:
                     logger.warning("Grading stops: {}", self.budget.reason())
                 self.budget_exhausted = True
                 return GradeResult(None, None, 0.0, self.budget.reason(), None)
+        refused: list[GradeResult] = []
+
+        def refuse() -> GradeResult | None:  # asked once the gate admits the call (concurrent runs)
+            instead = self._not_called()
+            if instead is not None:
+                refused.append(instead)
+            return instead
+
         try:
-            result = self._call(lambda: self.judge.grade(q.question, q.expected_answer, chunks))
+            result = self._call(lambda: self.judge.grade(q.question, q.expected_answer, chunks), refuse)
+            if refused:
+                return refused[0]
         except JudgeError as err:  # fatal: stop calling the judge
             self.stop_if_signalled(err)
             with self._lock:

@@ -5,8 +5,10 @@ through one :class:`Gate`. It admits at most ``limit`` calls at a time, starting
 
 * **AIMD**, like TCP: a call that ends rate-limited or overloaded (429/529) halves the limit
   (at least 1); each call that succeeds raises it by one, back up to N;
-* a ``retry-after`` the server sent holds every new call until it has passed (capped at
-  ``max_wait_s``, the retry pass's cap: a longer one is the circuit breaker's business);
+* a ``retry-after`` the server sent holds every new call until it has passed, when it is at most
+  ``max_wait_s`` (the retry pass's cap); a longer one holds nothing: as in a sequential run, it is
+  the circuit breaker's business, which stops the calls after a few in a row (a pool that waited
+  for it would stall the run the breaker is there to end);
 * the provider's rate-limit headers, when a reply carries them (``requests_remaining``,
   ``tokens_remaining``, ``reset_s``), keep the limit below what the server says is left, and hold
   new calls until the reset when nothing is left;
@@ -65,8 +67,8 @@ class Gate:
             if kind in RATE_LIMITED:
                 self.limit = max(1, self.limit // 2)
                 self.lowered += 1
-                if retry_after is not None:
-                    self.hold_until = max(self.hold_until, now + min(retry_after, self.max_wait_s))
+                if retry_after is not None and retry_after <= self.max_wait_s:
+                    self.hold_until = max(self.hold_until, now + retry_after)
             elif kind is None:
                 self.limit = min(self.n, self.limit + 1)
                 self._follow(rate_limit or {}, now)

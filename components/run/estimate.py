@@ -58,7 +58,7 @@ from loguru import logger
 
 from components.judges.chunk_relevance import build_relevance_prompt
 from components.judges.retrieval_grader import build_prompt
-from components.run.query_rewriter import REWRITE_PROMPT
+from components.run.query_rewriter import rewrite_prompt
 
 ROLES = ("grading", "relevance", "order check", "rewriter")
 ASSUMED_OUTPUT_TOKENS = {"grading": 150, "relevance": 40, "order check": 150, "rewriter": 40}
@@ -165,7 +165,7 @@ def requests(retriever, questions: Sequence, k: int, *, repeats: int = 1, order_
     checked = frozenset(order_check)
     for q in questions:
         if rewrites:
-            add("rewriter", REWRITE_PROMPT.replace("{question}", q.question))
+            add("rewriter", rewrite_prompt(q.question))
         try:
             chunks = [getattr(item, "chunk", item) for item in itertools.islice(retriever.retrieve(q.question, k), k)]
         except Exception as err:  # noqa: BLE001 - the run records a retrieval error and sends nothing

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from loguru import logger
 
+from utils.console import escape_control
 from utils.errors import JudgeError
 from components.judges.llm import LLM, LLMReply
 
@@ -23,6 +24,12 @@ would most likely use for this topic. Answer with the query only, on one line.
 QUESTION: {question}"""
 
 MAX_QUERY_CHARS = 1000  # a longer "query" is not a rewrite: the original is used
+
+
+def rewrite_prompt(question: str) -> str:
+    """The rewriter's prompt for ``question``, its line breaks and control characters shown as
+    escapes (as in the judge's prompts), so that a question cannot start a line of the instructions."""
+    return REWRITE_PROMPT.replace("{question}", escape_control(question))
 
 
 @dataclass(frozen=True)
@@ -39,7 +46,7 @@ class QueryRewriter:
 
     def rewrite(self, query: str) -> RewriteResult:
         try:
-            reply = self.llm.complete(REWRITE_PROMPT.replace("{question}", query))
+            reply = self.llm.complete(rewrite_prompt(query))
         except JudgeError as err:
             if err.fatal:
                 raise
