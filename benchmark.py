@@ -42,6 +42,7 @@ from pathlib import Path  # noqa: E402
 from loguru import logger  # noqa: E402
 
 from components.judges.providers import load_provider_modules  # noqa: E402
+from components.run.concurrency import MAX_CONCURRENCY  # noqa: E402
 from utils.console import escape_control  # noqa: E402
 from utils.errors import (EXIT_BUDGET, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE,  # noqa: E402
                           EXIT_OK, EXIT_WRITE, BenchmarkError, InputError, ResultsWriteError)
@@ -109,6 +110,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _concurrency(text: str) -> int:
+    value = _positive_int(text)
+    if value > MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(f"{value} is more than {MAX_CONCURRENCY} calls in flight")
+    return value
+
+
 def _count(text: str) -> int:
     try:
         value = int(text)
@@ -170,9 +178,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--judge-batch", action="store_true",
                    help="after retrieval, send every grading request as one Message Batch (half price, results "
                         "usually within the hour); --resume collects an interrupted run's batch")
-    p.add_argument("--concurrency", type=_positive_int, default=1, metavar="N",
-                   help="judge calls in flight at once (default 1: one question after the other); rows still come "
-                        "in question order, and rate limits lower it")
+    p.add_argument("--concurrency", type=_concurrency, default=1, metavar="N",
+                   help=f"judge calls in flight at once, 1 to {MAX_CONCURRENCY} (default 1: one question after the "
+                        "other); rows still come in question order, and rate limits lower it")
     p.add_argument("--order-check", action="store_true",
                    help="grade each question a second time with its chunks in reverse order: how much the order "
                         "moves the judge's grade (one more judge call per question checked)")

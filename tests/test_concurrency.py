@@ -84,6 +84,21 @@ def test_gate_admits_nothing_after_a_stop():
     assert gate.in_flight == 0
 
 
+@pytest.mark.parametrize("n", [0, -1, 257, 10**6, 2.0, True, "4"])
+def test_the_number_in_flight_is_a_whole_number_from_1_to_256(n):
+    from components.api import InputError, evaluate
+
+    with pytest.raises(InputError, match=r"--concurrency .*from 1 to 256"):
+        evaluate("baseline", str(ROOT / "questions.json"), judge="offline", concurrency=n)
+
+
+@pytest.mark.parametrize("value, message", [("0", "0 must be at least 1"), ("257", "257 is more than 256 calls in flight"),
+                                            ("lots", "'lots' is not a whole number")])
+def test_the_command_line_refuses_a_concurrency_out_of_range(value: str, message: str):
+    run = run_cli("--quick", "--concurrency", value)
+    assert run.code == 2 and f"argument --concurrency: {message}" in run.stderr and not run.stdout
+
+
 # ---- runs
 
 

@@ -25,7 +25,21 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Iterator
 
+from utils.errors import InputError
+
 RATE_LIMITED = frozenset({"rate_limit", "overloaded"})
+# The most judge calls a run may keep in flight: one worker thread each, and far above what a
+# provider's rate limits admit for one client (comparable tools default to 8-20).
+MAX_CONCURRENCY = 256
+
+
+def check_concurrency(n: object) -> int:
+    """``n`` as the number of calls in flight: a whole number from 1 to :data:`MAX_CONCURRENCY`;
+    raises :class:`InputError` naming the range otherwise."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CONCURRENCY:
+        raise InputError(f"--concurrency {n!r}: give a whole number from 1 to {MAX_CONCURRENCY} "
+                         "(judge calls in flight at once; 1 = one question after the other)")
+    return n
 
 
 class Gate:

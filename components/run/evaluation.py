@@ -31,6 +31,7 @@ from components.judges.providers import ModelChoice, provider_packages
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from components.judges.setup import JudgeSetup, check_models, make_judge, relevance_judge
 from components.run.benchmark_loop import BenchmarkLoop
+from components.run.concurrency import check_concurrency
 from components.run.index_cache import PreparedIndex, prepare_index
 from poc.chunking import Chunk
 from poc.retriever import Retriever
@@ -212,6 +213,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     with what was finished."""
     should_stop = should_stop or (lambda: False)
     context = context or RunContext()
+    check_concurrency(concurrency)
     qset, selected = questions_from(questions)
     settings = settings or (judging.settings if judging is not None else Settings.from_env({}))
     prepared, label = prepare(retriever, corpus, cache_dir=cache_dir, name=name,
