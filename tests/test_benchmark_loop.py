@@ -64,3 +64,26 @@ def test_a_stop_requested_before_the_run_runs_nothing():
     retriever, judge = Retriever(), Judge()
     assert BenchmarkLoop(retriever, judge, should_stop=lambda: True).run(QUESTIONS) == []
     assert retriever.calls == 0 and judge.questions == []
+
+
+class RelevanceJudge:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def relevance(self, question, expected_answer, chunks):
+        self.calls += 1
+        return None
+
+
+def test_a_relevance_call_admitted_after_the_breaker_opened_is_not_made():
+    """In a concurrent run a relevance call may wait for its slot while other calls open the circuit
+    breaker: once admitted it is not made, as a sequential run would not make it."""
+    from components.run.concurrency import Gate
+
+    relevance = RelevanceJudge()
+    loop = BenchmarkLoop(Retriever(), Judge(), relevance_judge=relevance, concurrency=2)
+    loop.gate = Gate(2)
+    assert loop._rate(QUESTIONS[0], [CHUNK]) is None and relevance.calls == 1  # called while all is well
+    loop.rate_limited = "rate_limit: not graded: the judge answered rate_limit 3 times in a row"
+    assert loop._rate(QUESTIONS[1], [CHUNK]) is None and relevance.calls == 1  # the breaker is open: not called
+    assert loop.gate.in_flight == 0

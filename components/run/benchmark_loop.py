@@ -51,6 +51,7 @@ from utils.results import QuestionResult, RetrievedItem
 MAX_RETRY_WAIT_S = 60.0  # the retry pass waits the longest retry-after seen, at most this
 BREAKER_THRESHOLD = 3  # consecutive rate-limit/overload failures that open the circuit breaker
 RATE_LIMIT_KINDS = frozenset({"rate_limit", "overloaded"})
+_NOT_CALLED = object()  # what a refused call gives instead of its result (see BenchmarkLoop._call)
 
 
 class Judge(Protocol):
@@ -264,6 +265,21 @@ class BenchmarkLoop:
             self._breaker(result)
         return result
 
+    def _rate(self, q: Question, chunks: list[Chunk]) -> Any:
+        """The chunks' relevance (one judge call), or None: the call failed fatally (the judge is then
+        unusable), or, in a concurrent run, the judge became unusable or rate-limited while the call
+        waited for its slot (it is not made, as a sequential run would not make it)."""
+        try:
+            result = self._call(lambda: self.relevance_judge.relevance(q.question, q.expected_answer, chunks),
+                                lambda: _NOT_CALLED if self._not_called() is not None else None)
+        except JudgeError as err:  # fatal: stop calling the judge
+            self.stop_if_signalled(err)
+            with self._lock:
+                self.judge_failure = self.judge_failure or err
+            logger.error("judge unusable ({}): {}", err.kind, err)
+            return None
+        return None if result is _NOT_CALLED else result
+
     def _breaker(self, result: GradeResult) -> None:
         """The circuit breaker: after :data:`BREAKER_THRESHOLD` rate-limit or overload failures in a
         row whose ``retry-after`` is missing or longer than the retry pass would wait, the judge is
@@ -381,14 +397,7 @@ class BenchmarkLoop:
                 if self.relevance_judge is not None and chunks and rate_ok:
                     if self.should_stop():
                         raise KeyboardInterrupt("stop requested")
-                    try:
-                        p.relevance = self._call(lambda: self.relevance_judge.relevance(q.question, q.expected_answer,
-                                                                                         chunks))
-                    except JudgeError as err:  # fatal: stop calling the judge
-                        self.stop_if_signalled(err)
-                        with self._lock:
-                            self.judge_failure = self.judge_failure or err
-                        logger.error("judge unusable ({}): {}", err.kind, err)
+                    p.relevance = self._rate(q, chunks)
                     with self._lock:
                         cost = self.judge_usage.add(getattr(p.relevance, "reply", None))
                     if cost is not None:
