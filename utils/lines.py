@@ -19,7 +19,9 @@ from utils.errors import InputError
 _BUFFER = 1 << 20
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file of mode ``mode`` (``os.stat().st_mode``) is, in words, for messages: "a folder",
+    "a FIFO", "a character device", … or "not a regular file"."""
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):
@@ -44,7 +46,7 @@ def iter_lines(path: str | os.PathLike, *, what: str, fix: str, max_bytes: int,
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{what} {path} is {_kind(info.st_mode)}, not a regular file: {fix}")
+            raise InputError(f"{what} {path} is {file_kind(info.st_mode)}, not a regular file: {fix}")
         if info.st_size > max_bytes:
             raise InputError(f"{what} {path} is {info.st_size:,} bytes, over the {max_bytes:,}-byte limit: {fix}")
         fh = os.fdopen(fd, "rb", buffering=_BUFFER)

@@ -26,6 +26,7 @@ from typing import Any, TextIO
 from loguru import logger
 
 from utils.errors import InputError, ResultsWriteError
+from utils.lines import file_kind
 from utils.redaction import Redactor
 
 
@@ -260,7 +261,7 @@ def check_output(output: str | os.PathLike, *, option: str, inputs: Iterable[Inp
     except OSError as err:
         raise InputError(f"{option} {shown}: cannot be inspected ({err.strerror}): choose another path") from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{option} {shown} is not a regular file ({_file_kind(st.st_mode)}): {option} is only "
+        raise InputError(f"{option} {shown} is not a regular file ({file_kind(st.st_mode)}): {option} is only "
                          f"written to a regular file: give a path such as {example}")
     for item in inputs:
         what, given = item if isinstance(item, tuple) else ("an input of this command", item)
@@ -307,12 +308,6 @@ def _probe(folder: Path, option: str, shown: str) -> None:
     os.unlink(tmp)
 
 
-def _file_kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return kind
-    return "not a regular file"
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -40,6 +40,7 @@ from typing import BinaryIO
 from loguru import logger
 
 from utils.errors import InputError
+from utils.lines import file_kind
 
 _KNOWN = {"id", "question", "expected_answer", "needle_doc_id", "doc_id", "needle_doc_ids", "needles"}
 MAX_QUESTIONS_BYTES = 50_000_000  # 50 MB: the Kubernetes sets are 10-30 kB
@@ -219,14 +220,6 @@ def warn_lookalike_fields(name: str, items: list) -> dict[str, str]:
     return {key: meant[key] for key in counts}
 
 
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "a special file"
-
-
 def _read_bounded(stream: BinaryIO, where: str) -> bytes:
     """At most MAX_QUESTIONS_BYTES + 1 bytes, one bounded read at a time (Ctrl-C lands between)."""
     parts: list[bytes] = []
@@ -257,7 +250,7 @@ def _read_file(path: Path) -> bytes:
         if stat.S_ISDIR(info.st_mode):
             raise InputError(f"questions file {path} is a folder (with no queries.jsonl): {_FIX}")
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"questions file {path} is {_kind(info.st_mode)}, not a regular file: {_FIX}")
+            raise InputError(f"questions file {path} is {file_kind(info.st_mode)}, not a regular file: {_FIX}")
         if info.st_size > MAX_QUESTIONS_BYTES:
             raise InputError(f"questions file {path} is over the {MAX_QUESTIONS_BYTES // 1_000_000} MB cap for a "
                              "questions file: split the questions into several files")

@@ -32,6 +32,7 @@ from typing import Any, Union
 
 from utils import metrics as M
 from utils.errors import InputError
+from utils.lines import file_kind
 from utils.output import write_json_atomic
 
 SCHEMA_VERSION = 2
@@ -482,7 +483,7 @@ def read_json_file(path: str | os.PathLike, what: str = "results file", max_byte
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a FIFO, a device or a socket)"
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else f"{file_kind(info.st_mode)}, not a regular file"
             raise InputError(f"{path} is {kind}: give a {what}")
         if info.st_size > max_bytes:
             raise InputError(f"{path} is {info.st_size:,} bytes, over the {max_bytes:,}-byte limit of a {what}: {fix}")

@@ -35,6 +35,7 @@ which exits 6 when it fails.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -53,6 +54,7 @@ from utils import metrics as M
 from utils import trec
 from utils.console import shorten
 from utils.errors import EXIT_GATE, EXIT_OK, InputError
+from utils.lines import file_kind
 from utils.output import check_output, write_json_atomic
 from utils.results import QuestionResult, RunResult, read_json_file
 
@@ -716,6 +718,10 @@ def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
                 continue
     if path.is_dir():
         raise InputError(f"compare: {arg} is a folder: pass a results JSON file or a run id")
+    with contextlib.suppress(OSError):
+        if path.exists():  # a FIFO, a device, a socket (or a link to one)
+            raise InputError(f"compare: {arg} is {file_kind(path.stat().st_mode)}, not a regular file: pass a "
+                             "results JSON file or a run id")
     where = " or ".join(str(f) for f in folders)
     raise InputError(f"compare: {arg} is neither a results file nor a run id in {where}: pass a results JSON "
                      "path or a run id (the names in runs/ without .json)")
