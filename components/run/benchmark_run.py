@@ -194,6 +194,16 @@ def resume_defaults(args, env: dict[str, str], given: set[str]) -> None:
             env["BENCHMARK_JUDGE_MODEL"] = f"{provider}/{model}"
 
 
+def _print_summary(result: RunResult) -> None:
+    """The run's METRIC log lines, then its summary table on stdout."""
+    log_metrics(result)
+    logger.info("Summary ({} judge: {}) follows on stdout", result.run.judge.provider, result.run.judge.model)
+    sys.stdout.write(summary_table(result))
+    sys.stdout.flush()
+    if result.run.recovered:
+        logger.info("The retry pass recovered {} grade(s)", result.run.recovered)
+
+
 def _row_printer(progress: Progress) -> Callable[[QuestionResult, int, int], None]:
     """The ``on_row`` of a command-line run: each question's line, the legend under the first one,
     and a step of the progress bar."""
@@ -310,14 +320,7 @@ class BenchmarkRun:
                       questions: list, previous, *, several: bool) -> RunResult:
         o = self.o
         if o.max_cost_usd is not None and judging.setup.calls_models:  # before the first judge call
-            from components.run.estimate import over_budget
-
-            est = self._estimate(strategy, label, prepared, judging, questions, previous)
-            warning = over_budget(est, o.max_cost_usd)
-            if warning:
-                logger.warning("{}", warning)
-            else:
-                logger.info("Estimated cost of this run: ${:.4f} (--max-cost ${:g})", est.usd or 0.0, o.max_cost_usd)
+            self._check_budget(strategy, label, prepared, judging, questions, previous)
         runs_dir = o.output.parent / RUNS_FOLDER
         runs_dir.mkdir(parents=True, exist_ok=True)
         run_id = new_run_id(label, runs_dir)
@@ -355,18 +358,26 @@ class BenchmarkRun:
                               group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
                               concurrency=o.concurrency, order_check=o.order_check, on_row=_row_printer(progress),
                               should_stop=self.should_stop, context=context)
-        log_metrics(result)
-        logger.info("Summary ({} judge: {}) follows on stdout", result.run.judge.provider, result.run.judge.model)
-        sys.stdout.write(summary_table(result))
-        sys.stdout.flush()
-        if result.run.recovered:
-            logger.info("The retry pass recovered {} grade(s)", result.run.recovered)
+        _print_summary(result)
         finished = len(result.rows)
         if batch is not None and not batch.all_records:  # no batch to record: rows not submitted are no work
             finished = sum(1 for r in result.rows if batch_finished(r))
         extra = [o.output.with_name(f"{o.output.stem}.{label}{o.output.suffix}")] if several else []
         self._write(result, runs_dir / f"{run_id}.json", journal, n_rows=finished, extra=extra)
         return result
+
+    def _check_budget(self, strategy: Strategy, label: str, prepared, judging: Judging, questions: list,
+                      previous) -> None:
+        """With ``--max-cost``: the run's estimated cost, said before the first judge call (a warning
+        when it is over the budget; the budget still stops grading when it is spent)."""
+        from components.run.estimate import over_budget
+
+        est = self._estimate(strategy, label, prepared, judging, questions, previous)
+        warning = over_budget(est, self.o.max_cost_usd)
+        if warning:
+            logger.warning("{}", warning)
+        else:
+            logger.info("Estimated cost of this run: ${:.4f} (--max-cost ${:g})", est.usd or 0.0, self.o.max_cost_usd)
 
     def _resumed(self, identity: dict, previous, questions: list) -> tuple[dict[str, QuestionResult], list]:
         """With ``--resume``: the rows kept (the graded ones) and the batches recorded, once the file
