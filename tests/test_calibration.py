@@ -231,3 +231,11 @@ def test_label_never_writes_over_human_grades(tmp_path: Path):
     assert again.code == 2 and out.read_text() == before
     errors = [line for line in again.stderr.splitlines() if "| ERROR" in line]
     assert len(errors) == 1 and "already holds 1 human grade(s): write the new sample to another file" in errors[0]
+    # a grade mistyped while editing (11 is off the scale): the file is still people's work
+    typo = [json.dumps(dict(json.loads(line), human_grade=11)) if i == 2 else line for i, line in enumerate(graded)]
+    out.write_text("\n".join(typo) + "\n")
+    before = out.read_text()
+    again = run_cli("label", str(run), "--sample", "5", "--seed", "1", "-o", str(out))
+    assert again.code == 2 and out.read_text() == before
+    errors = [line for line in again.stderr.splitlines() if "| ERROR" in line]
+    assert len(errors) == 1 and "exists and cannot be read as a labelling file" in errors[0], again.stderr[-2000:]

@@ -40,6 +40,7 @@ from pathlib import Path
 from loguru import logger
 
 from utils.errors import InputError
+from utils.lines import file_kind
 from utils.output import check_output, to_strict_json, write_text_atomic
 from utils.results import QuestionResult, RunResult, load_run, parse_json
 
@@ -170,13 +171,15 @@ def run(args: argparse.Namespace, settings: object) -> int:
 
 def _refuse_to_overwrite_grades(path: Path) -> None:
     """A labelling file people have started to grade is their work: a new sample is never written
-    over it. Raises :class:`InputError` when ``path`` holds at least one human grade."""
+    over it. Raises :class:`InputError` when ``path`` holds at least one human grade, or cannot be
+    read as a labelling file (a grade mistyped while editing, or another file: kept either way)."""
     if not path.is_file():
         return
     try:
         graded = len(read_labels(path).graded)
-    except InputError:
-        return  # not a labelling file we can read: written over as before
+    except InputError as err:
+        raise InputError(f"-o {path} exists and cannot be read as a labelling file ({err}); it may hold human "
+                         "grades: write the new sample to another file (-o FILE), or move this one away first") from None
     if graded:
         raise InputError(f"-o {path} already holds {graded} human grade(s): write the new sample to another file "
                          "(-o FILE), or move this one away first")
@@ -229,7 +232,7 @@ def _read_bytes(path: Path) -> bytes:
     with os.fdopen(fd, "rb") as fh:
         info = os.fstat(fh.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{path} is not a regular file: give a labelling file")
+            raise InputError(f"{path} is {file_kind(info.st_mode)}, not a regular file: give a labelling file")
         data = fh.read(MAX_LABELS_BYTES + 1)
     if len(data) > MAX_LABELS_BYTES:
         raise InputError(f"{path} is over the {MAX_LABELS_BYTES:,}-byte limit of a labelling file: label fewer rows")
