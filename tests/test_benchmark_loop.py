@@ -69,10 +69,11 @@ def test_a_stop_requested_before_the_run_runs_nothing():
 class RelevanceJudge:
     def __init__(self) -> None:
         self.calls = 0
+        self.result = object()
 
     def relevance(self, question, expected_answer, chunks):
         self.calls += 1
-        return None
+        return self.result
 
 
 def test_a_relevance_call_admitted_after_the_breaker_opened_is_not_made():
@@ -83,7 +84,29 @@ def test_a_relevance_call_admitted_after_the_breaker_opened_is_not_made():
     relevance = RelevanceJudge()
     loop = BenchmarkLoop(Retriever(), Judge(), relevance_judge=relevance, concurrency=2)
     loop.gate = Gate(2)
-    assert loop._rate(QUESTIONS[0], [CHUNK]) is None and relevance.calls == 1  # called while all is well
+    assert loop._rate(QUESTIONS[0], [CHUNK]) is relevance.result and relevance.calls == 1  # all is well: called
     loop.rate_limited = "rate_limit: not graded: the judge answered rate_limit 3 times in a row"
     assert loop._rate(QUESTIONS[1], [CHUNK]) is None and relevance.calls == 1  # the breaker is open: not called
     assert loop.gate.in_flight == 0
+
+
+def test_the_budget_is_checked_again_when_the_gate_admits_a_grading_call():
+    """``--max-cost`` with calls in flight: what other calls spent while this one waited for its slot
+    counts before it is made (spent $1 in 1 call, budget $2: one more fits; spent $1.90 by the time
+    the gate admits it: it does not)."""
+    from components.run.concurrency import Gate
+
+    judge = Judge()
+    loop = BenchmarkLoop(Retriever(), judge, max_cost_usd=2.0, concurrency=2)
+    loop.judge_usage.calls, loop.judge_usage.cost_usd = 1, 1.0
+
+    class SpentWhileWaiting(Gate):
+        def acquire(self) -> None:
+            loop.judge_usage.cost_usd = 1.9
+            super().acquire()
+
+    loop.gate = SpentWhileWaiting(2)
+    result = loop._grade_once(QUESTIONS[0], [CHUNK])
+    assert judge.questions == [] and result.grade is None
+    assert result.error == "budget: --max-cost $2 reached (spent $1.9000 in 1 calls)"
+    assert loop.budget_exhausted and loop.gate.in_flight == 0

@@ -51,7 +51,6 @@ from utils.results import QuestionResult, RetrievedItem
 MAX_RETRY_WAIT_S = 60.0  # the retry pass waits the longest retry-after seen, at most this
 BREAKER_THRESHOLD = 3  # consecutive rate-limit/overload failures that open the circuit breaker
 RATE_LIMIT_KINDS = frozenset({"rate_limit", "overloaded"})
-_NOT_CALLED = object()  # what a refused call gives instead of its result (see BenchmarkLoop._call)
 
 
 class Judge(Protocol):
@@ -136,6 +135,13 @@ class Budget:
         return f"budget: --max-cost ${self.max_usd:g} reached (spent ${spent:.4f} in {self.usage.calls} calls)"
 
 
+@dataclass(frozen=True)
+class NotCalled:
+    """What :meth:`BenchmarkLoop._call` gives for a call it did not make: ``instead``, the refusal."""
+
+    instead: Any
+
+
 @dataclass
 class Partial:
     """What is known of a question so far: enough to write its row whatever fails later."""
@@ -199,16 +205,17 @@ class BenchmarkLoop:
 
     # ------------------------------------------------------------------ one LLM call each
 
-    def _call(self, call: Callable[[], Any], refuse: Callable[[], Any] | None = None) -> Any:
+    def _call(self, call: Callable[[], Any], refusal: Callable[[], Any] | None = None) -> Any:
         """One LLM call (its result has ``reply``, ``error`` and maybe ``retry_after``), through the
-        gate when judge calls run concurrently. ``refuse()``, asked once the gate admits the call,
-        returns the result to give instead of calling (the circuit breaker or a fatal error came
-        while the call waited for its slot), or None."""
+        gate when judge calls run concurrently. ``refusal()``, asked once the gate admits the call,
+        gives what to return instead of calling (the judge became unusable, the circuit breaker opened
+        or the budget was spent while the call waited for its slot), or None: then the result is
+        :class:`NotCalled` holding it."""
         if self.gate is None:
             return call()
         with self.gate.call() as done:
-            if refuse is not None and (instead := refuse()) is not None:
-                return instead  # not called: counts as neither a success nor a limit
+            if refusal is not None and (instead := refusal()) is not None:
+                return NotCalled(instead)  # counts as neither a success nor a limit
             result = call()
             reply = getattr(result, "reply", None)
             kind = None if reply is not None else (getattr(result, "error", None) or "error").split(":", 1)[0]
@@ -231,28 +238,30 @@ class BenchmarkLoop:
                 return GradeResult(None, None, 0.0, self.rate_limited, None)
         return None
 
-    def _grade_once(self, q: Question, chunks: list[Chunk]) -> GradeResult:
+    def _refusal(self, others_in_flight: int) -> GradeResult | None:
+        """The grade of a grading call the judge must not get: it became unusable, the circuit breaker
+        opened, or ``--max-cost`` would be passed counting ``others_in_flight`` calls not yet paid;
+        None: the call may be made."""
         refused = self._not_called()
         if refused is not None:
             return refused
         with self._lock:
-            if self.budget is not None and not self.budget.allows_next_call(self._in_flight()):
+            if self.budget is not None and not self.budget.allows_next_call(others_in_flight):
                 if not self.budget_exhausted:
                     logger.warning("Grading stops: {}", self.budget.reason())
                 self.budget_exhausted = True
                 return GradeResult(None, None, 0.0, self.budget.reason(), None)
-        refused: list[GradeResult] = []
+        return None
 
-        def refuse() -> GradeResult | None:  # asked once the gate admits the call (concurrent runs)
-            instead = self._not_called()
-            if instead is not None:
-                refused.append(instead)
-            return instead
-
-        try:
-            result = self._call(lambda: self.judge.grade(q.question, q.expected_answer, chunks), refuse)
-            if refused:
-                return refused[0]
+    def _grade_once(self, q: Question, chunks: list[Chunk]) -> GradeResult:
+        refused = self._refusal(self._in_flight())
+        if refused is not None:
+            return refused
+        try:  # asked again once the gate admits it: other calls may have changed that while it waited
+            result = self._call(lambda: self.judge.grade(q.question, q.expected_answer, chunks),
+                                lambda: self._refusal(self._in_flight() - 1))
+            if isinstance(result, NotCalled):
+                return result.instead
         except JudgeError as err:  # fatal: stop calling the judge
             self.stop_if_signalled(err)
             with self._lock:
@@ -271,14 +280,14 @@ class BenchmarkLoop:
         waited for its slot (it is not made, as a sequential run would not make it)."""
         try:
             result = self._call(lambda: self.relevance_judge.relevance(q.question, q.expected_answer, chunks),
-                                lambda: _NOT_CALLED if self._not_called() is not None else None)
+                                self._not_called)
         except JudgeError as err:  # fatal: stop calling the judge
             self.stop_if_signalled(err)
             with self._lock:
                 self.judge_failure = self.judge_failure or err
             logger.error("judge unusable ({}): {}", err.kind, err)
             return None
-        return None if result is _NOT_CALLED else result
+        return None if isinstance(result, NotCalled) else result
 
     def _breaker(self, result: GradeResult) -> None:
         """The circuit breaker: after :data:`BREAKER_THRESHOLD` rate-limit or overload failures in a
