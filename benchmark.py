@@ -42,7 +42,7 @@ from pathlib import Path  # noqa: E402
 from loguru import logger  # noqa: E402
 
 from components.judges.providers import load_provider_modules  # noqa: E402
-from components.run.concurrency import MAX_CONCURRENCY  # noqa: E402
+from components.run.concurrency import MAX_CONCURRENCY, check_concurrency  # noqa: E402
 from utils.console import escape_control  # noqa: E402
 from utils.errors import (EXIT_BUDGET, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE,  # noqa: E402
                           EXIT_OK, EXIT_WRITE, BenchmarkError, InputError, ResultsWriteError)
@@ -111,10 +111,10 @@ def _positive_int(text: str) -> int:
 
 
 def _concurrency(text: str) -> int:
-    value = _positive_int(text)
-    if value > MAX_CONCURRENCY:
-        raise argparse.ArgumentTypeError(f"{value} is more than {MAX_CONCURRENCY} calls in flight")
-    return value
+    try:
+        return check_concurrency(_positive_int(text))
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _count(text: str) -> int:

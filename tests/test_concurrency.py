@@ -88,11 +88,11 @@ def test_gate_admits_nothing_after_a_stop():
 def test_the_number_in_flight_is_a_whole_number_from_1_to_256(n):
     from components.api import InputError, evaluate
 
-    with pytest.raises(InputError, match=r"--concurrency .*from 1 to 256"):
+    with pytest.raises(InputError, match=r"^concurrency .* is not a whole number from 1 to 256: give one"):
         evaluate("baseline", str(ROOT / "questions.json"), judge="offline", concurrency=n)
 
 
-@pytest.mark.parametrize("value, message", [("0", "0 must be at least 1"), ("257", "257 is more than 256 calls in flight"),
+@pytest.mark.parametrize("value, message", [("0", "0 must be at least 1"), ("257", "concurrency 257 is not a whole number from 1 to 256"),
                                             ("lots", "'lots' is not a whole number")])
 def test_the_command_line_refuses_a_concurrency_out_of_range(value: str, message: str):
     run = run_cli("--quick", "--concurrency", value)

@@ -267,7 +267,7 @@ def check_output(output: str | os.PathLike, *, option: str, inputs: Iterable[Inp
         what, given = item if isinstance(item, tuple) else ("an input of this command", item)
         if given is None or os.fspath(given) == "-":
             continue
-        if _same_file(path, Path(given)):
+        if same_file(path, Path(given)):
             raise InputError(f"{option} {shown} is {what} ({os.fspath(given)}): give {option} another path "
                              f"(e.g. {example} in another folder)")
     if corpus is not None and _inside(path, Path(corpus)):
@@ -310,7 +310,8 @@ def _probe(folder: Path, option: str, shown: str) -> None:
 
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name the same file (any spelling, hard or symbolic links); never raises."""
     try:
         return os.path.samefile(a, b)
     except OSError:  # one of them does not exist (yet), or is a symbolic link loop

@@ -530,7 +530,8 @@ class _Bad(Exception):
         super().__init__(f"{where} {message}")
 
 
-def _describe(value: object) -> str:
+def describe_json(value: object) -> str:
+    """What a JSON value is, in words, for messages: "null", "a boolean", "a number", "a string", "a list", "an object"."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -587,31 +588,31 @@ def _as(tp: Any, value: object, where: str) -> Any:
                 return _as(arg, value, where)
             except _Bad:
                 continue
-        raise _Bad(where, f"is {_describe(value)}, not {_expected(tp)}")
+        raise _Bad(where, f"is {describe_json(value)}, not {_expected(tp)}")
     if tp is str:
         if not isinstance(value, str):
-            raise _Bad(where, f"is {_describe(value)}, not a string")
+            raise _Bad(where, f"is {describe_json(value)}, not a string")
         return value
     if tp is bool:
         if not isinstance(value, bool):
-            raise _Bad(where, f"is {_describe(value)}, not true or false")
+            raise _Bad(where, f"is {describe_json(value)}, not true or false")
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise _Bad(where, f"is {_describe(value)}, not a whole number")
+            raise _Bad(where, f"is {describe_json(value)}, not a whole number")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _Bad(where, f"is {_describe(value)}, not a number")
+            raise _Bad(where, f"is {describe_json(value)}, not a number")
         return float(value)
     if origin is list or tp is list:
         if not isinstance(value, list):
-            raise _Bad(where, f"is {_describe(value)}, not a list")
+            raise _Bad(where, f"is {describe_json(value)}, not a list")
         item = args[0] if args else Any
         return [_as(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict or tp is dict:
         if not isinstance(value, Mapping):
-            raise _Bad(where, f"is {_describe(value)}, not an object")
+            raise _Bad(where, f"is {describe_json(value)}, not an object")
         item = args[1] if args else Any
         return {k: _as(item, v, f"{where}.{k}") for k, v in value.items()}
     if is_dataclass(tp):
@@ -621,7 +622,7 @@ def _as(tp: Any, value: object, where: str) -> Any:
 
 def _record_bad(cls: type, data: object, where: str, extra: str | None = None) -> Any:
     if not isinstance(data, Mapping):
-        raise _Bad(where, f"is {_describe(data)}, not an object")
+        raise _Bad(where, f"is {describe_json(data)}, not an object")
     hints = _hints(cls)
     names = {f.name for f in fields(cls)} - ({extra} if extra else set())
     values = {}

@@ -35,7 +35,6 @@ which exits 6 when it fails.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -54,7 +53,6 @@ from utils import metrics as M
 from utils import trec
 from utils.console import shorten
 from utils.errors import EXIT_GATE, EXIT_OK, InputError
-from utils.lines import file_kind
 from utils.output import check_output, write_json_atomic
 from utils.results import QuestionResult, RunResult, read_json_file
 
@@ -697,8 +695,8 @@ def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
     """A results file path, or a run id: ``<runs dir>/<id>.json``, or the file there whose ``run.id``
     is ``arg``, in the history folders of :func:`_runs_dirs`."""
     path = Path(arg)
-    if path.is_file():
-        return path
+    if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
+        return path  # a FIFO, a device or a link loop too: the reader says what it is
     folders = _runs_dirs(cwd, others)
     for runs_dir in folders:
         candidate = runs_dir / f"{arg}.json"
@@ -718,10 +716,6 @@ def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
                 continue
     if path.is_dir():
         raise InputError(f"compare: {arg} is a folder: pass a results JSON file or a run id")
-    with contextlib.suppress(OSError):
-        if path.exists():  # a FIFO, a device, a socket (or a link to one)
-            raise InputError(f"compare: {arg} is {file_kind(path.stat().st_mode)}, not a regular file: pass a "
-                             "results JSON file or a run id")
     where = " or ".join(str(f) for f in folders)
     raise InputError(f"compare: {arg} is neither a results file nor a run id in {where}: pass a results JSON "
                      "path or a run id (the names in runs/ without .json)")

@@ -30,7 +30,7 @@ from loguru import logger
 
 from utils import metrics as M
 from utils.errors import InputError
-from utils.output import check_output
+from utils.output import check_output, same_file
 from utils.results import RunResult
 from utils.trec import check_id, write_qrels, write_run
 
@@ -100,13 +100,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tag", default=None, help="the run's tag, its last column (default: the strategy)")
 
 
-def _same(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return a.resolve() == b.resolve()
-
-
 def run(args: argparse.Namespace, settings: object) -> int:
     from components.analysis.compare import resolve_run
     from utils.results import load_run
@@ -116,10 +109,10 @@ def run(args: argparse.Namespace, settings: object) -> int:
     if args.qrels is not None:
         args.qrels = check_output(args.qrels, option="--qrels", example="qrels.txt",
                                   inputs=[("the results file being exported", path)])
-        if _same(args.qrels, args.output):
+        if same_file(args.qrels, args.output):
             raise InputError(f"--qrels {args.qrels} is the run file -o: give them two paths")
     for option, target in (("-o", args.output), ("--qrels", args.qrels)):
-        if target is not None and _same(target, path):
+        if target is not None and same_file(target, path):
             raise InputError(f"{option} {target} is the results file being exported: give another path")
     result = load_run(path)
     run_text, _ = export_trec(result, args.output, args.qrels, level=args.level, tag=args.tag)

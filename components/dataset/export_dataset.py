@@ -40,6 +40,7 @@ from poc.retriever import ScoredChunk
 from utils.errors import InputError
 from utils.questions import Question, QuestionSet, check_needles, load_questions
 from utils.output import check_output, strict_json_value, write_text_atomic
+from utils.results import describe_json
 from utils.redaction import Redactor
 from utils.settings import Settings
 
@@ -76,28 +77,23 @@ _ENTRY_FIELDS = (("verdict", (str, type(None)), "a string"), ("flags", (list,), 
                  ("sufficiency", (dict, type(None)), "an object"), ("necessity", (dict, type(None)), "an object"))
 
 
-def _kind_of(value: object) -> str:
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
-            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
-
-
 def _check_entry(path: Path, i: int, entry: object) -> dict:
     """One entry of ``questions``, each field the dataset lines take of the type validate writes."""
     where = f"--validation {path}: questions[{i}]"
     if not isinstance(entry, dict):
-        raise InputError(f"{where} is {_kind_of(entry)}, not an object: {_VALIDATION_FIX}")
+        raise InputError(f"{where} is {describe_json(entry)}, not an object: {_VALIDATION_FIX}")
     if not isinstance(entry.get("id"), str):
-        raise InputError(f"{where}.id is {_kind_of(entry.get('id'))}, not a string: {_VALIDATION_FIX}")
+        raise InputError(f"{where}.id is {describe_json(entry.get('id'))}, not a string: {_VALIDATION_FIX}")
     for name, types, should in _ENTRY_FIELDS:
         value = entry.get(name)
         if name in ("flags", "reasons") and name not in entry:
             continue
         if not isinstance(value, types) or name in ("flags", "reasons") and not all(isinstance(x, str) for x in value):
-            raise InputError(f"{where}.{name} is {_kind_of(value)}, not {should}: {_VALIDATION_FIX}")
+            raise InputError(f"{where}.{name} is {describe_json(value)}, not {should}: {_VALIDATION_FIX}")
         if isinstance(value, dict):
             grade = value.get("grade")
             if grade is not None and (isinstance(grade, bool) or not isinstance(grade, (int, float))):
-                raise InputError(f"{where}.{name}.grade is {_kind_of(grade)}, not a number: {_VALIDATION_FIX}")
+                raise InputError(f"{where}.{name}.grade is {describe_json(grade)}, not a number: {_VALIDATION_FIX}")
     return entry
 
 

@@ -37,8 +37,8 @@ def check_concurrency(n: object) -> int:
     """``n`` as the number of calls in flight: a whole number from 1 to :data:`MAX_CONCURRENCY`;
     raises :class:`InputError` naming the range otherwise."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CONCURRENCY:
-        raise InputError(f"--concurrency {n!r}: give a whole number from 1 to {MAX_CONCURRENCY} "
-                         "(judge calls in flight at once; 1 = one question after the other)")
+        raise InputError(f"concurrency {n!r} is not a whole number from 1 to {MAX_CONCURRENCY}: give one (the judge "
+                         "calls in flight at once; 1 = one question after the other)")
     return n
 
 
