@@ -135,6 +135,8 @@ def environment(cache: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_", "OPENAI_"))}
     env["ANTHROPIC_BASE_URL"] = NOWHERE.removesuffix("/v1")
     env["OPENAI_BASE_URL"] = NOWHERE
+    for name in ("NO_PROXY", "no_proxy"):  # loopback traffic never through a proxy of the calling shell
+        env[name] = ",".join(filter(None, [env.get(name), "127.0.0.1", "localhost"]))
     env["XDG_CACHE_HOME"] = str(cache)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONDONTWRITEBYTECODE"] = "1"

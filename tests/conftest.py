@@ -43,10 +43,22 @@ class CliRun:
         return self.log_file.read_text(encoding="utf-8") if self.log_file else ""
 
 
+def loopback_bypasses_proxies(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with 127.0.0.1 and localhost in NO_PROXY (both spellings), so that an HTTP proxy of the
+    calling shell never carries the tests' loopback traffic to another host."""
+    for name in ("NO_PROXY", "no_proxy"):
+        env[name] = ",".join(filter(None, [env.get(name), "127.0.0.1", "localhost"]))
+    return env
+
+
+loopback_bypasses_proxies(os.environ)  # the in-process SDK calls of the tests too
+
+
 def clean_env(**extra: str) -> dict[str, str]:
-    """The environment without any judge settings, and with the index cache under a temporary
-    folder (XDG_CACHE_HOME = TEST_CACHE_HOME) unless ``extra`` says otherwise."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))}
+    """The environment without any judge settings, with loopback outside any proxy, and with the
+    index cache under a temporary folder (XDG_CACHE_HOME = TEST_CACHE_HOME) unless ``extra`` says
+    otherwise."""
+    env = loopback_bypasses_proxies({k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))})
     env["XDG_CACHE_HOME"] = str(TEST_CACHE_HOME)
     env.update(extra)
     return env

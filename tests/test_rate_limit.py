@@ -33,7 +33,7 @@ PERSISTENT = [
 def test_a_persistent_429_ends_the_run_with_every_row_kept(tmp_path: Path, reply, extra, max_calls):
     out = tmp_path / "r.json"
     with LoopbackServer(default=reply) as srv:
-        try:  # a bound on the test itself (the minute), not a timing assertion
+        try:  # a bound on the test itself (a persistent rate limit ends a run within a minute), not a timing assertion
             run = run_cli("--quick", "--output", str(out), *extra, env=judge_env(srv.url), timeout=60)
         except subprocess.TimeoutExpired:
             pytest.fail("a persistent rate limit kept the run going for a minute")

@@ -377,7 +377,8 @@ class BenchmarkRun:
         if warning:
             logger.warning("{}", warning)
         else:
-            logger.info("Estimated cost of this run: ${:.4f} (--max-cost ${:g})", est.usd or 0.0, self.o.max_cost_usd)
+            cost = "unknown (a model without a price)" if est.usd is None else f"${est.usd:.4f}"
+            logger.info("Estimated cost of this run: {} (--max-cost ${:g})", cost, self.o.max_cost_usd)
 
     def _resumed(self, identity: dict, previous, questions: list) -> tuple[dict[str, QuestionResult], list]:
         """With ``--resume``: the rows kept (the graded ones) and the batches recorded, once the file

@@ -92,7 +92,7 @@ class CostEstimate:
     free: bool  # the judge calls no model: nothing to pay
     prices_as_of: str | None
     roles: list[RoleEstimate] = field(default_factory=list)
-    batch_api: bool = True  # the judge's provider takes --judge-batch (else the batch column is "—")
+    supports_batch: bool = True  # the judge's provider takes --judge-batch (else the batch column is "—")
 
     @property
     def usd(self) -> float | None:
@@ -107,7 +107,7 @@ class CostEstimate:
         """The total with --judge-batch; None when a role has no price or the provider has no batch API."""
         if self.free:
             return 0.0
-        if not self.batch_api:
+        if not self.supports_batch:
             return None
         costs = [r.usd_batch if BATCHED[r.role] else r.usd for r in self.roles if r.calls and BATCHED[r.role] is not None]
         return None if any(c is None for c in costs) else sum(costs)
@@ -115,14 +115,14 @@ class CostEstimate:
     def to_json(self) -> dict:
         return {"strategy": self.strategy, "questions": self.questions, "provider": self.provider, "model": self.model,
                 "free": self.free, "prices_as_of": self.prices_as_of, "usd": self.usd, "usd_batch": self.usd_batch,
-                "batch_api": self.batch_api,
+                "supports_batch": self.supports_batch,
                 "assumed_output_tokens": dict(ASSUMED_OUTPUT_TOKENS), "roles": [r.to_json() for r in self.roles]}
 
     def table(self) -> str:
         def money(value: float | None, role: str | None = None) -> str:
             if self.free:
                 return "free"
-            if role is not None and (not self.batch_api or (role != "total" and BATCHED[role] is None)):
+            if role is not None and (not self.supports_batch or (role != "total" and BATCHED[role] is None)):
                 return "—"  # not sent with --judge-batch, or no --judge-batch for this provider
             return "unknown" if value is None else f"{value:.4f}"
 
@@ -142,7 +142,7 @@ class CostEstimate:
         lines.append(f"  {'total':<12}{calls:>8,}{sum(r.input_tokens for r in self.roles):>15,}"
                      f"{sum(r.output_tokens for r in self.roles):>15,}{money(self.usd):>14}{money(self.usd_batch, 'total'):>10}")
         assumed = ", ".join(f"{role} {n}" for role, n in ASSUMED_OUTPUT_TOKENS.items())
-        if self.batch_api or self.free:
+        if self.supports_batch or self.free:
             lines.append(f"  output tokens assumed per call: {assumed}; $ batch = with --judge-batch (grading at the batch "
                          "price; the rewriter is not batched; — = not sent with --judge-batch)")
         else:
@@ -218,7 +218,7 @@ def estimate(retriever, questions: Sequence, k: int, setup, *, strategy: str = "
     free = judge is None and not wanted["rewriter"]
     result = CostEstimate(strategy, len(questions), judge_provider.name, judge.model if judge is not None else None,
                           free, None if free else judge_provider.prices.as_of,
-                          batch_api=bool(getattr(judge_provider, "supports_batch", False)))
+                          supports_batch=judge_provider.supports_batch)
     for role in ROLES:
         prompts = wanted[role]
         provider, choice = (setup.rewriter_provider, setup.rewriter) if role == "rewriter" else (judge_provider, judge)
@@ -232,7 +232,7 @@ def estimate(retriever, questions: Sequence, k: int, setup, *, strategy: str = "
         elif calls:
             usd = provider.prices.cost_usd(model, input_tokens, output_tokens)
             usd_batch = provider.prices.cost_usd(model, input_tokens, output_tokens, batch=True) \
-                if BATCHED[role] and result.batch_api else None
+                if BATCHED[role] and result.supports_batch else None
         result.roles.append(RoleEstimate(role, calls, input_tokens, output_tokens, usd, usd_batch, how, model))
     return result
 
