@@ -217,25 +217,22 @@ def test_the_shipped_example_set():
     assert doc["labelled"] == len(labels.graded) and doc["judge"].startswith("offline/")
 
 
-def test_label_never_writes_over_human_grades(tmp_path: Path):
+@pytest.mark.parametrize("edit, words", [
+    ({1: 7}, "already holds 1 human grade(s): write the new sample to another file"),
+    # a grade mistyped while editing (11 is off the scale): the file is still people's work
+    ({1: 7, 2: 11}, "exists and cannot be read as a labelling file"),
+], ids=["graded", "a-grade-mistyped"])
+def test_label_never_writes_over_human_grades(tmp_path: Path, edit: dict, words: str):
     """Drawing a sample again (to try another seed) must not wipe the grades people filled in."""
     run = make_run(tmp_path / "run.json")
     out = tmp_path / "labels.jsonl"
     assert run_cli("label", str(run), "--sample", "4", "-o", str(out)).code == 0
     assert run_cli("label", str(run), "--sample", "5", "-o", str(out)).code == 0  # nothing graded yet: replaced
     lines = out.read_text().splitlines()
-    graded = [json.dumps(dict(json.loads(line), human_grade=7)) if i == 1 else line for i, line in enumerate(lines)]
-    out.write_text("\n".join(graded) + "\n")
+    out.write_text("\n".join(json.dumps(dict(json.loads(line), human_grade=edit[i])) if i in edit else line
+                             for i, line in enumerate(lines)) + "\n")
     before = out.read_text()
     again = run_cli("label", str(run), "--sample", "5", "--seed", "1", "-o", str(out))
     assert again.code == 2 and out.read_text() == before
     errors = [line for line in again.stderr.splitlines() if "| ERROR" in line]
-    assert len(errors) == 1 and "already holds 1 human grade(s): write the new sample to another file" in errors[0]
-    # a grade mistyped while editing (11 is off the scale): the file is still people's work
-    typo = [json.dumps(dict(json.loads(line), human_grade=11)) if i == 2 else line for i, line in enumerate(graded)]
-    out.write_text("\n".join(typo) + "\n")
-    before = out.read_text()
-    again = run_cli("label", str(run), "--sample", "5", "--seed", "1", "-o", str(out))
-    assert again.code == 2 and out.read_text() == before
-    errors = [line for line in again.stderr.splitlines() if "| ERROR" in line]
-    assert len(errors) == 1 and "exists and cannot be read as a labelling file" in errors[0], again.stderr[-2000:]
+    assert len(errors) == 1 and words in errors[0], again.stderr[-2000:]
