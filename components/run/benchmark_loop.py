@@ -192,7 +192,7 @@ class BenchmarkLoop:
         self.results: list[QuestionResult] = []
         self._graded_with: dict[str, Partial] = {}  # for the retry pass: questions graded transiently
         self._longest_retry_after = 0.0
-        self.concurrency = max(1, concurrency)
+        self.concurrency = concurrency  # checked by evaluate (check_concurrency) before any work
         self.order_check = frozenset(order_check)  # question ids graded again with the chunks reversed
         self.gate: Gate | None = None  # with concurrency > 1: every LLM call passes it (components/run/concurrency.py)
         self._lock = threading.RLock()  # the loop's shared state, when judge calls run in worker threads
