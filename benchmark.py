@@ -41,14 +41,14 @@ from pathlib import Path  # noqa: E402
 
 from loguru import logger  # noqa: E402
 
-from components.judges.providers import load_provider_modules  # noqa: E402
+from components.judges.providers import load_provider_modules, secrets_in  # noqa: E402
+from components.judges.settings import Settings  # noqa: E402
 from components.run.concurrency import MAX_CONCURRENCY, check_concurrency  # noqa: E402
 from utils.console import escape_control  # noqa: E402
 from utils.errors import (EXIT_BUDGET, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE,  # noqa: E402
                           EXIT_OK, EXIT_WRITE, BenchmarkError, InputError, ResultsWriteError)
 from utils.logger import add_sinks, log_file_path, log_header, prune_logs  # noqa: E402
 from utils.output import DEFAULT_OUTPUT_NAME, remove_temp_files, resolve_output  # noqa: E402
-from utils.settings import Settings, secrets_in  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 LOG_DIR = Path("logs")  # --log-dir's default: in the current folder, like every output

@@ -36,9 +36,8 @@ import json, resource, sys, time
 from pathlib import Path
 from loguru import logger
 logger.remove()
+from components.readers import load_corpus
 from components.run.index_cache import fingerprint
-from poc.corpus import load_corpus
-import utils.beir
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
 if sys.argv[2] == "load":

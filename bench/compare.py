@@ -65,7 +65,8 @@ def main() -> int:
     p.add_argument("--text", type=int, default=800, help="characters of chunk text per retrieved item")
     args = p.parse_args()
 
-    from components.analysis.compare import compare_runs, format_comparison, load_run
+    from components.analysis.compare import compare_runs, format_comparison
+    from utils.results import load_run
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))}
     with tempfile.TemporaryDirectory() as tmp:

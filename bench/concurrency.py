@@ -29,14 +29,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def one(n: int, concurrency: int, delay: float) -> dict:
     from loguru import logger
 
+    from components.core import Question, resolve_strategy
+    from components.core.chunking import chunk_corpus
     from components.judges.providers.anthropic import AnthropicProvider, ProviderConfig
     from components.judges.retrieval_grader import RetrievalGrader
+    from components.readers import load_questions
+    from components.readers.builtin import builtin_corpus
     from components.run.benchmark_loop import BenchmarkLoop
-    from poc.chunking import chunk_corpus
-    from poc.corpus import builtin_corpus
-    from poc.strategies import resolve_strategy
     from tests.loopback import LoopbackServer, Reply
-    from utils.questions import Question, load_questions
 
     logger.remove()
     logging.getLogger("httpx2").setLevel(logging.WARNING)

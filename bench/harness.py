@@ -31,14 +31,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def loop_overhead(n: int, delay: float) -> dict:
     from loguru import logger
 
-    from components.run.benchmark_loop import BenchmarkLoop
-    from components.judges.retrieval_grader import RetrievalGrader
-    from poc.chunking import chunk_corpus
-    from poc.corpus import builtin_corpus
-    from poc.strategies import resolve_strategy
-    from tests.loopback import LoopbackServer, Reply
+    from components.core import Question, resolve_strategy
+    from components.core.chunking import chunk_corpus
     from components.judges.providers.anthropic import AnthropicProvider, ProviderConfig
-    from utils.questions import Question, load_questions
+    from components.judges.retrieval_grader import RetrievalGrader
+    from components.readers import load_questions
+    from components.readers.builtin import builtin_corpus
+    from components.run.benchmark_loop import BenchmarkLoop
+    from tests.loopback import LoopbackServer, Reply
 
     logger.remove()
     logging.getLogger("httpx2").setLevel(logging.WARNING)
@@ -66,8 +66,8 @@ def startup_check(repeat: int) -> dict:
     import anthropic  # noqa: F401  (imported once, as a keyed run does anyway)
     from loguru import logger
 
-    from tests.loopback import LoopbackServer
     from components.judges.providers.anthropic import AnthropicProvider, ProviderConfig
+    from tests.loopback import LoopbackServer
 
     logger.remove()
     times = []

@@ -53,8 +53,9 @@ def main() -> int:
 
     from loguru import logger
 
-    from poc.chunking import chunk_document
-    from poc.corpus import load_corpus, parse_markdown
+    from components.core.chunking import chunk_document
+    from components.readers import load_corpus
+    from components.readers.markdown import parse_markdown
 
     logger.remove()
     rows = []
@@ -65,7 +66,7 @@ def main() -> int:
         rows.append({"page": name, "sizes": args.sizes, "seconds": [round(t, 4) for t in times], "ratios": ratios})
         sys.stdout.write(json.dumps(rows[-1]) + "\n")
     if K8S.is_dir():
-        from poc.chunking import chunk_corpus
+        from components.core.chunking import chunk_corpus
 
         load = best_of(args.repeat, lambda: load_corpus(K8S))
         total = best_of(args.repeat, lambda: chunk_corpus(load_corpus(K8S).documents))

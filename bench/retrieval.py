@@ -37,11 +37,10 @@ def peak_rss_mb() -> float:
 
 
 def one(strategy: str, corpus: Path, sets: list[Path]) -> dict:
-    from poc.chunking import chunk_corpus
-    from poc.corpus import load_corpus
-    from poc.strategies import resolve_strategy
+    from components.core import resolve_strategy
+    from components.core.chunking import chunk_corpus
+    from components.readers import load_corpus, load_questions
     from utils.metrics import RetrievalMetrics as M
-    from utils.questions import load_questions
 
     t0 = time.perf_counter()
     docs = load_corpus(corpus)

@@ -183,8 +183,8 @@ def child(mode: str, corpus: str, strategy: str, cache: str, queries_file: str |
 
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
+    from components.core import resolve_strategy
     from components.run.index_cache import prepare_index
-    from poc.strategies import resolve_strategy
 
     factory = resolve_strategy(strategy).factory
     prepared = prepare_index(Path(corpus), strategy, factory, Path(cache))

@@ -40,17 +40,14 @@ from loguru import logger
 from components.analysis.compare import Comparison, compare_runs
 from components.analysis.export_run import export_trec
 from components.analysis.gate import GateResult, check_gate
+from components.core import Chunk, Corpus, Document, Question, Retriever, ScoredChunk
 from components.judges.providers import ModelChoice, Provider, Variable, providers, register_provider
+from components.judges.settings import Settings
+from components.readers.beir import load_queries
 from components.run.evaluation import evaluate as _evaluate
-from poc.chunking import Chunk
-from poc.corpus import Corpus, Document
-from poc.retriever import Retriever, ScoredChunk
 from utils.errors import BenchmarkError, InputError, JudgeError
 from utils.metrics import Metric, metrics, register_metric
-from utils.beir import load_queries
-from utils.questions import Question
 from utils.results import QuestionResult, RunInfo, RunResult, load_run
-from utils.settings import Settings
 
 __all__ = [
     "evaluate", "compare", "report", "load_run", "check_gate", "export_trec", "load_queries",

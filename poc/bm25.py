@@ -16,8 +16,7 @@ import bm25s
 import numpy as np
 import Stemmer
 
-from poc.chunking import Chunk
-from poc.retriever import ScoredChunk, top_k
+from components.core import Chunk, ScoredChunk, top_k
 
 
 class BM25Retriever:

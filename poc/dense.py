@@ -15,8 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from poc.chunking import Chunk
-from poc.retriever import ScoredChunk, top_k
+from components.core import Chunk, ScoredChunk, top_k
 
 
 @lru_cache(maxsize=1)

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from components.core import Chunk, ScoredChunk, top_k
 from poc.bm25 import BM25Retriever
-from poc.chunking import Chunk
 from poc.dense import DenseRetriever
-from poc.retriever import ScoredChunk, top_k
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:

@@ -1,23 +1,14 @@
-"""The strategy registry: a name → a factory returning a fresh retriever.
+"""The pipeline's strategies, registered with the benchmark's strategy registry
+(:mod:`components.core.strategies`), which imports this module by its name.
 
 ``baseline`` = BM25; ``modular-no-llm`` = hybrid (BM25 + WordLlama, α = 0.5);
 ``modular`` = the same hybrid, with each question rewritten by an LLM first (the benchmark loop
-does the rewriting, so every row records the query it used). A user's own retriever loads with
-``package.module:factory`` (``factory()`` returns an object with ``index`` and ``retrieve``).
+does the rewriting, so every row records the query it used).
 """
 
 from __future__ import annotations
 
-import difflib
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from poc.retriever import Retriever
-from utils.console import escape_control
-from utils.errors import InputError
-
-StrategyFactory = Callable[..., Retriever]
+from components.core import Retriever, Strategy, register_strategy
 
 
 def _baseline(**_: object) -> Retriever:
@@ -32,65 +23,11 @@ def _hybrid(**_: object) -> Retriever:
     return HybridRetriever(alpha=0.5)
 
 
-@dataclass(frozen=True)
-class Strategy:
-    """A named retrieval strategy: ``factory()`` returns a fresh retriever; ``rewrites_queries``
-    says the benchmark loop rewrites each question with an LLM (Claude Haiku) before retrieving."""
-
-    name: str
-    factory: StrategyFactory
-    rewrites_queries: bool = False
-
-
 STRATEGIES: dict[str, Strategy] = {
     "baseline": Strategy("baseline", _baseline),
     "modular-no-llm": Strategy("modular-no-llm", _hybrid),
     "modular": Strategy("modular", _hybrid, rewrites_queries=True),
 }
 
-
-def resolve_strategy(name: str) -> Strategy:
-    """A registered name, or ``package.module:factory``. Raises :class:`InputError` naming the fix."""
-    if name in STRATEGIES:
-        return STRATEGIES[name]
-    if ":" not in name:
-        raise InputError(f"unknown strategy {name!r}: {_suggestion(name)}")
-    module_name, _, attr = name.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except (Exception, SystemExit) as err:  # ImportError, or the module raising (or exiting) while importing
-        raise InputError(f"strategy {name!r}: cannot import {module_name!r} ({type(err).__name__}: "
-                         f"{escape_control(str(err)[:200])}): "
-                         "check the module path and that it is importable (in the current folder, installed, or on "
-                         "PYTHONPATH)") from err
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise InputError(f"strategy {name!r}: {module_name} has no callable {attr!r}: "
-                         "name a function that returns a retriever")
-
-    def user_factory(**_: object) -> Retriever:
-        retriever = factory()
-        if not isinstance(retriever, Retriever):
-            raise InputError(f"strategy {name!r}: {attr}() returned {type(retriever).__name__}, which lacks "
-                             "index(chunks) and retrieve(query, k): implement poc.retriever.Retriever")
-        return retriever
-
-    return Strategy(name, user_factory)
-
-
-def _suggestion(name: str) -> str:
-    """The fix for a strategy name that is neither registered nor ``package.module:factory``: a close
-    registered name, or the colon form of a dotted name whose module imports and has that attribute."""
-    registered = ", ".join(sorted(STRATEGIES))
-    close = difflib.get_close_matches(name, STRATEGIES, n=2, cutoff=0.6)
-    if close:
-        return f"did you mean {' or '.join(repr(c) for c in close)}? (registered: {registered})"
-    module_name, dot, attr = name.rpartition(".")
-    if dot and module_name and attr.isidentifier():
-        try:
-            module = importlib.import_module(module_name)
-        except (Exception, SystemExit):  # noqa: BLE001 - any failure (an exit too): no suggestion, the generic fix
-            module = None
-        if module is not None and hasattr(module, attr):
-            return f"did you mean {module_name + ':' + attr!r}? (your own retriever is package.module:factory)"
-    return f"use one of {registered}, or package.module:factory for your own retriever"
+for _strategy in STRATEGIES.values():
+    register_strategy(_strategy)

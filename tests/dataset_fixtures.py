@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from components.dataset import validate
-from utils.settings import Settings
+from components.judges.settings import Settings
 
 OFFLINE = Settings.from_env({"BENCHMARK_JUDGE": "offline"})
 ANTHROPIC = Settings.from_env({"ANTHROPIC_API_KEY": "sk-test"})

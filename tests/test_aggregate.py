@@ -1,4 +1,4 @@
-"""utils.results.build_report's aggregates: document-level aggregates derived from rows that lack
+"""components.analysis.aggregate.build_report's aggregates: document-level aggregates derived from rows that lack
 them, 95% bootstrap intervals (checked against scipy), groups, and judge repeats."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from components.analysis import statistics as S
-from utils.metrics import RetrievalMetrics as M
+from components.analysis.aggregate import build_report
 from utils import metrics as registry
-from utils.results import QuestionResult, RetrievedItem, RunInfo, build_report
+from utils.metrics import RetrievalMetrics as M
+from utils.results import QuestionResult, RetrievedItem, RunInfo
 
 QUALITY_METRICS = [m.key for m in registry.metrics() if m.requires is None]  # every metric with an interval
 

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from components.readers import beir, load_corpus, load_questions
+from components.readers.questions_json import parse_questions
 from components.run.index_cache import cache_key, fingerprint, key_parts, prepare_index
 from poc.bm25 import BM25Retriever
-from poc.corpus import load_corpus
 from tests.conftest import loguru_messages, run_cli
-from utils import beir
 from utils.errors import InputError
-from utils.questions import load_questions, parse_questions
 
 DOCS = [
     {"_id": "apples", "title": "Apples", "text": "Apples are red or green fruit that grow on trees."},

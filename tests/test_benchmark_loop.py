@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from components.run.benchmark_loop import BenchmarkLoop
+from components.core import Chunk, Question, ScoredChunk
 from components.judges.retrieval_grader import GradeResult
-from poc.chunking import Chunk
-from poc.retriever import ScoredChunk
-from utils.questions import Question
+from components.run.benchmark_loop import BenchmarkLoop
 
 CHUNK = Chunk("doc", "doc#0", "Doc", (), "text", 0)
 

@@ -11,8 +11,8 @@ from poc.bm25 import BM25Retriever
 def test_index_matches_plain_bm25s():
     """The retriever tokenises into int32 arrays and builds the CSC matrix with scipy; bm25s by
     default keeps lists of ids and builds with numpy: same scores, same order, same vocabulary."""
-    from poc.chunking import chunk_corpus
-    from poc.corpus import load_corpus
+    from components.core.chunking import chunk_corpus
+    from components.readers import load_corpus
 
     chunks = chunk_corpus(load_corpus(None).documents)
     mine = BM25Retriever()

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from components.analysis.aggregate import build_report
 from components.analysis.calibration import calibrate
 from components.analysis.labels import allocate, read_labels, sample_rows
 from tests.conftest import ROOT, run_cli
 from utils.errors import InputError
-from utils.results import QuestionResult, RetrievedItem, RunInfo, build_report, load_run
+from utils.results import QuestionResult, RetrievedItem, RunInfo, load_run
 
 # (question id, judge grade or None, rank)
 ROWS = [(f"q{i:02d}", g, r) for i, (g, r) in enumerate(

@@ -6,20 +6,14 @@ import math
 
 import pytest
 
-from components.judges.chunk_relevance import (
-    REFERENCE_FREE_RELEVANCE_PROMPT_SHA256,
-    RELEVANCE_PROMPT,
-    RELEVANCE_PROMPT_SHA256,
-    LLMRelevanceJudge,
-    RelevanceResult,
-    build_relevance_prompt,
-    parse_relevance,
-)
+from components.core import Chunk
+from components.judges.chunk_relevance import (REFERENCE_FREE_RELEVANCE_PROMPT_SHA256, RELEVANCE_PROMPT,
+                                               RELEVANCE_PROMPT_SHA256, LLMRelevanceJudge, RelevanceResult,
+                                               build_relevance_prompt, parse_relevance)
 from components.judges.lexical_judge import LexicalJudge
-from components.judges.retrieval_grader import format_chunks
-from poc.chunking import Chunk
-from utils.errors import JudgeError
 from components.judges.llm import LLMReply
+from components.judges.retrieval_grader import format_chunks
+from utils.errors import JudgeError
 
 
 def chunk(doc_id: str, text: str, i: int = 0, title: str = "x") -> Chunk:

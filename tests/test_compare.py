@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from components.analysis import statistics as S
-from components.analysis.compare import (BETTER, NOT_COMPARABLE, SAME, WORSE, compare_runs, format_comparison,
-                                         resolve_run)
+from components.analysis.compare import compare_runs, format_comparison, resolve_run
+from components.analysis.comparison import BETTER, NOT_COMPARABLE, SAME, WORSE
 from tests.conftest import ROOT, clean_env, run_cli, with_log_dir
 from utils.errors import InputError
 from utils.metrics import RetrievalMetrics as M

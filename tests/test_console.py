@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from utils.results import RunResult
+from components.judges.providers import is_proxy_judge
 from utils.console import Progress, escape_control, question_line, summary_table
+from utils.results import RunResult
 
 
 # ---- escape_control
@@ -70,7 +71,8 @@ SCHEMA1 = {
 
 
 def table(report: dict) -> str:
-    return summary_table(RunResult.from_json(report))
+    result = RunResult.from_json(report)
+    return summary_table(result, proxy=is_proxy_judge(result.run.judge.provider))
 
 
 def test_summary_schema1():

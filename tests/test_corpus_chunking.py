@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from poc.chunking import chunk_document
-from poc.corpus import Document, builtin_corpus, load_corpus, parse_markdown, render_shortcodes, topic_to_markdown
+from components.core import Document
+from components.core.chunking import chunk_document
+from components.readers import load_corpus
+from components.readers.builtin import builtin_corpus, topic_to_markdown
+from components.readers.markdown import parse_markdown, render_shortcodes
 from utils.errors import InputError
 
 

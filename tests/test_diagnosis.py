@@ -9,8 +9,8 @@ import pytest
 
 from components.analysis.diagnosis import (SPECIFICITY_MAX_MEAN_IDF, TAGS, Diagnoser, Diagnosis, NeedleBestChunk,
                                            count_tags)
+from components.core import Chunk
 from components.judges.lexical_judge import LexicalJudge
-from poc.chunking import Chunk
 from tests.conftest import K8S, needs_k8s
 
 
@@ -241,8 +241,8 @@ def test_shares_the_judges_idf():
 
 @pytest.fixture(scope="module")
 def k8s() -> tuple[Diagnoser, dict[str, Chunk]]:
-    from poc.chunking import chunk_corpus
-    from poc.corpus import load_corpus
+    from components.core.chunking import chunk_corpus
+    from components.readers import load_corpus
 
     chunks = chunk_corpus(load_corpus(K8S / "docs").documents)
     return Diagnoser(chunks), {c.chunk_id: c for c in chunks}

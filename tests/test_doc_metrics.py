@@ -7,8 +7,7 @@ import math
 
 import pytest
 
-from poc.chunking import Chunk
-from poc.retriever import ScoredChunk
+from components.core import Chunk, ScoredChunk
 from utils.metrics import RetrievalMetrics as M
 
 REPEATING = ["d1", "d1", "d2", "d3", "d1"]  # chunks of a top 5: three distinct documents

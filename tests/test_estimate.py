@@ -10,16 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from components.core import Chunk, Question
 from components.judges.chunk_relevance import build_relevance_prompt
 from components.judges.providers import ModelChoice
 from components.judges.providers.anthropic import PRICES, AnthropicProvider, ProviderConfig, choose_settings
 from components.judges.retrieval_grader import build_prompt
 from components.run import estimate as E
 from components.run.query_rewriter import REWRITE_PROMPT
-from poc.chunking import Chunk
 from tests.conftest import SENTINEL_KEY, judge_env, run_cli
 from tests.loopback import LoopbackServer, Reply, count_tokens_rule
-from utils.questions import Question
 
 
 def chunk(doc: str, i: int, text: str) -> Chunk:

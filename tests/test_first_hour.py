@@ -16,14 +16,15 @@ from pathlib import Path
 import pytest
 from loguru import logger
 
+from components.core import resolve_strategy
 from components.dataset import export_dataset, validate
-from poc.strategies import resolve_strategy
+from components.readers import load_questions
+from components.readers.questions_json import known_field_like
 from tests.conftest import ROOT, SENTINEL_KEY, clean_env, loguru_messages, run_cli, with_log_dir
 from tests.dataset_fixtures import (ANTHROPIC, FILLER, OFFLINE, QUESTIONS, strict_load, validate_args, write_corpus,
                                     write_questions)
 from utils.errors import InputError
 from utils.logger import LOG_NAME, add_sinks, log_file_path, prune_logs
-from utils.questions import known_field_like, load_questions
 
 BAD_QUESTIONS = [{"id": "q1", "question": "  ", "needle_doc_id": "for"}]  # no question text: an input error
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from components.core import resolve_strategy
+from components.readers import load_corpus
 from components.run import index_cache
 from components.run.index_cache import ENTRIES, PreparedIndex, cache_key, fingerprint, key_parts, prepare_index
-from poc.corpus import load_corpus
-from poc.strategies import resolve_strategy
 from tests.conftest import K8S, ROOT, needs_k8s, run_cli
 from utils.errors import InputError
 from utils.settings import default_cache_dir
@@ -66,9 +66,9 @@ def log_lines():
 
 def test_fingerprint_matches_load_corpus_without_parsing(corpus_dir: Path, monkeypatch):
     expected = load_corpus(corpus_dir)
-    import poc.corpus
+    import components.readers.markdown
 
-    monkeypatch.setattr(poc.corpus, "parse_markdown", lambda *a, **k: pytest.fail("fingerprint parsed Markdown"))
+    monkeypatch.setattr(components.readers.markdown, "parse_markdown", lambda *a, **k: pytest.fail("fingerprint parsed Markdown"))
     fp = fingerprint(corpus_dir)
     assert fp.sha256 == expected.sha256 and fp.doc_ids == expected.ids() and fp.source == expected.source
 
@@ -88,12 +88,12 @@ def test_miss_then_hit_gives_the_same_retrieval(corpus_dir: Path, tmp_path: Path
     first = prepare(corpus_dir, cache, strategy)
     assert first.cache == "miss" and len(first.key) == 64
     assert [e.name for e in entries(cache)] == [first.key]
+    import components.readers.markdown
     import poc.bm25
-    import poc.corpus
     import poc.dense
 
     # a warm start neither parses nor indexes
-    monkeypatch.setattr(poc.corpus, "parse_markdown", lambda *a, **k: pytest.fail("parsed on a hit"))
+    monkeypatch.setattr(components.readers.markdown, "parse_markdown", lambda *a, **k: pytest.fail("parsed on a hit"))
     monkeypatch.setattr(poc.bm25.BM25Retriever, "index", lambda *a: pytest.fail("indexed on a hit"))
     monkeypatch.setattr(poc.dense.DenseRetriever, "index", lambda *a: pytest.fail("indexed on a hit"))
     second = prepare(corpus_dir, cache, strategy)
@@ -203,7 +203,7 @@ def test_key_covers_content_chunker_retriever_and_versions(corpus_dir: Path, tmp
     retriever = resolve_strategy("modular-no-llm").factory()
     parts = key_parts("0" * 64, "modular-no-llm", retriever)
     assert parts["retriever"]["alpha"] == 0.5 and parts["retriever"]["bm25"]["k1"] == 1.5
-    assert {"poc.corpus", "poc.chunking", "poc.hybrid", "poc.bm25", "poc.dense"} <= set(parts["code"])
+    assert {"components.readers.markdown", "components.core.chunking", "poc.hybrid", "poc.bm25", "poc.dense"} <= set(parts["code"])
     assert set(parts["versions"]) == {"python", "bm25s", "PyStemmer", "wordllama", "numpy"}
     variants = [key_parts("1" * 64, "modular-no-llm", retriever),  # content
                 key_parts("0" * 64, "baseline", retriever)]  # strategy name
@@ -213,9 +213,9 @@ def test_key_covers_content_chunker_retriever_and_versions(corpus_dir: Path, tmp
     retriever.bm25.k1 = 1.2
     variants.append(key_parts("0" * 64, "modular-no-llm", retriever))  # a nested retriever's setting
     retriever.bm25.k1 = 1.5
-    import poc.chunking
+    import components.core.chunking
 
-    monkeypatch.setattr(poc.chunking, "TARGET_WORDS", 300)
+    monkeypatch.setattr(components.core.chunking, "TARGET_WORDS", 300)
     variants.append(key_parts("0" * 64, "modular-no-llm", retriever))  # chunker
     monkeypatch.undo()
     import utils.versions
@@ -312,8 +312,8 @@ def test_two_processes_at_once(corpus_dir: Path, tmp_path: Path):
     barrier.mkdir()
     script = textwrap.dedent(f"""
         import json, os, time
+        from components.core import resolve_strategy
         from components.run.index_cache import prepare_index
-        from poc.strategies import resolve_strategy
 
         real_rename = os.rename
         def rename(src, dst):
@@ -343,7 +343,7 @@ def test_two_processes_at_once(corpus_dir: Path, tmp_path: Path):
 
 @needs_k8s
 def test_kubernetes_hit_retrieves_as_a_fresh_index(tmp_path: Path):
-    from utils.questions import load_questions
+    from components.readers import load_questions
 
     questions = [q.question for q in load_questions(K8S / "needle_questions_adversarial.json").questions]
     cold = prepare(K8S / "docs", tmp_path / "c", "modular-no-llm")

@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from poc.chunking import Chunk, chunk_corpus
-from poc.corpus import corpus_files, load_corpus, parse_markdown
-from poc.retriever import top_k
+from components.core import Chunk, top_k
+from components.core.chunking import chunk_corpus
+from components.readers import load_corpus, load_questions
+from components.readers.markdown import corpus_files, parse_markdown
 from tests.conftest import K8S, ROOT, loguru_messages, needs_k8s
 from utils.errors import InputError
-from utils.questions import load_questions
 
 BOUND_S = 5.0
 SPACES = " " * 100_000
@@ -33,8 +33,8 @@ SPACES = " " * 100_000
 _LOAD_PAGE = """
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-from poc.chunking import chunk_corpus
-from poc.corpus import load_corpus
+from components.core.chunking import chunk_corpus
+from components.readers import load_corpus
 corpus = load_corpus(sys.argv[1])
 chunks = chunk_corpus(corpus.documents)
 print(json.dumps({"docs": [d.doc_id for d in corpus.documents], "chunks": len(chunks),
@@ -44,8 +44,8 @@ print(json.dumps({"docs": [d.doc_id for d in corpus.documents], "chunks": len(ch
 _LOAD_QUESTIONS = """
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from components.readers import load_questions
 from utils.errors import InputError
-from utils.questions import load_questions
 try:
     qset = load_questions(sys.argv[1])
 except InputError as err:
@@ -330,7 +330,7 @@ def test_top_k_breaks_ties_by_earlier_chunk_even_at_the_cut(scores, k, expected)
 
 
 def test_top_indices_on_empty_input_and_k_zero():
-    from poc.retriever import top_indices
+    from components.core import top_indices
 
     assert top_indices(np.zeros(0), 5).tolist() == [] and top_indices(np.ones(3), 0).tolist() == []
     assert top_k([], np.zeros(0), 5) == []

@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from components.core import Question
+from components.judges.batch import Skipped, result_lines
+from components.judges.providers.anthropic import AnthropicProvider, MessageBatches, ModelSettings, ProviderConfig
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.journal import Journal, read_rows
-from components.run.judge_batch import (BatchJudge, BatchRecord, BatchRequest, PollSchedule, Skipped, result_lines, custom_id,
-                                        repeat_of, run_batch, split_requests)
+from components.run.judge_batch import (BatchJudge, BatchRecord, BatchRequest, PollSchedule, custom_id, repeat_of,
+                                        run_batch, split_requests)
 from tests.batch_fixtures import make_corpus, make_questions
 from tests.conftest import ROOT, clean_env, judge_env, run_cli, wait_for_line
 from tests.loopback import CANCELED, EXPIRED, LoopbackServer, Reply, error
 from utils.errors import JudgeError
-from components.judges.providers.anthropic import AnthropicProvider, MessageBatches, ProviderConfig
-from components.judges.providers.anthropic import ModelSettings
-from utils.questions import Question
 
 FAST = {"BENCHMARK_BATCH_POLL_MAX": "0.05"}
 OK = Reply(text='{"grade": 8, "reasoning": "fine"}', usage={"input_tokens": 1000, "output_tokens": 100})
@@ -147,9 +147,9 @@ def test_create_poll_results_over_the_sdk_every_entry_kind():
 
 
 def _loop_and_questions(n: int, record=lambda row: None):
+    from components.core.chunking import chunk_corpus
+    from components.readers.builtin import builtin_corpus
     from poc.bm25 import BM25Retriever
-    from poc.chunking import chunk_corpus
-    from poc.corpus import builtin_corpus
 
     corpus = builtin_corpus()
     retriever = BM25Retriever()

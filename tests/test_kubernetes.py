@@ -26,15 +26,15 @@ FLOORS = {
 
 @pytest.fixture(scope="module")
 def chunks():
-    from poc.chunking import chunk_corpus
-    from poc.corpus import load_corpus
+    from components.core.chunking import chunk_corpus
+    from components.readers import load_corpus
 
     return chunk_corpus(load_corpus(K8S / "docs").documents)
 
 
 @pytest.fixture(scope="module")
 def retrievers(chunks):
-    from poc.strategies import resolve_strategy
+    from components.core import resolve_strategy
 
     out = {}
     for name in ("baseline", "modular-no-llm"):
@@ -45,7 +45,8 @@ def retrievers(chunks):
 
 @pytest.mark.parametrize("name", SETS)
 def test_question_files_load_as_they_are(name, chunks):
-    from utils.questions import check_needles, load_questions
+    from components.core.questions import check_needles
+    from components.readers import load_questions
 
     qset = load_questions(K8S / name)
     assert len(qset.questions) in (20, 25)
@@ -54,7 +55,7 @@ def test_question_files_load_as_they_are(name, chunks):
 
 @pytest.mark.parametrize("strategy,qfile", list(FLOORS))
 def test_quality_floor(strategy, qfile, retrievers):
-    from utils.questions import load_questions
+    from components.readers import load_questions
 
     qset = load_questions(K8S / qfile)
     rows = [{"rank": M.calculate_rank(retrievers[strategy].retrieve(q.question, 5), q.needle_doc_ids)}

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from components.core import Chunk
 from components.judges.lexical_judge import LexicalJudge, key_terms
-from poc.chunking import Chunk
 
 
 def chunk(i: int, text: str) -> Chunk:

@@ -1,4 +1,4 @@
-"""The linear-time scanners of ``poc.corpus`` and ``poc.chunking`` give exactly what the regular
+"""The linear-time scanners of ``components.readers.markdown`` and ``components.core.chunking`` give exactly what the regular
 expressions they replaced gave. Those regexes are kept here as the reference, run only on short
 random strings built from the characters each construct is made of (seeded, so reproducible)."""
 
@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from poc.chunking import _strip_anchor
-from poc.corpus import _links_to_text, _shortcode_tags, _strip_comments, atx_heading
+from components.core.chunking import _strip_anchor, atx_heading
+from components.readers.markdown import _links_to_text, _shortcode_tags, _strip_comments
 
 HEADING = re.compile(r"^(#{1,4})\s+(.+?)\s*#*\s*$")
 H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)

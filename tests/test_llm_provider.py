@@ -8,13 +8,13 @@ import json
 
 import pytest
 
+from components.core import Chunk
+from components.judges.providers.anthropic import (ANSWER_MAX_TOKENS, THINKING_MAX_TOKENS, AnthropicProvider,
+                                                   ProviderConfig, parse_message)
 from components.judges.retrieval_grader import RetrievalGrader
-from poc.chunking import Chunk
 from tests.conftest import SENTINEL_KEY
 from tests.loopback import MODELS, LoopbackServer, ModelSpec, Reply, error
 from utils.errors import InputError, JudgeError
-from components.judges.providers.anthropic import AnthropicProvider, ProviderConfig, parse_message
-from components.judges.providers.anthropic import ANSWER_MAX_TOKENS, THINKING_MAX_TOKENS
 
 
 @pytest.fixture

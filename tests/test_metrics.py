@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from poc.chunking import Chunk
-from poc.retriever import ScoredChunk
+from components.analysis.aggregate import build_report
+from components.core import Chunk, ScoredChunk
 from utils.metrics import RetrievalMetrics as M
-from utils.results import RunInfo, build_report
+from utils.results import RunInfo
 
 
 def chunk(doc_id: str) -> Chunk:

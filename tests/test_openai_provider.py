@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
+from components.core import Chunk
 from components.judges.chunk_relevance import LLMRelevanceJudge, build_relevance_prompt
 from components.judges.providers import providers, secrets_in
 from components.judges.providers.openai import (ANSWER_MAX_TOKENS, DEFAULT_JUDGE_MODEL, DEFAULT_MAX_TOKENS,
-                                                DEFAULT_REWRITER_MODEL, INSTALL_HINT, JSON_MODE_INSTRUCTION,
-                                                PRICES, REASONING_MAX_TOKENS, OpenAIProvider, ProviderConfig,
-                                                import_openai, rate_limit_headers)
+                                                DEFAULT_REWRITER_MODEL, INSTALL_HINT, JSON_MODE_INSTRUCTION, PRICES,
+                                                REASONING_MAX_TOKENS, OpenAIProvider, ProviderConfig, import_openai,
+                                                rate_limit_headers)
 from components.judges.retrieval_grader import RetrievalGrader, build_prompt
-from poc.chunking import Chunk
+from components.judges.settings import Settings
 from tests.conftest import ROOT, clean_env, judge_env, run_cli, with_log_dir
 from tests.loopback import LoopbackServer
 from tests.loopback_openai import GRADE, OpenAILoopback, Reply, error
 from utils.errors import InputError, JudgeError
-from utils.settings import Settings
 
 KEY = "sk-proj-test-SENTINEL-fedcba9876543210"
 PASSWORD = "pw-SENTINEL-424242"

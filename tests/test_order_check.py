@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from components.core import Question
 from components.run.evaluation import order_check_sample
 from tests.conftest import judge_env, run_cli
 from tests.loopback import LoopbackServer, Reply
 from utils import metrics as M
-from utils.questions import Question
 
 
 def alternating(n: int, body: dict) -> Reply:

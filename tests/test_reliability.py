@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, CliRun, clean_env, judge_env, run_cli, mount_tmpfs, unmount, wait_for_line
+from tests.conftest import ROOT, CliRun, clean_env, judge_env, mount_tmpfs, run_cli, unmount, wait_for_line
 from tests.loopback import LoopbackServer, Reply, error
 
 OK = Reply(text='{"grade": 8, "reasoning": "fine"}')
@@ -595,7 +595,7 @@ def _corpus(folder: Path, extra: str | None = None) -> Path:
     """The needle pages of the first questions (and a few more) as a Markdown folder."""
     from pydoc_data.topics import topics
 
-    from poc.corpus import topic_to_markdown
+    from components.readers.builtin import topic_to_markdown
 
     folder.mkdir()
     for key in ("for", "while", "try", "with", "if", "function", "class", "import"):

@@ -31,13 +31,13 @@ from pathlib import Path
 
 import pytest
 
+from components.core import Chunk
 from components.dataset import export_dataset, validate
 from components.judges.chunk_relevance import build_relevance_prompt, parse_relevance
 from components.judges.providers.anthropic import (AnthropicProvider, MessageBatches, ModelClient, ModelSettings,
                                                    ProviderConfig)
 from components.judges.retrieval_grader import GRADING_PROMPT, build_prompt, parse_grade
 from components.run.judge_batch import BatchJudge, PollSchedule, custom_id
-from poc.chunking import Chunk
 from tests.conftest import ROOT, SENTINEL_KEY, judge_env, loguru_messages, run_cli
 from tests.dataset_fixtures import OFFLINE, QUESTIONS, strict_load, validate_args, write_corpus, write_questions
 from tests.loopback import LoopbackServer, Reply
@@ -408,7 +408,7 @@ def test_redactor_catches_each_spelling(form_name, form):
 
 def test_export_dataset_redacts_the_key(tmp_path: Path):
     """A corpus page that quotes the key in upper case: the dataset holds it redacted."""
-    from utils.settings import Settings
+    from components.judges.settings import Settings
 
     corpus = write_corpus(tmp_path / "corpus")
     page = (corpus / "alpha.md").read_text().replace("on the widget.", f"on the widget with the key {KEY.upper()}.")
@@ -603,8 +603,8 @@ QUERIES = ["how long to boil pasta", "engine oil change", "which port for https"
 
 
 def _prepare(corpus: Path, cache: Path):
+    from components.core import resolve_strategy
     from components.run.index_cache import prepare_index
-    from poc.strategies import resolve_strategy
 
     return prepare_index(corpus, "modular-no-llm", resolve_strategy("modular-no-llm").factory, cache)
 
@@ -662,7 +662,7 @@ _PREPARE_IN_CHILD = textwrap.dedent("""
     import json, resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))  # a reader that eats memory stops at 1.5 GB
     from components.run.index_cache import prepare_index
-    from poc.strategies import resolve_strategy
+    from components.core import resolve_strategy
     p = prepare_index(sys.argv[1], "modular-no-llm", resolve_strategy("modular-no-llm").factory, sys.argv[2])
     peak_kb = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0])  # this process's own peak RSS
     print(json.dumps({"cache": p.cache, "max_rss_mb": peak_kb // 1024}))

@@ -6,12 +6,12 @@ import re
 
 import pytest
 
-from components.judges.retrieval_grader import (GRADING_PROMPT, PROMPT_SHA256, REFERENCE_FREE_PROMPT,
-                                                REFERENCE_FREE_PROMPT_SHA256, RetrievalGrader, build_prompt, fill_slots,
-                                                parse_grade)
-from poc.chunking import Chunk
-from utils.errors import JudgeError
+from components.core import Chunk
 from components.judges.llm import LLMReply
+from components.judges.retrieval_grader import (GRADING_PROMPT, PROMPT_SHA256, REFERENCE_FREE_PROMPT,
+                                                REFERENCE_FREE_PROMPT_SHA256, RetrievalGrader, build_prompt,
+                                                fill_slots, parse_grade)
+from utils.errors import JudgeError
 
 
 def chunk(doc_id: str, text: str, i: int = 0) -> Chunk:

@@ -8,11 +8,10 @@ import textwrap
 
 import pytest
 
-from poc.chunking import Chunk
-from poc.retriever import Retriever, ScoredChunk
-from poc.strategies import STRATEGIES, resolve_strategy
-from utils.errors import InputError
+from components.core import Chunk, Retriever, ScoredChunk, resolve_strategy
+from poc.strategies import STRATEGIES
 from tests.conftest import ROOT
+from utils.errors import InputError
 
 TEXTS = {
     "cooking": "Boil the pasta in salted water for ten minutes, then drain it.",

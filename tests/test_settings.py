@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from components.judges.settings import Settings
 from tests.conftest import SENTINEL_KEY, judge_env, run_cli
 from tests.loopback import LoopbackServer
 from utils.errors import InputError
-from utils.settings import Settings
 
 KEY = SENTINEL_KEY
 OK = {"ANTHROPIC_API_KEY": KEY}
@@ -106,7 +106,7 @@ def test_offline_judge_ignores_the_key_shape():
 
 
 def test_secrets_in_the_environment():
-    from utils.settings import secrets_in
+    from components.judges.providers import secrets_in
 
     env = {"ANTHROPIC_API_KEY": KEY + "\n", "ANTHROPIC_AUTH_TOKEN": "tok-123456",
            "ANTHROPIC_BASE_URL": "https://user:pa55word@proxy.example/"}

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from components import api
-from components.analysis.compare import compare_runs, RankedSystem
-from poc.corpus import Document
+from components.analysis.aggregate import build_report
+from components.analysis.compare import RankedSystem, compare_runs
+from components.core import Document
 from tests.conftest import loguru_messages, run_cli
 from tests.test_api import KeywordRetriever
 from utils import metrics as M
 from utils.errors import InputError
-from utils.results import QuestionResult, RetrievedItem, RunInfo, build_report, load_run
+from utils.results import QuestionResult, RetrievedItem, RunInfo, load_run
 from utils.trec import read_qrels, read_trec_run
 
 K = 5

@@ -9,16 +9,15 @@ import statistics
 
 import pytest
 
+from components.core.chunking import chunk_corpus
 from components.dataset import validate
 from components.dataset.context_index import ContextIndex
 from components.judges.retrieval_grader import GradeResult
-from poc.chunking import chunk_corpus
-from poc.corpus import load_corpus
+from components.readers import load_corpus, load_questions
 from tests.conftest import K8S, ROOT, needs_k8s, run_cli
 from tests.dataset_fixtures import (ANTHROPIC, OFFLINE, QUESTIONS, QUORUM_Q, VERDICTS, strict_load, validate_args,
                                     write_corpus, write_questions)
 from utils.errors import InputError, JudgeError
-from utils.questions import load_questions
 
 
 @pytest.fixture

@@ -92,14 +92,6 @@ def format_ci(metric: Any, ci: Any) -> str:
     return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
-def is_proxy_judge(provider: str) -> bool:
-    """Whether the judge ``provider`` calls no model (its grades are the lexical proxy's)."""
-    from components.judges.providers import providers
-
-    cls = providers().get(provider)
-    return cls is not None and not cls.calls_models
-
-
 def shown_metrics(result: Any) -> list:
     """The metrics a summary shows for ``result``: the run's metrics marked ``summary`` in the
     registry, in its order; hit@k only when k is not 5 (then it is not hit@5 again)."""
@@ -145,12 +137,13 @@ def _usage(run: Any, row: Callable[[str, str], str]) -> list[str]:
     return lines
 
 
-def summary_table(result: Any) -> str:
+def summary_table(result: Any, *, proxy: bool) -> str:
     """The run's summary from its :class:`utils.results.RunResult`: first what was run (strategy,
     corpus, questions, k, judge), then each metric of the run with its 95% interval, the counts,
     cost, diagnosis and groups. A metric that needs a grade reads ``n/a (nothing graded)`` when
-    nothing was graded (the results file keeps its numbers); with a judge that calls no model, the
-    grades are marked as the lexical proxy they are."""
+    nothing was graded (the results file keeps its numbers); with ``proxy`` (a judge that calls no
+    model: :func:`components.judges.providers.is_proxy_judge`), the grades are marked as the lexical
+    proxy they are."""
     run = result.run
     metrics = shown_metrics(result)
     labels = {m.key: m.label_at(run.k) for m in metrics}
@@ -169,7 +162,6 @@ def summary_table(result: Any) -> str:
     questions = f"{result.question_count}  (graded {result.graded_count}, ungraded {result.ungraded_count})"
     lines.append(row("questions", (escape_control(run.questions_file) + ": " if run.questions_file else "") + questions))
     lines.append(row("k", str(run.k)))
-    proxy = is_proxy_judge(run.judge.provider)
     lines.append(row("judge", escape_control(f"{run.judge.provider} {run.judge.model}")
                      + (" (grades are a lexical proxy, not an LLM's)" if proxy else "")))
     if run.status:

@@ -19,6 +19,11 @@ quantifiers (the whitespace between characters is matched possessively): a multi
 scanned in one linear pass. The results file applies the redactor to every string value and key
 before serialising (:func:`utils.output.to_strict_json`); the log sinks apply it to each line; the
 commands beside the run (``validate``, ``export-dataset``…) to every file and table they write.
+
+Which values of the environment are secrets is the judge providers' to say: their registry
+(:mod:`components.judges.providers`) registers itself here as a source of secrets
+(:func:`register_secret_source`), and :func:`environment_secrets` asks every source, so that a
+writer down here (``RunResult.save``) redacts them without importing the providers.
 """
 
 from __future__ import annotations
@@ -26,13 +31,25 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 REDACTED = "[REDACTED]"
 MIN_BASE64_CHARS = 8  # a shorter base64 fragment of a secret is not looked for (it would match by chance)
 _ANCHOR = 16  # the quick check looks for this many first characters of each form
 # whitespace, or its escape (escaped again any number of times), between two characters; possessive: no backtracking
 _BETWEEN = r"(?:\s|\\+[nrt])*+"
+_SECRET_SOURCES: list[Callable[[Mapping[str, str]], Iterable[str]]] = []
+
+
+def register_secret_source(source: Callable[[Mapping[str, str]], Iterable[str]]) -> None:
+    """Add ``source``: given an environment, it returns the secrets in it (it must never raise)."""
+    if source not in _SECRET_SOURCES:
+        _SECRET_SOURCES.append(source)
+
+
+def environment_secrets(env: Mapping[str, str]) -> tuple[str, ...]:
+    """Every secret the registered sources find in ``env``, once each."""
+    return tuple(dict.fromkeys(s for source in _SECRET_SOURCES for s in source(env) if s))
 
 
 def secret_forms(secret: str) -> tuple[str, ...]:

@@ -5,15 +5,17 @@ A results file is a self-describing dump of a :class:`RunResult`::
     {"schema_version": 2, "run": RunInfo, <each metric's aggregate at top level>, <counts>,
      "ci95": {...}, "bootstrap": {...}, "groups": {...}, "diagnosis_counts": {...}, "results": [QuestionResult]}
 
-* :func:`build_report` is the only place a run's results are made: the aggregates, intervals and
-  groups of every metric of the registry (:mod:`utils.metrics`), the diagnosis counts, the counts;
+* :func:`components.analysis.aggregate.build_report` is the only place a run's results are made;
 * :meth:`RunResult.to_json` is the file's content and :meth:`RunResult.save` the (strict,
   redacted, atomic) write;
 * :meth:`RunResult.from_json` / :func:`load_run` the one reader (schema 1 and 2), used by
   ``compare``, ``report``, the console summary and ``--resume``: every field is checked against
   its type on read, so a hand-edited or hostile file is refused with one line naming the file,
-  the field and the fix (:class:`InputError`), never a crash later. A field a file lacks takes
-  its default (schema-1 files lack most), a metric it lacks is absent (never guessed).
+  the field and the fix (:class:`InputError`, through :mod:`utils.typecheck`), never a crash
+  later. A field a file lacks takes its default (schema-1 files lack most), a metric it lacks is
+  absent (never guessed).
+
+The JSON Schema of a results file is :func:`utils.schema.json_schema`.
 """
 
 from __future__ import annotations
@@ -21,28 +23,22 @@ from __future__ import annotations
 import json
 import os
 import stat
-import statistics as _stats
-import types
-import typing
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from utils import metrics as M
 from utils.errors import InputError
 from utils.lines import file_kind
 from utils.output import write_json_atomic
+from utils.redaction import environment_secrets
+from utils.typecheck import convert, hints, record
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)
-GROUP_FIELDS = ("category", "difficulty", "type", "section")  # grouped by default when the rows carry them
-MISSING_GROUP = "(none)"  # the group of rows that lack the field
 MAX_RESULTS_BYTES = 1 << 30  # a results file larger than this is refused (1 GiB)
 MAX_READ_DEPTH = 64  # JSON nested deeper than this in a results file is refused
-_ROW_METRIC_FIELDS = ("doc_rank", "hit_at_k", "rr", "rr_doc", "ndcg_at_k", "recall_at_k", "ap_at_k",
-                      "context_precision")
 _FIX = "pass a results file written by benchmark.py"
 
 
@@ -132,7 +128,7 @@ class QuestionResult:
         """The inverse of :meth:`to_json`, checked field by field (see the module docstring):
         known fields by name, the question's own fields back into ``extra``. Raises
         :class:`InputError` naming ``where`` and the field."""
-        result = _record(cls, row, where, extra="extra")
+        result = record(cls, row, where, _FIX, extra="extra")
         if not result.needle_doc_ids and result.needle_doc_id:
             result = replace(result, needle_doc_ids=[result.needle_doc_id])
         if result.needle_grades is not None:
@@ -177,7 +173,7 @@ class JudgeInfo:
 
     @classmethod
     def from_json(cls, data: object, where: str = "run.judge") -> JudgeInfo:
-        return _record(cls, data, where, extra="details")
+        return record(cls, data, where, _FIX, extra="details")
 
 
 @dataclass(frozen=True)
@@ -233,7 +229,7 @@ class RunInfo:
 
     @classmethod
     def from_json(cls, data: object, where: str = "run") -> RunInfo:
-        return _record(cls, data, where, extra="extra")
+        return record(cls, data, where, _FIX, extra="extra")
 
 
 @dataclass
@@ -286,11 +282,9 @@ class RunResult:
     def save(self, path: str | os.PathLike, secrets: Iterable[str] = ()) -> Path:
         """Write the results file: strict JSON, atomically (see :func:`utils.output.write_json_atomic`),
         with ``secrets`` and every judge provider's secrets found in the environment redacted (as
-        the command line writes it). Returns the path."""
-        from utils.settings import secrets_in
-
+        the command line writes it; :func:`utils.redaction.environment_secrets`). Returns the path."""
         path = Path(path)
-        write_json_atomic(path, self.to_json(), secrets=(*secrets, *secrets_in(os.environ)))
+        write_json_atomic(path, self.to_json(), secrets=(*secrets, *environment_secrets(os.environ)))
         return path
 
     @classmethod
@@ -317,151 +311,15 @@ class RunResult:
             rows.append(row)
         run = RunInfo.from_json(doc.get("run") or {}, f"{source}: run")
         registered = M.METRICS
-        metric_values = {key: _convert(float | None, doc[key], f"{source}: {key}") for key in registered if key in doc}
+        metric_values = {key: convert(float | None, doc[key], f"{source}: {key}", _FIX) for key in registered if key in doc}
         known = {f.name for f in fields(cls)} | set(registered) | {"results"}
         values: dict[str, Any] = {}
         for f in fields(cls):
             if f.name in ("run", "rows", "metrics", "extra", "source", "schema_version") or f.name not in doc:
                 continue
-            values[f.name] = _convert(_hints(cls)[f.name], doc[f.name], f"{source}: {f.name}")
+            values[f.name] = convert(hints(cls)[f.name], doc[f.name], f"{source}: {f.name}", _FIX)
         return cls(run=run, rows=rows, metrics=metric_values, schema_version=version, source=source,
                    extra={k: v for k, v in doc.items() if k not in known}, **values)
-
-
-# --------------------------------------------------------------------------- building a run's results
-
-def with_row_metrics(result: QuestionResult | Mapping, k: int) -> QuestionResult:
-    """``result`` with every per-row metric field set: kept when present, else derived from
-    ``retrieved`` + ``needle_doc_ids`` and their grades (rows built before those fields existed). A row given as a
-    mapping (a journal line taken over by ``--resume``) is read with :meth:`QuestionResult.from_json`."""
-    if isinstance(result, Mapping):
-        result = QuestionResult.from_json(result)
-    if all(getattr(result, name) is not None for name in _ROW_METRIC_FIELDS):
-        return result
-    derived = M.row_metrics(result.retrieved, result.relevance, k)
-    return replace(result, **{name: derived[name] for name in _ROW_METRIC_FIELDS if getattr(result, name) is None})
-
-
-def run_metrics(rows: Sequence[QuestionResult], relevance: bool) -> list[M.Metric]:
-    """The registry's metrics a run has: all, less those needing a field the run did not fill
-    (the proxy metrics without chunk relevance)."""
-    return [m for m in M.metrics() if m.requires is None or (m.requires == "chunk_relevance" and relevance)]
-
-
-def confidence_intervals(rows: Sequence[QuestionResult], k: int, chosen: Sequence[M.Metric]
-                         ) -> tuple[dict[str, list[float] | None], dict[str, Any]]:
-    """95% percentile-bootstrap CI of each metric's mean over questions, in its unit, and the
-    bootstrap's record ``{resamples, seed, method}``. A metric resamples the questions that have a
-    value (the graded ones for the average grade); with judge repeats (``llm_grades``) the
-    grade-based metrics are two-level (components.analysis.statistics). Pooled metrics (not a mean
-    over questions) and fewer than 2 questions → null."""
-    from components.analysis import statistics as S
-
-    columns: dict[str, list] = {}
-    for m in chosen:
-        if m.pooled is not None:
-            continue
-        values = []
-        for r in rows:
-            v = m.value(r, k)
-            if v is None:
-                values.append(None)
-                continue
-            repeats = m.repeats(r, k) if m.repeats is not None else None
-            values.append(repeats if repeats else v)
-        columns[m.key] = values
-    by_mask: dict[tuple[bool, ...], list[str]] = {}
-    for name, values in columns.items():
-        by_mask.setdefault(tuple(v is not None for v in values), []).append(name)
-    ci95: dict[str, list[float] | None] = {}
-    for mask, names in by_mask.items():
-        cols = [[v for v in columns[name] if v is not None] for name in names]
-        for name, interval in zip(names, S.bootstrap_cis(cols, resamples=S.RESAMPLES, seed=S.BOOTSTRAP_SEED)):
-            ci95[name] = [round(interval[0], 6), round(interval[1], 6)] if interval else None
-    two_level = any(M.grade_repeats(r) is not None for r in rows)
-    record = {"resamples": S.RESAMPLES, "seed": S.BOOTSTRAP_SEED,
-              "method": S.METHOD + ("-two-level" if two_level else "")}
-    return {m.key: ci95.get(m.key) for m in chosen}, record
-
-
-def _group_value(result: QuestionResult, name: str) -> str:
-    value = result.extra[name] if name in result.extra else getattr(result, name, None)
-    if value is None:
-        return MISSING_GROUP
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
-def group_metrics(rows: Sequence[QuestionResult], k: int, group_by: Sequence[str] | None = None,
-                  chosen: Sequence[M.Metric] | None = None) -> dict[str, dict[str, dict[str, Any]]]:
-    """``{field: {value: {count, <each metric's aggregate>}}}``; values sorted, rows lacking the
-    field under ``"(none)"``. ``group_by`` None → each of category/difficulty/type/section that at
-    least one row carries in ``extra``."""
-    chosen = list(chosen) if chosen is not None else run_metrics(rows, False)
-    names = [f for f in GROUP_FIELDS if any(f in r.extra for r in rows)] if group_by is None else group_by
-    groups: dict[str, dict[str, dict[str, Any]]] = {}
-    for name in names:
-        members: dict[str, list[QuestionResult]] = {}
-        for r in rows:
-            members.setdefault(_group_value(r, name), []).append(r)
-        groups[name] = {value: {"count": len(rs), **{m.key: m.aggregate(rs, k) for m in chosen}}
-                        for value, rs in sorted(members.items())}
-    return groups
-
-
-def judge_consistency(rows: Sequence[QuestionResult]) -> dict | None:
-    """With judge repeats: how many questions were graded more than once, the share (percent) whose
-    grade moved by 2 or more between repeats, and the mean standard deviation of their grades.
-    None when no row has repeated grades."""
-    spreads = [(r.grade_spread, r.grade_sd) for r in rows if r.grade_spread is not None]
-    if not spreads:
-        return None
-    return {"questions": len(spreads),
-            "moved_2_or_more_rate": round(100.0 * sum(1 for s, _ in spreads if s >= 2) / len(spreads), 4),
-            "mean_sd": round(_stats.fmean(sd for _, sd in spreads if sd is not None), 4)}
-
-
-def order_check(rows: Sequence[QuestionResult]) -> dict | None:
-    """With ``--order-check``: over the questions graded in both orders, the mean absolute grade
-    change when the chunks are reversed, the share (percent) whose pass/fail at the pass mark flips,
-    and the mean signed change (reversed − original) with its paired 95% bootstrap interval. None
-    when no question was checked."""
-    from components.analysis import statistics as S
-
-    pairs = [(r.llm_grade, r.llm_grade_reversed, r.rank) for r in rows
-             if r.llm_grade is not None and r.llm_grade_reversed is not None]
-    if not pairs:
-        return None
-    changes = [float(b - a) for a, b, _ in pairs]
-    flips = sum(1 for a, b, rank in pairs
-                if (M.total_score(a, rank) >= M.PASS_MARK) != (M.total_score(b, rank) >= M.PASS_MARK))
-    ci = S.bootstrap_ci(changes)
-    return {"questions": len(pairs), "mean_abs_change": round(_stats.fmean(abs(c) for c in changes), 4),
-            "flip_rate": round(100.0 * flips / len(pairs), 4), "mean_change": round(_stats.fmean(changes), 4),
-            "mean_change_ci95": [round(ci[0], 4), round(ci[1], 4)] if ci else None,
-            "errors": sum(1 for r in rows if r.order_check_error)}
-
-
-def build_report(run: RunInfo, rows: Iterable[QuestionResult | Mapping], *, index_time_s: float | None = None,
-                 group_by: Sequence[str] | None = None, relevance: bool = False) -> RunResult:
-    """The run's :class:`RunResult`: every metric of the registry the run has (see
-    :func:`run_metrics`), their intervals and groups, the counts and the diagnosis counts.
-    Rows without the per-row metric fields get them derived."""
-    from components.analysis.diagnosis import count_tags
-
-    k = run.k
-    rows = [with_row_metrics(r, k) for r in rows]
-    chosen = run_metrics(rows, relevance)
-    ci95, record = confidence_intervals(rows, k, chosen)
-    graded = [r for r in rows if r.llm_grade is not None]
-    errors = Counter(r.grade_error.split(":", 1)[0] for r in rows if r.grade_error)
-    return RunResult(
-        run=run, rows=rows, metrics={m.key: m.aggregate(rows, k) for m in chosen}, ci95=ci95, bootstrap=record,
-        groups=group_metrics(rows, k, group_by, [m for m in chosen if m.pooled is None]),
-        question_count=len(rows), graded_count=len(graded), ungraded_count=len(rows) - len(graded),
-        grade_errors=dict(sorted(errors.items())), avg_latency_ms=M.average(r.latency_ms for r in rows),
-        index_time_s=index_time_s, diagnosis_counts=count_tags(rows),
-        chunk_relevance_count=sum(1 for r in rows if r.chunk_relevance is not None) if relevance else None,
-        judge_consistency=judge_consistency(rows), order_check=order_check(rows))
 
 
 # --------------------------------------------------------------------------- reading
@@ -523,128 +381,6 @@ def load_run(path: str | os.PathLike) -> RunResult:
     return RunResult.from_json(read_json_file(path), str(path))
 
 
-# --------------------------------------------------------------------------- typed checking
-
-class _Bad(Exception):
-    def __init__(self, where: str, message: str) -> None:
-        super().__init__(f"{where} {message}")
-
-
-def describe_json(value: object) -> str:
-    """What a JSON value is, in words, for messages: "null", "a boolean", "a number", "a string", "a list", "an object"."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "a list" if isinstance(value, list) else "an object" if isinstance(value, Mapping) else type(value).__name__
-
-
-def _expected(tp: Any) -> str:
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (Union, types.UnionType):
-        return " or ".join(_expected(a) for a in args)
-    if tp is type(None):
-        return "null"
-    if origin is list or tp is list:
-        return "a list"
-    if origin is dict or tp is dict or is_dataclass(tp):
-        return "an object"
-    return {str: "a string", int: "a whole number", float: "a number", bool: "true or false"}.get(tp, str(tp))
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
-    return _HINTS[cls]
-
-
-def _convert(tp: Any, value: object, where: str) -> Any:
-    """``value`` checked against ``tp`` (and converted: int → float, dataclasses built); raises
-    :class:`InputError` naming ``where``."""
-    try:
-        return _as(tp, value, where)
-    except _Bad as err:
-        raise InputError(f"{err}: {_FIX} (or correct that field)") from None
-
-
-def _as(tp: Any, value: object, where: str) -> Any:
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if tp is Any:
-        return value
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _as(arg, value, where)
-            except _Bad:
-                continue
-        raise _Bad(where, f"is {describe_json(value)}, not {_expected(tp)}")
-    if tp is str:
-        if not isinstance(value, str):
-            raise _Bad(where, f"is {describe_json(value)}, not a string")
-        return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise _Bad(where, f"is {describe_json(value)}, not true or false")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _Bad(where, f"is {describe_json(value)}, not a whole number")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _Bad(where, f"is {describe_json(value)}, not a number")
-        return float(value)
-    if origin is list or tp is list:
-        if not isinstance(value, list):
-            raise _Bad(where, f"is {describe_json(value)}, not a list")
-        item = args[0] if args else Any
-        return [_as(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict or tp is dict:
-        if not isinstance(value, Mapping):
-            raise _Bad(where, f"is {describe_json(value)}, not an object")
-        item = args[1] if args else Any
-        return {k: _as(item, v, f"{where}.{k}") for k, v in value.items()}
-    if is_dataclass(tp):
-        return _record_bad(tp, value, where)
-    raise _Bad(where, f"has a type this reader does not know ({tp})")  # pragma: no cover - a programming error
-
-
-def _record_bad(cls: type, data: object, where: str, extra: str | None = None) -> Any:
-    if not isinstance(data, Mapping):
-        raise _Bad(where, f"is {describe_json(data)}, not an object")
-    hints = _hints(cls)
-    names = {f.name for f in fields(cls)} - ({extra} if extra else set())
-    values = {}
-    for f in fields(cls):
-        if f.name == extra or f.name not in data:
-            continue
-        values[f.name] = _as(hints[f.name], data[f.name], f"{where}.{f.name}")
-    if extra:
-        values[extra] = {k: v for k, v in data.items() if k not in names}
-    for f in fields(cls):  # a required field a file lacks
-        if f.name not in values and f.default is MISSING and f.default_factory is MISSING:
-            raise _Bad(where, f"has no {f.name}")
-    return cls(**values)
-
-
-def _record(cls: type, data: object, where: str, extra: str | None = None) -> Any:
-    try:
-        return _record_bad(cls, data, where, extra)
-    except _Bad as err:
-        raise InputError(f"{err}: {_FIX} (or correct that field)") from None
-
-
 def _check_json(doc: object, source: str) -> None:
     """Every string of ``doc`` is valid Unicode (no lone surrogate) and it nests at most
     :data:`MAX_READ_DEPTH` deep. Iterative: cannot overflow the stack itself."""
@@ -662,58 +398,3 @@ def _check_json(doc: object, source: str) -> None:
                 raise InputError(f"{source}: the JSON is nested more than {MAX_READ_DEPTH} levels deep: {_FIX}")
             children = [*value.keys(), *value.values()] if isinstance(value, dict) else value
             stack.extend((child, depth + 1) for child in children)
-
-
-# --------------------------------------------------------------------------- the JSON Schema of a results file
-
-SCHEMA_ID = "https://retrieval-benchmark.invalid/results.schema.json"
-
-
-def _type_schema(tp: Any) -> dict:
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if tp is Any:
-        return {}
-    if origin in (Union, types.UnionType):
-        return {"anyOf": [_type_schema(a) for a in args]}
-    if tp is type(None):
-        return {"type": "null"}
-    simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
-    if tp in simple:
-        return {"type": simple[tp]}
-    if origin is list or tp is list:
-        return {"type": "array", **({"items": _type_schema(args[0])} if args else {})}
-    if origin is dict or tp is dict:
-        return {"type": "object", **({"additionalProperties": _type_schema(args[1])} if args else {})}
-    if is_dataclass(tp):
-        return _record_schema(tp)
-    raise TypeError(f"no JSON Schema for {tp}")  # pragma: no cover - a programming error
-
-
-def _record_schema(cls: type, flattened: str | None = None) -> dict:
-    hints = _hints(cls)
-    names = [f.name for f in fields(cls) if f.name not in ("extra", "details", "source")]
-    return {"type": "object", "properties": {n: _type_schema(hints[n]) for n in names}, "required": names,
-            "additionalProperties": True}
-
-
-def json_schema() -> dict:
-    """The JSON Schema (draft 2020-12) of a results file this version writes, derived from the
-    records' types and the metric registry; ``docs/results.schema.json`` is this, as JSON."""
-    number = {"type": ["number", "null"]}
-    metrics = {m.key: {**number, "description": f"{m.label} ({M.UNITS[m.unit]}; {m.level} level): {m.description}"}
-               for m in M.metrics()}
-    hints = _hints(RunResult)
-    top = {name: _type_schema(hints[name]) for name in ("question_count", "graded_count", "ungraded_count",
-                                                        "grade_errors", "avg_latency_ms", "index_time_s", "bootstrap",
-                                                        "groups", "diagnosis_counts", "chunk_relevance_count",
-                                                        "judge_consistency", "order_check")}
-    top["ci95"] = {"type": "object", "additionalProperties": {
-        "anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}]}}
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
-        "title": "Retrieval benchmark results", "type": "object",
-        "properties": {"schema_version": {"const": SCHEMA_VERSION}, "run": _record_schema(RunInfo), **metrics, **top,
-                       "results": {"type": "array", "items": _record_schema(QuestionResult)}},
-        "required": ["schema_version", "run", "question_count", "graded_count", "ungraded_count", "ci95", "results"],
-        "additionalProperties": True,
-    }

@@ -1,21 +1,10 @@
-"""What a run takes from the environment, read once by the edge (``benchmark.py``) and passed in.
+"""Reading the environment: the checks and defaults shared by everything that reads a variable.
 
-Everything is checked here, at start-up, so that a bad value gives one clear line (exit 2) instead
-of failed judge calls later: a judge that is not a provider, a timeout that is not a number of
-seconds in (0, :data:`MAX_JUDGE_TIMEOUT_S`], an unknown effort, and — through the judge provider's
-:meth:`~components.judges.providers.Provider.configure` — its key, endpoint and model ids. No
-message ever shows a secret. The helpers :func:`check_key`, :func:`check_base_url` and
-:func:`check_model_id` are for providers' own variables.
-
-Which provider and model serve each role:
-
-* judge: ``BENCHMARK_JUDGE`` (a provider name), or the provider of ``BENCHMARK_JUDGE_MODEL=<provider>/<model>``;
-  unset, the default provider when its key is set, else the offline judge. The model:
-  ``BENCHMARK_JUDGE_MODEL``'s, else the provider's own variable for the role, else its default.
-* providers of your own: ``BENCHMARK_PROVIDERS=package.module[,...]`` imports modules that register
-  one (``components.judges.providers.register_provider``).
-* rewriter (strategies that rewrite queries): ``BENCHMARK_REWRITER_MODEL=<provider>/<model>``, else
-  the judge's provider when it calls models, else the default provider when its key is set.
+The run's own settings (:class:`components.judges.settings.Settings`) and every judge provider's
+variables are checked with these, at start-up, so that a bad value gives one clear line (exit 2)
+naming the variable and the fix, and no message ever shows a secret: :func:`check_key`,
+:func:`check_base_url`, :func:`check_model_id`, :func:`seconds`; :func:`masked` and
+:func:`url_password` for what a URL may hide; :func:`default_cache_dir` for the index cache.
 """
 
 from __future__ import annotations
@@ -24,9 +13,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from utils.errors import InputError
@@ -38,98 +25,6 @@ DEFAULT_BATCH_POLL_MAX_S = 60.0  # --judge-batch polls a batch at least this oft
 MAX_BATCH_POLL_S = 3600.0  # BENCHMARK_BATCH_POLL_MAX above this is refused
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")  # lowest first
 MIN_PASSWORD_LENGTH = 4  # a shorter base-URL password is not redacted (it would blank ordinary words)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Everything the run takes from the environment, read once here."""
-
-    judge: str  # the judge's provider ("offline", "anthropic", ...)
-    judge_model: str | None  # None: a provider that calls no model
-    judge_timeout: float  # seconds, in (0, MAX_JUDGE_TIMEOUT_S]
-    rewriter: str | None = None  # the query rewriter's provider; None: none can be called
-    rewriter_model: str | None = None
-    judge_effort: str | None = None  # BENCHMARK_JUDGE_EFFORT: low … max, sent only where supported
-    retry_wait_max_s: float = 60.0  # BENCHMARK_RETRY_WAIT_MAX: the retry pass waits at most this
-    secrets: tuple[str, ...] = field(default=(), repr=False)  # what every output redacts (secrets_in)
-    cache_dir: Path | None = None  # the index cache's default folder (--cache-dir overrides it)
-    batch_poll_max_s: float = DEFAULT_BATCH_POLL_MAX_S  # BENCHMARK_BATCH_POLL_MAX
-    env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)  # the providers' variables
-    judge_config: Any = field(default=None, repr=False, compare=False)  # the judge provider's, checked
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Settings:
-        from components.judges.providers import (default_judge, load_provider_modules, provider_class, providers,
-                                                 secrets_in)
-
-        env = dict(env)
-        load_provider_modules([m.strip() for m in (env.get("BENCHMARK_PROVIDERS") or "").split(",") if m.strip()])
-        judge_spec = (env.get("BENCHMARK_JUDGE_MODEL") or "").strip()
-        named = (env.get("BENCHMARK_JUDGE") or "").strip().lower()
-        spec_provider, spec_model = _split_model(judge_spec)
-        if named and spec_provider and named != spec_provider:
-            raise InputError(f"BENCHMARK_JUDGE={named!r} and BENCHMARK_JUDGE_MODEL={judge_spec!r} name different "
-                             "providers: set one of them, or make them agree")
-        judge = named or spec_provider or default_judge(env)
-        judge_cls = provider_class(judge)
-        judge_model = _role_model(judge_cls, "judge", spec_model, env)
-        rewriter, rewriter_model = _rewriter(env, judge_cls)
-        declared = {v.name for c in providers().values() for v in c.variables}
-        declared |= {var for c in providers().values() for var in c.model_variables.values()}
-        config = None
-        if judge_cls.calls_models:  # only what is sent is checked: an offline run ignores a stale key
-            models = {"judge": judge_model}
-            if rewriter == judge and rewriter_model:
-                models["rewriter"] = rewriter_model
-            config = judge_cls.configure(env, models)
-        return cls(judge=judge, judge_model=judge_model, judge_timeout=_timeout(env.get("BENCHMARK_JUDGE_TIMEOUT")),
-                   rewriter=rewriter, rewriter_model=rewriter_model,
-                   judge_effort=_effort(env.get("BENCHMARK_JUDGE_EFFORT")),
-                   retry_wait_max_s=_retry_wait(env.get("BENCHMARK_RETRY_WAIT_MAX")), secrets=secrets_in(env),
-                   batch_poll_max_s=_poll_max(env.get("BENCHMARK_BATCH_POLL_MAX")),
-                   cache_dir=default_cache_dir(env), env={k: env[k] for k in declared if k in env},
-                   judge_config=config)
-
-    def provider_config(self, name: str, models: Mapping[str, str]) -> Any:
-        """The checked settings of provider ``name`` for ``models`` (the judge's are kept from start-up)."""
-        from components.judges.providers import provider_class
-
-        if name == self.judge and self.judge_config is not None and set(models) <= {"judge", "rewriter"} \
-                and all(models[r] == (self.judge_model if r == "judge" else self.rewriter_model) for r in models):
-            return self.judge_config
-        return provider_class(name).configure(self.env, models)
-
-
-def _split_model(spec: str) -> tuple[str | None, str | None]:
-    """``provider/model`` → (provider, model); ``model`` alone → (None, model); empty → (None, None)."""
-    if not spec:
-        return None, None
-    provider, sep, model = spec.partition("/")
-    if not sep:
-        return None, spec
-    return provider.strip().lower() or None, model.strip() or None
-
-
-def _role_model(cls, role: str, given: str | None, env: Mapping[str, str]) -> str | None:
-    if not cls.calls_models:
-        return None
-    variable = cls.model_variables.get(role)
-    return given or (env.get(variable) if variable else None) or cls.default_models.get(role)
-
-
-def _rewriter(env: Mapping[str, str], judge_cls) -> tuple[str | None, str | None]:
-    from components.judges.providers import provider_class, providers
-
-    spec = (env.get("BENCHMARK_REWRITER_MODEL") or "").strip()
-    provider, model = _split_model(spec)
-    if provider:
-        return provider, _role_model(provider_class(provider, "BENCHMARK_REWRITER_MODEL"), "rewriter", model, env)
-    if judge_cls.calls_models:
-        return judge_cls.name, _role_model(judge_cls, "rewriter", model, env)
-    for name, cls in providers().items():
-        if cls.is_default and cls.configured(env):
-            return name, _role_model(cls, "rewriter", model, env)
-    return None, None
 
 
 def default_cache_dir(env: Mapping[str, str]) -> Path:
@@ -191,21 +86,7 @@ def check_model_id(name: str, value: str, example: str) -> None:
                          f"such as {example}")
 
 
-def _timeout(raw: str | None) -> float:
-    return _seconds("BENCHMARK_JUDGE_TIMEOUT", raw, DEFAULT_JUDGE_TIMEOUT_S, 0.0, MAX_JUDGE_TIMEOUT_S, above_low=True)
-
-
-def _effort(raw: str | None) -> str | None:
-    effort = (raw or "").strip().lower()
-    if not effort:
-        return None
-    if effort not in EFFORT_LEVELS:
-        raise InputError(f"BENCHMARK_JUDGE_EFFORT={raw!r} is not an effort level: set it to one of "
-                         f"{', '.join(EFFORT_LEVELS)}, or unset it")
-    return effort
-
-
-def _seconds(name: str, raw: str | None, default: float, low: float, high: float, above_low: bool = False) -> float:
+def seconds(name: str, raw: str | None, default: float, low: float, high: float, above_low: bool = False) -> float:
     """``raw`` (the variable ``name``; empty: ``default``) as seconds in ``[low, high]`` (``(low, high]``
     with ``above_low``)."""
     raw = raw or f"{default:g}"
@@ -217,18 +98,3 @@ def _seconds(name: str, raw: str | None, default: float, low: float, high: float
         span = f"above {low:g} and at most {high:g}" if above_low else f"from {low:g} to {high:g}"
         raise InputError(f"{name}={raw!r} is not a number of seconds {span}: set it to e.g. {default:g}")
     return value
-
-
-def _retry_wait(raw: str | None) -> float:
-    return _seconds("BENCHMARK_RETRY_WAIT_MAX", raw, 60.0, 0.0, MAX_RETRY_WAIT_S)
-
-
-def _poll_max(raw: str | None) -> float:
-    return _seconds("BENCHMARK_BATCH_POLL_MAX", raw, DEFAULT_BATCH_POLL_MAX_S, 0.01, MAX_BATCH_POLL_S)
-
-
-def secrets_in(env: Mapping[str, str]) -> tuple[str, ...]:
-    """Every provider's secrets in ``env`` (see :func:`components.judges.providers.secrets_in`)."""
-    from components.judges.providers import secrets_in as provider_secrets
-
-    return provider_secrets(env)

@@ -49,97 +49,17 @@ import numpy as np
 from loguru import logger
 
 from components.analysis import statistics as S
-from utils import metrics as M
-from utils import trec
+from components.analysis.comparison import (ALPHA, BETTER, NOT_COMPARABLE, POWER, SAME, WORSE, MetricResult,
+                                            PairComparison, QuestionChange, QuestionView, RunSummary)
+from components.analysis.gate import check_gate
+from utils import metrics as M, trec
 from utils.console import shorten
 from utils.errors import EXIT_GATE, EXIT_OK, InputError
 from utils.output import check_output, write_json_atomic
 from utils.results import QuestionResult, RunResult, read_json_file
 
-ALPHA = 0.05
-POWER = 0.8
 TOP_DOCS = 3  # documents shown per question
-BETTER, WORSE, SAME, NOT_COMPARABLE = "better", "worse", "no detectable difference", "not comparable"
 COMPARE_SCHEMA_VERSION = 2
-
-
-@dataclass(frozen=True)
-class QuestionView:
-    """One question of one run, as compare sees it."""
-
-    question_id: str
-    question: str
-    rank: int | None
-    doc_rank: int | None
-    grade: float | None
-    total_score: float | None
-    top_docs: tuple[str, ...]
-    values: dict[str, float | None]  # metric key → the question's value (None: not part of that metric)
-    repeats: dict[str, list[float]]  # metric key → one value per judge repeat, when the row has llm_grades
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    label: str
-    kind: str  # "run" | "reference"
-    run_id: str | None
-    strategy: str | None
-    source: str | None  # file path, or "reference_ranks" for a reference system
-    k: int | None
-    status: str | None
-    question_count: int  # questions in its file
-    corpus_sha256: str | None
-    judge_provider: str | None
-    judge_model: str | None
-    judge_prompt_sha256: str | None
-    means: dict[str, float | None]  # over the common questions that have the metric
-
-
-@dataclass(frozen=True)
-class MetricResult:
-    metric: str
-    n: int  # paired questions (both runs have the metric)
-    mean_baseline: float | None
-    mean_other: float | None
-    delta: float | None  # mean(other − baseline)
-    ci95: tuple[float, float] | None
-    p: float | None  # sign-flip, two-sided
-    p_holm: float | None  # when the family has more than one comparison
-    wins: int  # questions where other > baseline
-    ties: int
-    losses: int
-    verdict: str
-    mde: float | None  # smallest detectable |delta| with these n questions
-    effect: float
-    questions_needed: int | None  # to detect ``effect``
-
-
-@dataclass(frozen=True)
-class QuestionChange:
-    question_id: str
-    question: str
-    rank_before: int | None
-    rank_after: int | None
-    doc_rank_before: int | None
-    doc_rank_after: int | None
-    grade_before: float | None
-    grade_after: float | None
-    total_before: float | None
-    total_after: float | None
-    delta_total: float | None
-    delta_rr: float
-    top_docs_before: list[str]
-    top_docs_after: list[str]
-
-
-@dataclass(frozen=True)
-class PairComparison:
-    baseline: str
-    other: str
-    kind: str  # "run" | "reference"
-    metrics: list[MetricResult]
-    worse: list[QuestionChange] = field(default_factory=list)
-    better: list[QuestionChange] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -165,8 +85,6 @@ class Comparison:
     def gate(self, *, worse: Sequence[str] | bool = False, margins: dict[str, float] | None = None,
              regressions: int | None = None):
         """The CI gate on this comparison: :func:`components.analysis.gate.check_gate`."""
-        from components.analysis.gate import check_gate
-
         return check_gate(self, worse=worse, margins=margins, regressions=regressions)
 
     def __str__(self) -> str:
@@ -215,7 +133,7 @@ def question_view(row: QuestionResult, k: int, graded_run: bool = True,
     schema-1 row lacks are derived from ``retrieved`` + ``needle_doc_ids``. ``graded_run`` False (no
     question of the run was graded, e.g. the offline judge without expected answers): the metrics
     that need a grade are null rather than 0 for every question."""
-    from utils.results import with_row_metrics
+    from components.analysis.aggregate import with_row_metrics
 
     row = with_row_metrics(row, k)
     specs = list(specs) if specs is not None else M.metrics(compared=True)

@@ -49,8 +49,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from components.core import Chunk
 from components.judges.lexical_judge import TermStats, chunk_terms, key_terms
-from poc.chunking import Chunk
 from utils.metrics import PASS_MARK
 
 VOCABULARY_MIN_SHARE = 0.5

@@ -25,13 +25,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
 
+from components.analysis.comparison import NOT_COMPARABLE, WORSE, MetricResult, PairComparison
 from utils import metrics as M
 from utils.errors import InputError
-
-if TYPE_CHECKING:
-    from components.analysis.compare import Comparison, MetricResult, PairComparison
 
 ALIASES = {"ndcg": "ndcg_at_k", "map": "map_at_k", "recall": "recall_at_k", "hit1": "hit_at_1_rate",
            "hit5": "hit_at_5_rate", "grade": "avg_llm_grade", "total": "avg_total_score", "pass7": "pass_rate_7"}
@@ -137,8 +134,6 @@ def _figures(spec: M.Metric, r: MetricResult) -> str:
 
 
 def _worse(pc: PairComparison, spec: M.Metric, r: MetricResult, alpha: float, k: int) -> GateCheck:
-    from components.analysis.compare import NOT_COMPARABLE, WORSE
-
     head = f"{spec.key} ({spec.label_at(k)}), {pc.other} vs {pc.baseline}"
     if r.verdict == NOT_COMPARABLE:
         return GateCheck(pc.other, pc.baseline, WORSE_RULE, spec.key, False, False,
@@ -178,12 +173,15 @@ def gated_metrics(worse: Sequence[str] | bool, margins: Mapping[str, float]) -> 
     return list(dict.fromkeys([*named, *margins]))
 
 
-def check_gate(comparison: Comparison, *, worse: Sequence[str] | bool = False,
+def check_gate(comparison: "Comparison", *, worse: Sequence[str] | bool = False,
                margins: Mapping[str, float] | None = None, regressions: int | None = None) -> GateResult:
     """The gate on ``comparison`` (see the module docstring): ``worse`` True (every compared metric)
     or metric keys (or :data:`ALIASES`); ``margins`` {metric key: margin}; ``regressions`` the most questions allowed to
     lose their rank-1 hit (None: not checked). A metric with a margin is judged by the margin only.
-    Raises :class:`InputError` for a metric the comparison did not compare."""
+    Raises :class:`InputError` for a metric the comparison did not compare.
+
+    ``comparison`` is a :class:`components.analysis.compare.Comparison`, named in the annotation
+    without an import: that module imports this one (for ``Comparison.gate``)."""
     margins = {ALIASES.get(key, key): value for key, value in (margins or {}).items()}
     names = list(comparison.metrics) if worse is True else [ALIASES.get(n, n) for n in worse or []]
     for key in [*names, *margins]:

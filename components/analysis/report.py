@@ -31,14 +31,17 @@ from typing import Any
 
 from loguru import logger
 
-from components.analysis.compare import BETTER, WORSE, compare_runs, default_labels, question_view
+from components.analysis.aggregate import GROUP_FIELDS
+from components.analysis.compare import compare_runs, default_labels, question_view
+from components.analysis.comparison import BETTER, WORSE
 from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
+from components.judges.providers import is_proxy_judge
 from utils import metrics as M
-from utils.console import NOTHING_GRADED, escape_control, format_ci, is_number, is_proxy_judge, shorten
+from utils.console import NOTHING_GRADED, escape_control, format_ci, is_number, shorten
 from utils.metrics import PASS_MARK
 from utils.output import check_output, write_text_atomic
 from utils.redaction import Redactor
-from utils.results import GROUP_FIELDS, RunResult, load_run
+from utils.results import RunResult, load_run
 
 MAX_GROUP_VALUES = 12  # a field with more values than this is shown as its largest groups plus "other"
 MAX_PLOTTED_RANK = 20  # ranks beyond this share one bar (and one column of the grade-against-rank plot)

@@ -1,7 +1,8 @@
 """The contexts of a question that validation and dataset export need, from one BM25 index.
 
-One :class:`poc.bm25.BM25Retriever` indexes every chunk of the corpus (its tokenizer: English
-stopwords, Snowball stems; IDF over the whole corpus). From it:
+One BM25 retriever, the registered ``baseline`` strategy's (:mod:`components.core.strategies`),
+indexes every chunk of the corpus (its tokenizer: English stopwords, Snowball stems; IDF over the
+whole corpus); its ``scores(query)`` gives every chunk's score. From it:
 
 * **gold** (:meth:`ContextIndex.gold`) — the chunks of the question's needle document(s), ranked
   by their BM25 score for the question (ties, e.g. no query term in the document: document
@@ -28,10 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poc.bm25 import BM25Retriever
-from poc.chunking import Chunk
-from poc.retriever import ScoredChunk
+from components.core import Chunk, ScoredChunk, resolve_strategy
 
+BM25_STRATEGY = "baseline"  # the registered strategy whose retriever is BM25 (with scores(query))
 
 HOLDS_ANSWER = 3  # the lexical relevance band of a chunk that holds the expected answer
 
@@ -56,7 +56,7 @@ class Positive:
 class ContextIndex:
     def __init__(self, chunks: Sequence[Chunk]) -> None:
         self.chunks = list(chunks)
-        self._bm25 = BM25Retriever()
+        self._bm25 = resolve_strategy(BM25_STRATEGY).factory()
         self._bm25.index(self.chunks)
         self._doc_ids = {c.doc_id for c in self.chunks}
         self._by_doc: dict[str, list[int]] = {}

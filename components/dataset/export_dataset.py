@@ -35,14 +35,15 @@ from pathlib import Path
 
 from loguru import logger
 
+from components.core import Question, QuestionSet, ScoredChunk
+from components.core.questions import check_needles
 from components.dataset.context_index import ContextIndex, Positive
-from poc.retriever import ScoredChunk
+from components.judges.settings import Settings
+from components.readers import load_questions
 from utils.errors import InputError
-from utils.questions import Question, QuestionSet, check_needles, load_questions
 from utils.output import check_output, strict_json_value, write_text_atomic
-from utils.results import describe_json
 from utils.redaction import Redactor
-from utils.settings import Settings
+from utils.typecheck import describe_json
 
 SOURCE = "benchmark_mining"
 DEFAULT_OUTPUT = "dataset.jsonl"
@@ -156,8 +157,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     redact = Redactor(settings.secrets)
     qset = load_questions(args.questions)
     validation = load_validation(args.validation, qset) if args.validation is not None else None
-    from poc.chunking import chunk_corpus
-    from poc.corpus import load_corpus
+    from components.core.chunking import chunk_corpus
+    from components.readers import load_corpus
 
     corpus = load_corpus(args.corpus)
     check_needles(qset, corpus.ids(), corpus.source)

@@ -48,17 +48,17 @@ from pathlib import Path
 
 from loguru import logger
 
+from components.core import Chunk, Question, QuestionSet
 from components.dataset.context_index import ContextIndex
 from components.judges.providers import default_provider
-from components.judges.setup import make_judge
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
-from poc.chunking import Chunk
+from components.judges.settings import Settings
+from components.judges.setup import make_judge
+from components.readers import load_questions
 from utils.console import escape_control
 from utils.errors import InputError, JudgeError
-from utils.questions import Question, QuestionSet, load_questions
 from utils.output import check_output, write_json_atomic
 from utils.redaction import Redactor
-from utils.settings import Settings
 
 SUFFICIENCY_MIN = 7
 NECESSITY_MAX = 3
@@ -425,8 +425,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                                         example="questions_clean.json")
     redact = Redactor(settings.secrets)
     qset = load_questions(args.questions)
-    from poc.chunking import chunk_corpus
-    from poc.corpus import load_corpus
+    from components.core.chunking import chunk_corpus
+    from components.readers import load_corpus
 
     corpus = load_corpus(args.corpus)
     chunks = chunk_corpus(corpus.documents)

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 from loguru import logger
 
-from components.judges.retrieval_grader import fill_prompt, fill_slots, format_chunks, json_values, prompt_field
-from poc.chunking import Chunk
-from utils.errors import JudgeError
+from components.core import Chunk
 from components.judges.llm import LLM, LLMReply
+from components.judges.retrieval_grader import fill_prompt, fill_slots, format_chunks, json_values, prompt_field
+from utils.errors import JudgeError
 
 # Two variants differing only in their slots, as the grading prompt's: against the expected answer,
 # or (no expected answer) from the question alone.

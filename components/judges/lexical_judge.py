@@ -35,9 +35,9 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 from loguru import logger
 
+from components.core import Chunk
 from components.judges.chunk_relevance import RelevanceResult
 from components.judges.retrieval_grader import GradeResult
-from poc.chunking import Chunk
 
 _TOKEN = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-/]*[A-Za-z0-9_])?")
 _STOP = frozenset(STOPWORDS_EN)

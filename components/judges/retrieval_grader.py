@@ -42,10 +42,10 @@ from dataclasses import dataclass
 
 from loguru import logger
 
-from poc.chunking import Chunk
+from components.core import Chunk
+from components.judges.llm import LLM, LLMReply
 from utils.console import escape_control
 from utils.errors import JudgeError
-from components.judges.llm import LLM, LLMReply
 
 # The grading prompt has two variants that differ only in the four slots below: the user's prompt
 # (graded against the expected answer) and the reference-free one, for questions without an expected

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from loguru import logger
 
+from components.core import Chunk
 from components.judges.providers import ModelChoice, Provider, provider_class, providers
-from poc.chunking import Chunk
+from components.judges.settings import Settings
 from utils.errors import InputError
-from utils.settings import Settings
 
 
 @dataclass(frozen=True)

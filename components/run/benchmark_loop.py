@@ -36,16 +36,14 @@ from typing import Any, Protocol
 
 from loguru import logger
 
+from components.core import Chunk, Question, Retriever, ScoredChunk
 from components.judges.llm import TRANSIENT_KINDS, LLMReply
 from components.judges.retrieval_grader import GradeResult
 from components.run.concurrency import Gate
 from components.run.query_rewriter import QueryRewriter, RewriteResult
-from poc.chunking import Chunk
-from poc.retriever import Retriever, ScoredChunk
+from utils.console import escape_control
 from utils.errors import JudgeError
 from utils.metrics import RetrievalMetrics as M
-from utils.questions import Question
-from utils.console import escape_control
 from utils.results import QuestionResult, RetrievedItem
 
 MAX_RETRY_WAIT_S = 60.0  # the retry pass waits the longest retry-after seen, at most this
@@ -77,9 +75,9 @@ def _as_scored(item: object) -> ScoredChunk:
     for name in ("doc_id", "chunk_id"):
         if not isinstance(getattr(chunk, name, None), str):
             raise TypeError(f"retrieve() returned a {type(item).__name__} without a string {name}; "
-                            "return poc.retriever.ScoredChunk items")
+                            "return components.core.ScoredChunk items")
     if not isinstance(getattr(chunk, "index_text", None), str):
-        raise TypeError("retrieve() returned a chunk without index_text: return poc.chunking.Chunk items")
+        raise TypeError("retrieve() returned a chunk without index_text: return components.core.Chunk items")
     score = _score(getattr(item, "score", None)) if chunk is not item else None
     return ScoredChunk(chunk, score)  # type: ignore[arg-type]
 

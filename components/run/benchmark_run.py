@@ -30,21 +30,23 @@ from pathlib import Path
 
 from loguru import logger
 
+from components.core import QuestionSet, Strategy, resolve_strategy
+from components.core.questions import check_needles
 from components.judges.chunk_relevance import RELEVANCE_PROMPT_SHA256
+from components.judges.providers import is_proxy_judge
 from components.judges.retrieval_grader import PROMPT_SHA256
+from components.judges.settings import Settings
 from components.judges.setup import check_models
+from components.readers import load_questions
 from components.run.evaluation import Judging, RunContext, evaluate, prepare, selected_questions
 from components.run.journal import Journal, read_rows
 from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
-from poc.strategies import Strategy, resolve_strategy
 from utils.console import Progress, escape_control, question_line, summary_table
 from utils.errors import InputError
 from utils.metrics import METRICS
 from utils.output import check_writable, write_json_atomic
-from utils.questions import QuestionSet, check_needles, load_questions
 from utils.results import QuestionResult, RunResult
-from utils.settings import Settings
 
 RUNS_FOLDER = "runs"
 # The fields --resume must find unchanged: (identity key, what the user changes to fix it).
@@ -161,8 +163,8 @@ def resume_defaults(args, env: dict[str, str], given: set[str]) -> None:
     ``--strategy``, ``--k``, a selection (``--quick``/``--limit``/``--ids``) or a judge setting: take
     them from what FILE recorded (``args`` and ``env`` are updated; a value given on the command line
     stays, and :func:`_check_resume` refuses a real conflict later)."""
-    from poc.corpus import BUILTIN_SOURCE
-    from utils.questions import STDIN_NAME
+    from components.core.corpus import BUILTIN_SOURCE
+    from components.readers.questions_json import STDIN_NAME
 
     run, _ = read_rows(args.resume)
     recorded = identity_of(run)
@@ -198,7 +200,7 @@ def _print_summary(result: RunResult) -> None:
     """The run's METRIC log lines, then its summary table on stdout."""
     log_metrics(result)
     logger.info("Summary ({} judge: {}) follows on stdout", result.run.judge.provider, result.run.judge.model)
-    sys.stdout.write(summary_table(result))
+    sys.stdout.write(summary_table(result, proxy=is_proxy_judge(result.run.judge.provider)))
     sys.stdout.flush()
     if result.run.recovered:
         logger.info("The retry pass recovered {} grade(s)", result.run.recovered)
@@ -226,7 +228,7 @@ class BenchmarkRun:
         self.o, self.settings, self.state = options, settings, state
         self.should_stop = should_stop
         self.deferred_signals = deferred_signals  # a context manager factory: signals wait while writing
-        self.secrets = settings.secrets  # every provider's secrets (utils.settings.secrets_in)
+        self.secrets = settings.secrets  # every provider's secrets (components.judges.providers.secrets_in)
 
     # ------------------------------------------------------------------ start-up checks
 

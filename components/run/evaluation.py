@@ -26,20 +26,21 @@ from typing import Any
 
 from loguru import logger
 
+from components.analysis.aggregate import build_report
+from components.core import Chunk, Question, QuestionSet, Retriever, Strategy, resolve_strategy
+from components.core.questions import check_needles
 from components.judges.chunk_relevance import RELEVANCE_PROMPT_SHA256
 from components.judges.providers import ModelChoice, provider_packages
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
+from components.judges.settings import Settings
 from components.judges.setup import JudgeSetup, check_models, make_judge, relevance_judge
+from components.readers import load_questions
+from components.readers.questions_json import parse_questions
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.concurrency import check_concurrency
 from components.run.index_cache import PreparedIndex, prepare_index
-from poc.chunking import Chunk
-from poc.retriever import Retriever
-from poc.strategies import Strategy, resolve_strategy
 from utils.errors import InputError
-from utils.questions import Question, QuestionSet, check_needles, load_questions, parse_questions
-from utils.results import CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult, build_report
-from utils.settings import Settings
+from utils.results import CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
 from utils.versions import package_versions
 
 PACKAGES = ("bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")  # and each provider's (its module)
@@ -130,7 +131,7 @@ def prepare(retriever: Retriever | Strategy | str | PreparedIndex, corpus: Any =
     """``(prepared index, strategy name)`` for a retriever (an object with ``index``/``retrieve``,
     a registered strategy name, ``package.module:factory``, or a :class:`Strategy`) over
     ``corpus``: a folder of Markdown files, None (the built-in corpus), a
-    :class:`~poc.corpus.Corpus`, or a list of :class:`~poc.corpus.Document`. An already
+    :class:`~components.core.Corpus`, or a list of :class:`~components.core.Document`. An already
     :class:`PreparedIndex` is used as it is."""
     if isinstance(retriever, PreparedIndex):
         return retriever, name or type(retriever.retriever).__name__
@@ -178,8 +179,8 @@ def _prepared(factory: Callable[[], Retriever], label: str, corpus: Any, cache_d
     if corpus is None or isinstance(corpus, (str, os.PathLike)):
         return prepare_index(Path(corpus) if corpus is not None else None, label, factory, cache_dir,
                              check_ids=check_ids)
-    from poc.chunking import chunk_corpus
-    from poc.corpus import Corpus
+    from components.core import Corpus
+    from components.core.chunking import chunk_corpus
 
     documents = list(corpus.documents if isinstance(corpus, Corpus) else corpus)
     digest = hashlib.sha256()

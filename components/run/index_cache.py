@@ -9,12 +9,13 @@ and writes nothing.
 (no Markdown parsing), checks the doc ids, and then either loads the cache entry for the key or
 builds the chunks and the index and stores them as a new entry.
 
-The key is the SHA-256 of: the corpus content (doc ids and raw bytes, or a BEIR
-``corpus.jsonl``'s lines: the same digest as ``poc.corpus.load_corpus``'s ``sha256``), the chunker settings, the strategy name, the retriever's
+The key is the SHA-256 of: the corpus content (its reader's fingerprint: doc ids and raw bytes, or
+a BEIR ``corpus.jsonl``'s lines; the same digest as the ``sha256`` of
+:func:`components.readers.load_corpus`), the chunker settings, the strategy name, the retriever's
 classes and public settings (scalar attributes, nested retrievers included), the source files of
-``poc/corpus.py``, ``poc/chunking.py``, ``utils/beir.py`` and of every module defining a class of the
-retriever, and
-the versions of python, bm25s, PyStemmer, wordllama and numpy. Any change to one of them is a new
+every corpus reader (:mod:`components.readers`), of the chunker (``components/core/chunking.py``)
+and of every module defining a class of the retriever, and the versions of python, bm25s,
+PyStemmer, wordllama and numpy. Any change to one of them is a new
 entry; old entries stay until the folder is deleted (nothing is evicted).
 
 Layout: ``<cache dir>/index-v2/<key>/`` holds ``meta.json`` (format, key, the key's parts, the
@@ -61,8 +62,9 @@ from pathlib import Path
 
 from loguru import logger
 
-from poc.chunking import Chunk
-from poc.retriever import Retriever
+from components.core import Chunk, Retriever, chunking
+from components.core.corpus import BUILTIN_SOURCE
+from components.readers import CORPUS, load_corpus, reader_for, readers
 from utils.versions import package_versions
 
 CACHE_FORMAT = 2  # 2: meta.json records the SHA-256 of every file
@@ -77,8 +79,8 @@ STALE_TEMP_S = 24 * 3600  # a temporary folder this old was left by a killed run
 class PreparedIndex:
     """A corpus chunked and indexed, from the cache or freshly built."""
 
-    source: str  # the corpus folder as given, or poc.corpus.BUILTIN_SOURCE
-    sha256: str  # over the sorted (doc id, raw bytes) pairs, as poc.corpus.load_corpus computes it
+    source: str  # the corpus folder as given, or components.core.corpus.BUILTIN_SOURCE
+    sha256: str  # the corpus's digest (Corpus.sha256), as its reader computes it
     doc_ids: frozenset[str]
     chunks: list[Chunk]
     retriever: Retriever  # indexed, ready for retrieve()
@@ -114,26 +116,11 @@ class _Unusable(Exception):
 # --------------------------------------------------------------------------- fingerprint and key
 
 def fingerprint(corpus_arg: Path | None) -> CorpusFingerprint:
-    """Doc ids and content digest of a corpus, from the raw bytes only (no parsing). The digest
-    is the one ``poc.corpus.load_corpus`` gives (``tests/test_index_cache.py`` checks it)."""
-    from poc.corpus import BUILTIN_SOURCE, corpus_files
-
-    digest = hashlib.sha256()
-    if corpus_arg is None:
-        from pydoc_data.topics import topics
-
-        for key in sorted(topics):
-            digest.update(key.encode() + b"\0" + topics[key].encode() + b"\0")
-        return CorpusFingerprint(BUILTIN_SOURCE, frozenset(topics), digest.hexdigest())
-    from utils import beir
-
-    if beir.corpus_file(Path(corpus_arg)) is not None:  # a corpus.jsonl: its ids and the digest of its lines
-        ids, sha256 = beir.fingerprint_corpus(Path(corpus_arg))
-        return CorpusFingerprint(str(Path(corpus_arg)), ids, sha256)
-    files = corpus_files(corpus_arg)
-    for doc_id, path in files:
-        digest.update(doc_id.encode() + b"\0" + path.read_bytes() + b"\0")
-    return CorpusFingerprint(str(Path(corpus_arg)), frozenset(doc_id for doc_id, _ in files), digest.hexdigest())
+    """Doc ids and content digest of a corpus, from the raw bytes only (no parsing): its reader's
+    fingerprint, the digest :func:`components.readers.load_corpus` gives (``tests/test_index_cache.py``
+    checks it)."""
+    ids, sha256 = reader_for(corpus_arg, CORPUS).fingerprint(Path(corpus_arg) if corpus_arg is not None else None)
+    return CorpusFingerprint(BUILTIN_SOURCE if corpus_arg is None else str(Path(corpus_arg)), ids, sha256)
 
 
 def _is_retriever(value: object) -> bool:
@@ -180,9 +167,7 @@ def _versions() -> dict[str, str]:
 
 def key_parts(corpus_sha256: str, strategy_name: str, retriever: object) -> dict:
     """Everything the entry depends on (its SHA-256 is the key)."""
-    import utils.beir  # noqa: F401 - its source is part of the key (it reads BEIR corpora)
-    from poc import chunking
-
+    corpus_readers = {r.module for r in readers().values() if r.reads == CORPUS}
     return {
         "format": CACHE_FORMAT,
         "corpus_sha256": corpus_sha256,
@@ -190,7 +175,7 @@ def key_parts(corpus_sha256: str, strategy_name: str, retriever: object) -> dict
                     "min_words": chunking.MIN_WORDS},
         "strategy": strategy_name,
         "retriever": describe(retriever),
-        "code": _source_digests({"poc.corpus", "poc.chunking", "utils.beir"} | _class_modules(retriever)),
+        "code": _source_digests({chunking.__name__, *corpus_readers} | _class_modules(retriever)),
         "versions": _versions(),
     }
 
@@ -407,15 +392,12 @@ def _build(corpus_arg: Path | None, retriever: Retriever, check_ids: Callable[[f
            ) -> tuple[CorpusFingerprint, list[Chunk], float, float]:
     """Load, chunk and index into ``retriever``: ``(fingerprint, chunks, load_s, index_s)``. The
     parsed documents are dropped before indexing (at 100k pages they are most of a gigabyte)."""
-    from poc.chunking import chunk_corpus
-    from poc.corpus import load_corpus
-
     t0 = time.perf_counter()
     corpus = load_corpus(corpus_arg)
     fp = CorpusFingerprint(corpus.source, frozenset(corpus.ids()), corpus.sha256)
     if check_ids is not None:
         check_ids(fp.doc_ids, fp.source)
-    chunks = chunk_corpus(corpus.documents)
+    chunks = chunking.chunk_corpus(corpus.documents)
     del corpus
     _release_freed_memory()
     t1 = time.perf_counter()

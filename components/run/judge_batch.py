@@ -71,21 +71,21 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from components.judges.llm import LLMReply
-from components.judges.retrieval_grader import GradeResult, build_prompt, grade_reply, prompt_variant
+from components.core import Question
+from components.judges.batch import BatchAPI, BatchEntry, CreateFailed, Skipped
+from components.judges.retrieval_grader import GradeResult, build_prompt, prompt_variant
 from components.run.benchmark_loop import Partial, combine_grades, typed_rows
 from utils.errors import InputError, JudgeError
 from utils.metrics import RetrievalMetrics as M
-from utils.questions import Question
 from utils.settings import DEFAULT_BATCH_POLL_MAX_S
 
 if TYPE_CHECKING:
+    from components.core import Chunk
     from components.run.benchmark_loop import BenchmarkLoop
-    from poc.chunking import Chunk
 
 MAX_BATCH_REQUESTS = 100_000  # the API's limit per batch
 MAX_BATCH_BYTES = 256_000_000  # 256 MB of request JSON per batch (the API's limit), measured ASCII-escaped
@@ -99,7 +99,6 @@ MAX_POLL_FAILURES = 10  # transient failures in a row while polling before the c
 # stops after this many such lines, or past a byte budget of (2 x requests + 10) line caps, keeping
 # what was matched: a hostile endpoint cannot stream forever, and a few bad lines never cost the batch.
 MAX_UNMATCHED_LINES = 1_000
-RESULTS_BUDGET_SLACK_LINES = 10
 _WARNED_PER_REASON = 10  # skipped lines of one reason logged one by one at WARNING; the rest at DEBUG
 _CUSTOM_ID = re.compile(r"q(\d+)(?:r(\d+))?")
 
@@ -242,34 +241,6 @@ class BatchRecord:
                    skipped_lines=skipped if isinstance(skipped, dict) else {})
 
 
-@dataclass(frozen=True)
-class BatchEntry:
-    """One request's result in a batch."""
-
-    kind: str  # "succeeded" | "errored" | "expired" | "canceled" | "missing"
-    batch_id: str
-    custom_id: str
-    reply: LLMReply | None = None
-    error_type: str | None = None
-    message: str | None = None
-    transient: bool = False  # errored by a transient error: worth re-submitting once
-
-    def grade(self, variant: str, latency_ms: float) -> GradeResult:
-        """The :class:`GradeResult` this entry gives: a succeeded one is graded as a sequential
-        reply; any other kind is a null grade with the reason."""
-        if self.kind == "succeeded" and self.reply is not None:
-            return grade_reply(self.reply, variant, latency_ms)
-        if self.kind == "errored":
-            error = f"batch_errored: {self.error_type}: {self.message}"
-        elif self.kind == "expired":
-            error = f"batch_expired: batch {self.batch_id} ended (24 h) before this request was processed"
-        elif self.kind == "canceled":
-            error = f"batch_canceled: batch {self.batch_id} was canceled before this request was processed"
-        else:
-            error = f"batch_errored: no result for this request in the results of batch {self.batch_id}"
-        return GradeResult(None, None, latency_ms, error, None, variant)
-
-
 def split_requests(requests: Sequence[BatchRequest], max_requests: int = MAX_BATCH_REQUESTS,
                    max_bytes: int = MAX_BATCH_BYTES) -> list[list[BatchRequest]]:
     """``requests`` in order, cut into batches of at most ``max_requests`` requests and
@@ -289,49 +260,6 @@ def split_requests(requests: Sequence[BatchRequest], max_requests: int = MAX_BAT
     if current:
         batches.append(current)
     return batches
-
-
-@dataclass(frozen=True)
-class BatchStatus:
-    """A batch as the provider's batch API reports it."""
-
-    id: str
-    processing_status: str | None
-    request_counts: dict
-    ended: bool
-
-
-class CreateFailed(JudgeError):
-    """A batch create that failed; ``retryable`` when the API answered that nothing was created
-    (it may be tried again). One that got no answer is not retryable: it may have created the batch."""
-
-    def __init__(self, kind: str, message: str, *, fatal: bool, retry_after: float | None = None,
-                 retryable: bool = False) -> None:
-        super().__init__(kind, message, fatal=fatal, retry_after=retry_after)
-        self.retryable = retryable
-
-
-class BatchAPI(Protocol):
-    """A judge provider's batch transport (:meth:`Provider.batch_api`)."""
-
-    model: str
-    max_line_bytes: int  # a results line longer than this is skipped (read in pieces and discarded)
-
-    def request(self, custom_id: str, prompt: str) -> dict:
-        """One request of the batch envelope: the same request as a sequential call."""
-
-    def create(self, requests: list[dict]) -> BatchStatus:
-        """Create a batch; raises :class:`CreateFailed`."""
-
-    def retrieve(self, batch_id: str) -> BatchStatus:
-        """Its status now; raises :class:`JudgeError`."""
-
-    def results(self, batch_id: str, expected: int) -> Iterator[bytes | Skipped]:
-        """Its raw results lines (:func:`result_lines`: a :class:`Skipped` stands for a line not
-        delivered); raises :class:`JudgeError` when they cannot be read."""
-
-    def entry(self, batch_id: str, line: object) -> BatchEntry | None:
-        """One decoded results line as a :class:`BatchEntry`; None when it names no request."""
 
 
 class BatchJudge:
@@ -539,50 +467,6 @@ class BatchJudge:
             level = "WARNING" if skipped[reason] < _WARNED_PER_REASON else "DEBUG"
             logger.log(level, "Batch {}: {}", record.id, why)
         return reason
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A results line :func:`result_lines` does not deliver: ``over_line_cap`` (its bytes were
-    discarded), or ``budget`` (the byte budget is spent: the last item)."""
-
-    reason: str
-
-
-def result_lines(chunks: Iterator[bytes], cap: int, budget: int | None = None) -> Iterator[bytes | Skipped]:
-    """The non-empty lines of a byte stream, in order. A line over ``cap`` bytes is read in pieces
-    and discarded (never held whole): ``Skipped("over_line_cap")`` stands in its place. Past
-    ``budget`` bytes read, ``Skipped("budget")`` is given and the reading stops."""
-    buf = bytearray()
-    discarding = False  # inside a line over the cap
-    total = 0
-    for chunk in chunks:
-        total += len(chunk)
-        if budget is not None and total > budget:
-            yield Skipped("budget")
-            return
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            piece = chunk[start:] if end == -1 else chunk[start:end]
-            if not discarding and len(buf) + len(piece) > cap:
-                discarding = True
-                buf.clear()
-            if not discarding:
-                buf += piece
-            if end == -1:
-                break
-            if discarding:
-                discarding = False
-                yield Skipped("over_line_cap")
-            elif buf.strip():
-                yield bytes(buf)
-            buf.clear()
-            start = end + 1
-    if discarding:
-        yield Skipped("over_line_cap")
-    elif buf.strip():
-        yield bytes(buf)
 
 
 # --------------------------------------------------------------------------- the run

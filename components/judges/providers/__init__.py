@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from utils.errors import InputError
 from utils.pricing import NO_PRICES, PriceTable
+from utils.redaction import register_secret_source
 
 if TYPE_CHECKING:
+    from components.core import Chunk
     from components.judges.llm import LLM
-    from poc.chunking import Chunk
-    from utils.settings import Settings
 
 ROLES = ("judge", "rewriter")
 _BUILTIN = {"offline": "components.judges.providers.offline", "anthropic": "components.judges.providers.anthropic",
@@ -89,7 +89,7 @@ class Provider:
     prices: ClassVar[PriceTable] = NO_PRICES
     packages: ClassVar[tuple[str, ...]] = ()  # the distributions it calls through (their versions go in run.packages)
 
-    def __init__(self, config: Any, settings: Settings) -> None:
+    def __init__(self, config: Any, settings: Any) -> None:  # settings: a components.judges.settings.Settings
         self.config, self.settings = config, settings
 
     # ------------------------------------------------------------------ the environment
@@ -234,3 +234,12 @@ def secrets_in(env: Mapping[str, str]) -> tuple[str, ...]:
 def variables() -> list[tuple[str, Variable]]:
     """(provider name, variable) for every variable every provider reads (for ``--help``)."""
     return [(name, var) for name, cls in providers().items() for var in cls.variables]
+
+
+def is_proxy_judge(provider: str) -> bool:
+    """Whether the judge ``provider`` calls no model (its grades are the lexical proxy's)."""
+    cls = providers().get(provider)
+    return cls is not None and not cls.calls_models
+
+
+register_secret_source(secrets_in)  # what every writer redacts (utils.redaction.environment_secrets)

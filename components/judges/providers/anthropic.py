@@ -58,6 +58,8 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
+from components.judges.batch import (RESULTS_BUDGET_SLACK_LINES, BatchEntry, BatchStatus, CreateFailed, Skipped,
+                                     result_lines)
 from components.judges.llm import LLMReply, clean_text, non_negative_int
 from components.judges.providers import ModelChoice, Provider, Variable, register_provider
 from components.judges.retry_after import cap_retry_after, original_retry_after
@@ -66,7 +68,7 @@ from utils.pricing import Price, PriceTable
 from utils.settings import EFFORT_LEVELS, check_base_url, check_key, check_model_id, masked, url_password
 
 if TYPE_CHECKING:
-    from utils.settings import Settings
+    from components.judges.settings import Settings
 
 MAX_BODY_BYTES = 1_000_000  # a reply body larger than this is a bad response
 # Deadline per attempt of a Message Batches transfer (a batch upload or its results can be ~256 MB).
@@ -875,7 +877,3 @@ class MessageBatches:
             return BatchEntry(kind, batch_id, cid)
         return BatchEntry("errored", batch_id, cid, error_type="bad_response",
                           message=f"a result of unknown type {str(kind)[:50]!r}")
-
-
-from components.run.judge_batch import (RESULTS_BUDGET_SLACK_LINES, BatchEntry, BatchStatus, CreateFailed,  # noqa: E402
-                                        Skipped, result_lines)

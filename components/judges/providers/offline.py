@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from components.judges.providers import ModelChoice, Provider, register_provider
 
 if TYPE_CHECKING:
-    from poc.chunking import Chunk
+    from components.core import Chunk
 
 NOTE = "offline lexical judge: grades are a lexical proxy (IDF-weighted key-term overlap), not {title}"
 

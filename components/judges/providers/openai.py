@@ -78,7 +78,7 @@ from utils.pricing import Price, PriceTable
 from utils.settings import check_base_url, check_key, check_model_id, masked, url_password
 
 if TYPE_CHECKING:
-    from utils.settings import Settings
+    from components.judges.settings import Settings
 
 INSTALL_HINT = 'the openai judge needs the openai package: pip install -e ".[openai]"'
 PUBLIC_API = "https://api.openai.com/v1"

@@ -1,4 +1,4 @@
-"""Questions files: load and validate before anything is retrieved or graded.
+"""The ``questions-json`` reader: questions files, loaded and validated before anything is retrieved or graded.
 
 Accepted shapes: ``{"needle_doc_id": ..., "questions": [...]}`` (the top-level needle applies to
 questions that name none) or a bare list. Per question: ``id``, ``question``, optional
@@ -20,7 +20,7 @@ writing or their console lines.
 
 Graded relevance: ``needles`` instead of the needle fields, ``{"doc": 2, ...}`` with whole-number
 grades (0 is judged non-relevant, not a needle; see :mod:`utils.metrics`). A BEIR folder or a
-``queries.jsonl`` (with its qrels) is read by :mod:`utils.beir` instead of this module.
+``queries.jsonl`` (with its qrels) is read by :mod:`components.readers.beir` instead of this module.
 """
 
 from __future__ import annotations
@@ -32,13 +32,14 @@ import math
 import os
 import stat
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from collections import Counter
 from typing import BinaryIO
 
 from loguru import logger
 
+from components.core import Question, QuestionSet
+from components.readers import QUESTIONS, Reader, register_reader
 from utils.errors import InputError
 from utils.lines import file_kind
 
@@ -60,31 +61,6 @@ _ALIASES = {
     **dict.fromkeys(("qid", "question_id", "_id"), "id"),
 }
 _FIX = "pass --questions a JSON file, or - to read standard input"
-
-
-@dataclass(frozen=True)
-class Question:
-    id: str
-    question: str
-    expected_answer: str | None
-    needle_doc_ids: tuple[str, ...]  # the relevant documents
-    extra: dict = field(default_factory=dict)
-    needle_grades: dict[str, int] | None = None  # {doc id: grade} when graded and not every grade is 1
-
-    @property
-    def relevance(self) -> dict[str, int]:
-        """``{doc id: grade}`` of the needles (grade 1 each unless ``needle_grades`` says)."""
-        grades = self.needle_grades or {}
-        return {d: grades.get(d, 1) for d in self.needle_doc_ids}
-
-
-@dataclass(frozen=True)
-class QuestionSet:
-    path: str
-    sha256: str
-    questions: list[Question]
-    document: object = field(default=None, repr=False, compare=False)  # the file's JSON as parsed
-    qrels: str | None = None  # BEIR queries: the qrels file their needles came from
 
 
 def _item_name(i: int, raw: dict) -> str:
@@ -295,12 +271,7 @@ def _parse_json(text: str, where: str) -> object:
 
 def load_questions(path: str | Path, *, qrels: str | Path | None = None, split: str | None = None) -> QuestionSet:
     """Load and validate a questions file; ``"-"`` reads standard input (see the module's bounds).
-    A BEIR folder or a ``*.jsonl`` queries file is read by :func:`utils.beir.load_queries` (its
-    qrels: ``qrels``, else the folder's ``qrels/<split>.tsv``); ``qrels``/``split`` apply only there."""
-    from utils import beir
-
-    if str(path) != STDIN and beir.is_queries(Path(path)):
-        return beir.load_queries(Path(path), qrels=Path(qrels) if qrels is not None else None, split=split)
+    ``qrels``/``split`` are refused: they apply to BEIR queries (:mod:`components.readers.beir`)."""
     if qrels is not None or split is not None:
         raise InputError(f"--qrels and --split apply to BEIR queries (a folder or queries.jsonl), not to {path}: "
                          "a questions JSON file names its needles itself")
@@ -349,14 +320,4 @@ def parse_questions(data: bytes, name: str) -> QuestionSet:
     return QuestionSet(path=name, sha256=hashlib.sha256(data).hexdigest(), questions=questions, document=doc)
 
 
-def check_needles(questions: QuestionSet, corpus_ids: set[str], corpus_source: str) -> None:
-    """Every needle must be a document of the corpus; name up to three close ids when not."""
-    for i, q in enumerate(questions.questions):
-        for needle in q.needle_doc_ids:
-            if needle in corpus_ids:
-                continue
-            close = difflib.get_close_matches(needle, corpus_ids, n=3, cutoff=0.6)
-            hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else \
-                "check --corpus, or the doc id (a file stem)"
-            raise InputError(f"{questions.path}: question #{i + 1} (id {q.id!r}): needle {needle!r} is not a "
-                             f"document of the corpus {corpus_source}: {hint}")
+READER = register_reader(Reader("questions-json", QUESTIONS, lambda path: True, load_questions))

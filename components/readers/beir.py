@@ -1,4 +1,5 @@
-"""BEIR folders in: a corpus and its queries as the benchmark's documents and questions.
+"""The ``beir`` and ``beir-queries`` readers: BEIR folders in, a corpus and its queries as the
+benchmark's documents and questions.
 
 A BEIR folder holds ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` (BEIR's own
 ``GenericDataLoader`` layout; MTEB's retrieval sets export to it). ``--corpus`` takes the folder
@@ -49,6 +50,9 @@ from typing import Any
 
 from loguru import logger
 
+from components.core import Corpus, Document, Question, QuestionSet
+from components.readers import CORPUS, QUESTIONS, Reader, register_reader
+from components.readers.questions_json import STDIN
 from utils.errors import InputError
 from utils.lines import decode, iter_lines
 from utils.trec import check_id, read_qrels
@@ -176,10 +180,8 @@ def fingerprint_corpus(path: Path) -> tuple[frozenset[str], str]:
     return frozenset(ids), digest.hexdigest()
 
 
-def load_corpus(path: Path):
-    """The :class:`poc.corpus.Corpus` of a BEIR corpus (see the module docstring)."""
-    from poc.corpus import Corpus, Document
-
+def load_corpus(path: Path) -> Corpus:
+    """The :class:`~components.core.Corpus` of a BEIR corpus (see the module docstring)."""
     file = _corpus_file_or_error(path)
     digest = hashlib.sha256()
     documents: dict[str, Document] = {}
@@ -208,11 +210,9 @@ class _Query:
     extra: dict
 
 
-def load_queries(path: Path, *, qrels: Path | None = None, split: str | None = None):
-    """The :class:`utils.questions.QuestionSet` of BEIR queries and their qrels (see the module
+def load_queries(path: Path, *, qrels: Path | None = None, split: str | None = None) -> QuestionSet:
+    """The :class:`~components.core.QuestionSet` of BEIR queries and their qrels (see the module
     docstring). Raises :class:`InputError`."""
-    from utils.questions import Question, QuestionSet
-
     file = path / QUERIES_FILE if path.is_dir() else path
     judgments_file = qrels_file(path, qrels, split)
     judgments = read_qrels(judgments_file)
@@ -257,3 +257,18 @@ def load_queries(path: Path, *, qrels: Path | None = None, split: str | None = N
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return QuestionSet(path=str(path), sha256=digest.hexdigest(), questions=questions, qrels=str(judgments_file))
+
+
+# --------------------------------------------------------------------------- the readers
+
+def _read_queries(path: str | Path, *, qrels: str | Path | None = None, split: str | None = None) -> QuestionSet:
+    return load_queries(Path(path), qrels=Path(qrels) if qrels is not None else None, split=split)
+
+
+def _is_queries(path: Path | None) -> bool:
+    return path is not None and str(path) != STDIN and is_queries(path)
+
+
+CORPUS_READER = register_reader(Reader("beir", CORPUS, lambda path: path is not None and corpus_file(path) is not None,
+                                       load_corpus, fingerprint_corpus))
+QUERIES_READER = register_reader(Reader("beir-queries", QUESTIONS, _is_queries, _read_queries))

@@ -1,5 +1,4 @@
-"""Corpus loading: a folder of Markdown files, a BEIR corpus (:mod:`utils.beir`), or the built-in
-Python Language Reference.
+"""The ``markdown`` reader: a corpus that is a folder of Markdown files.
 
 A document is one ``*.md`` file directly in the corpus folder; its doc id is the file stem,
 exactly. The folder is not read recursively: ``*.md`` files in subfolders, symlinks pointing
@@ -23,34 +22,14 @@ import functools
 import hashlib
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from loguru import logger
 
+from components.core import Corpus, Document
+from components.core.chunking import atx_heading
+from components.readers import CORPUS, Reader, register_reader
 from utils.errors import InputError
-
-BUILTIN_SOURCE = "builtin:pydoc_data.topics"
-
-
-@dataclass(frozen=True)
-class Document:
-    doc_id: str
-    title: str
-    text: str  # Markdown body, shortcodes rendered, front matter removed
-    metadata: dict = field(default_factory=dict)
-    path: str | None = None
-
-
-@dataclass(frozen=True)
-class Corpus:
-    source: str  # folder path, or BUILTIN_SOURCE
-    documents: list[Document]
-    sha256: str  # over the sorted (doc id, raw bytes) pairs
-
-    def ids(self) -> set[str]:
-        return {d.doc_id for d in self.documents}
-
 
 # --------------------------------------------------------------------------- front matter
 
@@ -358,26 +337,7 @@ def render_shortcodes(text: str, page: dict | None = None) -> str:
 _VERSION_CHECK = re.compile(r"\{\{<\s*version-check\b")
 
 
-def atx_heading(line: str) -> tuple[int, str] | None:
-    r"""``(level, text)`` of a Markdown ATX heading line (one to four ``#``), else ``None``.
-
-    Exactly what ``^(#{1,4})\s+(.+?)\s*#*\s*$`` matches on one line (level = group 1's length,
-    text = group 2), in linear time: that regex is cubic in a run of spaces inside the title.
-    The text runs from the first non-space after the hashes, without the trailing spaces, closing
-    hashes and the spaces before them; when nothing else is left it is the first character (or, on
-    a line of hashes and two or more spaces, the last space), as the regex's lazy group gives.
-    """
-    level = len(line) - len(line.lstrip("#"))
-    if not 1 <= level <= 4 or not line[level:level + 1].isspace():
-        return None
-    rest = line[level:]
-    text = rest.lstrip()
-    if not text:
-        return (level, rest[-1]) if len(rest) > 1 else None
-    return level, text.rstrip().rstrip("#").rstrip() or text[0]
-
-
-def _first_heading(body: str) -> str | None:
+def first_heading(body: str) -> str | None:
     in_fence = False
     for line in body.splitlines():
         if line.lstrip().startswith(("```", "~~~")):
@@ -399,7 +359,7 @@ def parse_markdown(raw: str, doc_id: str, *, path: str | None = None) -> Documen
     body = render_shortcodes(body, meta)
     title = meta.get("title")
     if not isinstance(title, str) or not title.strip():
-        title = _first_heading(body) or doc_id
+        title = first_heading(body) or doc_id
     title = render_shortcodes(str(title)).strip()
     metadata = {k: v for k, v in meta.items() if k != "title"}
     return Document(doc_id=doc_id, title=title, text=body.strip(), metadata=metadata, path=path)
@@ -508,19 +468,11 @@ def corpus_files(folder: str | Path) -> list[tuple[str, Path]]:
     return list(seen.items())
 
 
-def load_corpus(folder: str | Path | None) -> Corpus:
-    """Load every document of :func:`corpus_files`; ``None`` → the built-in corpus; a BEIR folder
-    (with ``corpus.jsonl``) or a ``*.jsonl`` file → :func:`utils.beir.load_corpus`."""
-    if folder is None:
-        return builtin_corpus()
-    root = Path(folder)
-    from utils import beir
-
-    if beir.corpus_file(root) is not None:
-        return beir.load_corpus(root)
+def load(folder: Path) -> Corpus:
+    """Every document of :func:`corpus_files`, parsed (:func:`parse_markdown`)."""
     digest = hashlib.sha256()
     documents = []
-    for doc_id, f in corpus_files(root):
+    for doc_id, f in corpus_files(folder):
         data = f.read_bytes()
         digest.update(doc_id.encode() + b"\0" + data + b"\0")
         try:
@@ -529,41 +481,22 @@ def load_corpus(folder: str | Path | None) -> Corpus:
             logger.warning("{}: not valid UTF-8 (byte {}); undecodable bytes replaced", f, err.start)
             raw = data.decode("utf-8", errors="replace")
         documents.append(parse_markdown(raw.lstrip("\ufeff"), doc_id, path=str(f)))
-    return Corpus(source=str(root), documents=documents, sha256=digest.hexdigest())
+    return Corpus(source=str(folder), documents=documents, sha256=digest.hexdigest())
 
 
-# --------------------------------------------------------------------------- built-in corpus
-
-_UNDERLINE = {"*": "#", "=": "##", "-": "###"}
-
-
-def topic_to_markdown(text: str) -> str:
-    """pydoc topics underline headings with ``*``, ``=`` or ``-``: make them Markdown headings."""
-    lines = text.splitlines()
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        mark = nxt[:1]
-        if (line.strip() and not line.startswith(" ") and mark in _UNDERLINE
-                and set(nxt.strip()) == {mark} and len(nxt.strip()) >= max(3, len(line.strip()) - 2)):
-            out.append(f"{_UNDERLINE[mark]} {line.strip()}")
-            i += 2
-            continue
-        out.append(line)
-        i += 1
-    return "\n".join(out)
-
-
-def builtin_corpus() -> Corpus:
-    """The Python Language Reference topics that ship with CPython, one document per topic."""
-    from pydoc_data.topics import topics
-
+def fingerprint(folder: Path) -> tuple[frozenset[str], str]:
+    """``(doc ids, sha256)`` of :func:`load`, from the raw bytes only (no Markdown parsing)."""
     digest = hashlib.sha256()
-    documents = []
-    for key in sorted(topics):
-        markdown = topic_to_markdown(topics[key])
-        digest.update(key.encode() + b"\0" + topics[key].encode() + b"\0")
-        documents.append(Document(doc_id=key, title=_first_heading(markdown) or key, text=markdown.strip()))
-    return Corpus(source=BUILTIN_SOURCE, documents=documents, sha256=digest.hexdigest())
+    files = corpus_files(folder)
+    for doc_id, path in files:
+        digest.update(doc_id.encode() + b"\0" + path.read_bytes() + b"\0")
+    return frozenset(doc_id for doc_id, _ in files), digest.hexdigest()
+
+
+def detect(path: Path | None) -> bool:
+    """Any path: the last corpus reader asked reads what no other claims, and says what is wrong with it."""
+    return path is not None
+
+
+READER = register_reader(Reader("markdown", CORPUS, detect, load, fingerprint))
+

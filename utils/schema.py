@@ -1,0 +1,68 @@
+"""The JSON Schema (draft 2020-12) of a results file, derived from the records' types
+(:mod:`utils.results`) and the metric registry (:mod:`utils.metrics`).
+
+``docs/results.schema.json`` is :func:`json_schema` as JSON (``docs/results.md`` says how to regenerate it).
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import fields, is_dataclass
+from typing import Any, Union
+
+from utils import metrics as M
+from utils.results import SCHEMA_VERSION, QuestionResult, RunInfo, RunResult
+from utils.typecheck import hints
+
+SCHEMA_ID = "https://retrieval-benchmark.invalid/results.schema.json"
+
+
+def _type_schema(tp: Any) -> dict:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return {}
+    if origin in (Union, types.UnionType):
+        return {"anyOf": [_type_schema(a) for a in args]}
+    if tp is type(None):
+        return {"type": "null"}
+    simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
+    if tp in simple:
+        return {"type": simple[tp]}
+    if origin is list or tp is list:
+        return {"type": "array", **({"items": _type_schema(args[0])} if args else {})}
+    if origin is dict or tp is dict:
+        return {"type": "object", **({"additionalProperties": _type_schema(args[1])} if args else {})}
+    if is_dataclass(tp):
+        return _record_schema(tp)
+    raise TypeError(f"no JSON Schema for {tp}")  # pragma: no cover - a programming error
+
+
+def _record_schema(cls: type, flattened: str | None = None) -> dict:
+    types_of = hints(cls)
+    names = [f.name for f in fields(cls) if f.name not in ("extra", "details", "source")]
+    return {"type": "object", "properties": {n: _type_schema(types_of[n]) for n in names}, "required": names,
+            "additionalProperties": True}
+
+
+def json_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of a results file this version writes, derived from the
+    records' types and the metric registry; ``docs/results.schema.json`` is this, as JSON."""
+    number = {"type": ["number", "null"]}
+    metrics = {m.key: {**number, "description": f"{m.label} ({M.UNITS[m.unit]}; {m.level} level): {m.description}"}
+               for m in M.metrics()}
+    types_of = hints(RunResult)
+    top = {name: _type_schema(types_of[name]) for name in ("question_count", "graded_count", "ungraded_count",
+                                                        "grade_errors", "avg_latency_ms", "index_time_s", "bootstrap",
+                                                        "groups", "diagnosis_counts", "chunk_relevance_count",
+                                                        "judge_consistency", "order_check")}
+    top["ci95"] = {"type": "object", "additionalProperties": {
+        "anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}]}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+        "title": "Retrieval benchmark results", "type": "object",
+        "properties": {"schema_version": {"const": SCHEMA_VERSION}, "run": _record_schema(RunInfo), **metrics, **top,
+                       "results": {"type": "array", "items": _record_schema(QuestionResult)}},
+        "required": ["schema_version", "run", "question_count", "graded_count", "ungraded_count", "ci95", "results"],
+        "additionalProperties": True,
+    }
