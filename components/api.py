@@ -43,7 +43,7 @@ from components.analysis.gate import GateResult, check_gate
 from components.core import Chunk, Corpus, Document, Question, Retriever, ScoredChunk
 from components.judges.providers import ModelChoice, Provider, Variable, providers, register_provider
 from components.judges.settings import Settings
-from components.readers.beir import load_queries
+from components.readers import load_questions as load_queries  # any questions format, BEIR's with qrels=/split=
 from components.run.evaluation import evaluate as _evaluate
 from utils.errors import BenchmarkError, InputError, JudgeError
 from utils.metrics import Metric, metrics, register_metric
