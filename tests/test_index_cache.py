@@ -68,7 +68,8 @@ def test_fingerprint_matches_load_corpus_without_parsing(corpus_dir: Path, monke
     expected = load_corpus(corpus_dir)
     import components.readers.markdown
 
-    monkeypatch.setattr(components.readers.markdown, "parse_markdown", lambda *a, **k: pytest.fail("fingerprint parsed Markdown"))
+    monkeypatch.setattr(components.readers.markdown, "parse_markdown",
+                        lambda *a, **k: pytest.fail("fingerprint parsed Markdown"))
     fp = fingerprint(corpus_dir)
     assert fp.sha256 == expected.sha256 and fp.doc_ids == expected.ids() and fp.source == expected.source
 
@@ -203,7 +204,8 @@ def test_key_covers_content_chunker_retriever_and_versions(corpus_dir: Path, tmp
     retriever = resolve_strategy("modular-no-llm").factory()
     parts = key_parts("0" * 64, "modular-no-llm", retriever)
     assert parts["retriever"]["alpha"] == 0.5 and parts["retriever"]["bm25"]["k1"] == 1.5
-    assert {"components.readers.markdown", "components.core.chunking", "poc.hybrid", "poc.bm25", "poc.dense"} <= set(parts["code"])
+    assert {"components.readers.markdown", "components.core.chunking", "poc.hybrid", "poc.bm25",
+            "poc.dense"} <= set(parts["code"])
     assert set(parts["versions"]) == {"python", "bm25s", "PyStemmer", "wordllama", "numpy"}
     variants = [key_parts("1" * 64, "modular-no-llm", retriever),  # content
                 key_parts("0" * 64, "baseline", retriever)]  # strategy name

@@ -1,6 +1,7 @@
-"""The linear-time scanners of ``components.readers.markdown`` and ``components.core.chunking`` give exactly what the regular
-expressions they replaced gave. Those regexes are kept here as the reference, run only on short
-random strings built from the characters each construct is made of (seeded, so reproducible)."""
+"""The linear-time scanners of ``components.readers.markdown`` and ``components.core.chunking`` give
+exactly what the regular expressions they replaced gave. Those regexes are kept here as the
+reference, run only on short random strings built from the characters each construct is made of
+(seeded, so reproducible)."""
 
 from __future__ import annotations
 

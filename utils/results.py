@@ -311,7 +311,8 @@ class RunResult:
             rows.append(row)
         run = RunInfo.from_json(doc.get("run") or {}, f"{source}: run")
         registered = M.METRICS
-        metric_values = {key: convert(float | None, doc[key], f"{source}: {key}", _FIX) for key in registered if key in doc}
+        metric_values = {key: convert(float | None, doc[key], f"{source}: {key}", _FIX)
+                         for key in registered if key in doc}
         known = {f.name for f in fields(cls)} | set(registered) | {"results"}
         values: dict[str, Any] = {}
         for f in fields(cls):

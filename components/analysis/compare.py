@@ -52,7 +52,8 @@ from components.analysis import statistics as S
 from components.analysis.comparison import (ALPHA, BETTER, NOT_COMPARABLE, POWER, SAME, WORSE, MetricResult,
                                             PairComparison, QuestionChange, QuestionView, RunSummary)
 from components.analysis.gate import check_gate
-from utils import metrics as M, trec
+from utils import metrics as M
+from utils import trec
 from utils.console import shorten
 from utils.errors import EXIT_GATE, EXIT_OK, InputError
 from utils.output import check_output, write_json_atomic

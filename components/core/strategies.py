@@ -1,14 +1,11 @@
 """The strategy registry: a name → a factory returning a fresh retriever.
 
-``baseline`` = BM25; ``modular-no-llm`` = hybrid (BM25 + WordLlama, α = 0.5);
-``modular`` = the same hybrid, with each question rewritten by an LLM first (the benchmark loop
-does the rewriting, so every row records the query it used). A user's own retriever loads with
-``package.module:factory`` (``factory()`` returns an object with ``index`` and ``retrieve``).
-
-The built-in strategies belong to the system under test: its module ``poc.strategies`` registers
-them with :func:`register_strategy`, and the registry imports that module by its name
-(``importlib``) the first time it is asked, so the harness holds no static import of the pipeline
-it measures. A plug-in adds its own strategy the same way (:func:`register_strategy`).
+The built-in strategies (``baseline``, ``modular-no-llm``, ``modular``) belong to the system under
+test: its module ``poc.strategies`` registers them with :func:`register_strategy`, and the registry
+imports that module by its name (``importlib``) the first time it is asked, so the harness holds no
+static import of the pipeline it measures. A plug-in registers its own strategy the same way; a
+user's own retriever also loads with ``package.module:factory`` (``factory()`` returns an object
+with ``index`` and ``retrieve``), imported by that name.
 """
 
 from __future__ import annotations
