@@ -48,6 +48,11 @@ def outputs_epilog(option: str, default: str) -> str:
             "validation.json, report.html, dataset.jsonl; logs under --log-dir), names git ignores.")
 
 
+def comma_list(text: str | None) -> list[str]:
+    """The non-blank items of a comma-separated option (``--strategy a,b``, ``--ids``, ``--metrics``)."""
+    return [item.strip() for item in (text or "").split(",") if item.strip()]
+
+
 def exit_code(status: str) -> int:
     """The exit code of a run (or validation) that ended with ``status``."""
     return STATUS_EXIT.get(status, EXIT_INTERNAL)

@@ -10,6 +10,7 @@ from loguru import logger
 
 from components.analysis.compare import ALPHA, compare_files
 from components.analysis.gate import gated_metrics, parse_fail_on, parse_margins
+from components.cli.common import comma_list
 from utils import metrics as M
 from utils.errors import EXIT_GATE, EXIT_OK, InputError
 
@@ -38,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="fail when more than N questions lost their rank-1 hit")
 
 
-def run(args: argparse.Namespace, settings) -> int:
+def _check(args: argparse.Namespace) -> tuple[list[str] | bool, dict[str, float]]:
+    """Refuse bad values (:class:`InputError`); the gate's ``--fail-on`` and ``--margin`` parsed."""
     if len(args.runs) < 2:
         raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
     if args.top < 0:
@@ -49,6 +51,11 @@ def run(args: argparse.Namespace, settings) -> int:
     margins = parse_margins(args.margin)
     if args.fail_on_regressions is not None and args.fail_on_regressions < 0:
         raise InputError(f"--fail-on-regressions {args.fail_on_regressions} is negative: give 0 or more")
+    return worse, margins
+
+
+def run(args: argparse.Namespace, settings) -> int:
+    worse, margins = _check(args)
     result = compare_files(args.runs, qrels=args.qrels, json_path=args.json, top=args.top, alpha=args.alpha,
                            metrics=_metrics(args.metrics, worse, margins), worse=worse, margins=margins,
                            regressions=args.fail_on_regressions, secrets=settings.secrets)
@@ -64,7 +71,7 @@ def run(args: argparse.Namespace, settings) -> int:
 
 def _metrics(keys: str | None, worse: list[str] | bool, margins: dict[str, float]) -> list[str] | None:
     """``--metrics`` (None: the registry's compared ones), plus every metric the gate checks."""
-    metrics = [m.strip() for m in keys.split(",") if m.strip()] if keys else None
+    metrics = comma_list(keys) if keys else None
     extra = gated_metrics(worse, margins)
     base = metrics if metrics is not None else [m.key for m in M.metrics(compared=True)]
     if any(key not in base for key in extra):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from components.cli.common import SignalGuard, concurrency, dollars, exit_code, positive_int
+from components.cli.common import SignalGuard, comma_list, concurrency, dollars, exit_code, positive_int
 from components.run.concurrency import MAX_CONCURRENCY
 from utils.errors import EXIT_INTERRUPTED, EXIT_OK, ResultsWriteError
 from utils.output import DEFAULT_OUTPUT_NAME, resolve_output
@@ -26,23 +26,7 @@ def default_questions() -> Path:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--strategy", default="modular-no-llm",
-                   help="registered strategy (baseline, modular-no-llm, modular) or package.module:factory; "
-                        "several, comma-separated, run in turn on the same questions and judge, and are compared (default: %(default)s)")
-    p.add_argument("--quick", action="store_true", help="only the first 5 questions (= --limit 5)")
-    p.add_argument("--limit", type=positive_int, help="only the first N questions")
-    p.add_argument("--ids", help="only these question ids, comma-separated")
-    p.add_argument("--k", type=positive_int, default=5, help="chunks retrieved per question (default: %(default)s)")
-    p.add_argument("--questions", type=Path, default=None,
-                   help="questions JSON file, or BEIR queries: a BEIR folder or queries.jsonl (default: the questions "
-                        f"of the built-in corpus, {default_questions()})")
-    p.add_argument("--qrels", type=Path, default=None, metavar="PATH",
-                   help="with BEIR queries: their qrels (TREC or BEIR .tsv; default: qrels/test.tsv of the folder)")
-    p.add_argument("--split", default=None, metavar="NAME",
-                   help="with a BEIR folder: read qrels/NAME.tsv (default: test)")
-    p.add_argument("--corpus", type=Path, default=None,
-                   help="folder of Markdown files, one document each; or a BEIR folder or corpus.jsonl "
-                        "(default: built-in Python reference)")
+    _add_input_arguments(p)
     # a str, not a Path: Path drops the trailing "/" that says "a folder" (utils.output.resolve_output)
     p.add_argument("--output", default=DEFAULT_OUTPUT_NAME,
                    help=f"results JSON file, or a folder (existing, or ending in /) to write {DEFAULT_OUTPUT_NAME} "
@@ -67,6 +51,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="index cache folder (default: $XDG_CACHE_HOME/retrieval-benchmark, else "
                         "~/.cache/retrieval-benchmark)")
     p.add_argument("--no-cache", action="store_true", help="build the index without reading or writing the cache")
+
+
+def _add_input_arguments(p: argparse.ArgumentParser) -> None:
+    """What runs on what: the strategies, the questions selected, k, the questions and corpus files."""
+    p.add_argument("--strategy", default="modular-no-llm",
+                   help="registered strategy (baseline, modular-no-llm, modular) or package.module:factory; "
+                        "several, comma-separated, run in turn on the same questions and judge, and are compared (default: %(default)s)")
+    p.add_argument("--quick", action="store_true", help="only the first 5 questions (= --limit 5)")
+    p.add_argument("--limit", type=positive_int, help="only the first N questions")
+    p.add_argument("--ids", help="only these question ids, comma-separated")
+    p.add_argument("--k", type=positive_int, default=5, help="chunks retrieved per question (default: %(default)s)")
+    p.add_argument("--questions", type=Path, default=None,
+                   help="questions JSON file, or BEIR queries: a BEIR folder or queries.jsonl (default: the questions "
+                        f"of the built-in corpus, {default_questions()})")
+    p.add_argument("--qrels", type=Path, default=None, metavar="PATH",
+                   help="with BEIR queries: their qrels (TREC or BEIR .tsv; default: qrels/test.tsv of the folder)")
+    p.add_argument("--split", default=None, metavar="NAME",
+                   help="with a BEIR folder: read qrels/NAME.tsv (default: test)")
+    p.add_argument("--corpus", type=Path, default=None,
+                   help="folder of Markdown files, one document each; or a BEIR folder or corpus.jsonl "
+                        "(default: built-in Python reference)")
 
 
 def _add_judging_arguments(p: argparse.ArgumentParser) -> None:
@@ -134,10 +139,10 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None):
     from components.run.benchmark_run import RunOptions
 
     return RunOptions(
-        strategies=[s.strip() for s in args.strategy.split(",") if s.strip()] or [args.strategy],
+        strategies=comma_list(args.strategy) or [args.strategy],
         questions=args.questions, qrels=args.qrels, split=args.split, corpus=args.corpus, output=args.output, k=args.k,
         limit=5 if args.quick and args.limit is None else args.limit,
-        ids=[i.strip() for i in args.ids.split(",") if i.strip()] if args.ids else None,
+        ids=comma_list(args.ids) if args.ids else None,
         resume=args.resume, max_cost_usd=args.max_cost, judge_repeats=args.judge_repeats,
         keep_text=not args.no_text, chunk_relevance=args.chunk_relevance, group_by=args.group_by,
         cache_dir=None if args.no_cache else (args.cache_dir or settings.cache_dir),
