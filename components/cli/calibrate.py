@@ -7,17 +7,17 @@ import argparse
 from pathlib import Path
 
 from components.analysis.calibration import calibrate_files
+from components.cli.common import help_epilog
 from utils.errors import EXIT_OK
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = ("examples:\n"
-                     "  python benchmark.py calibrate benchmark_results.json --labels labels.jsonl\n"
-                     "  python benchmark.py calibrate examples/kubernetes_run.json "
-                     "--labels examples/kubernetes_labels.jsonl --json calibration.json\n\n"
-                     "exit codes: 0 done; 2 bad input (a label not in the run, a grade outside 1-10...; nothing "
-                     "written)")
+    help_epilog(parser, "examples:\n"
+                "  python benchmark.py calibrate benchmark_results.json --labels labels.jsonl\n"
+                "  python benchmark.py calibrate examples/kubernetes_run.json "
+                "--labels examples/kubernetes_labels.jsonl --json calibration.json\n\n"
+                "exit codes: 0 done; 2 bad input (a label not in the run, a grade outside 1-10...; nothing "
+                "written)")
     parser.add_argument("run", type=Path, metavar="RUN", help="results JSON file of the run the labels were drawn from")
     parser.add_argument("--labels", type=Path, required=True, metavar="FILE",
                         help="labelling file (benchmark.py label) with human_grade filled in")

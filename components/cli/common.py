@@ -48,6 +48,12 @@ def outputs_epilog(option: str, default: str) -> str:
             "validation.json, report.html, dataset.jsonl; logs under --log-dir), names git ignores.")
 
 
+def help_epilog(parser: argparse.ArgumentParser, text: str) -> None:
+    """End the command's ``--help`` with ``text`` (examples, exit codes), its line breaks kept."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = text
+
+
 def comma_list(text: str | None) -> list[str]:
     """The non-blank items of a comma-separated option (``--strategy a,b``, ``--ids``, ``--metrics``)."""
     return [item.strip() for item in (text or "").split(",") if item.strip()]
@@ -60,14 +66,18 @@ def exit_code(status: str) -> int:
 
 # ---- argument types ---------------------------------------------------------------------------
 
-def positive_int(text: str) -> int:
+def _whole_number(text: str, least: int, bound: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{value} must be {bound}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _whole_number(text, 1, "at least 1")
 
 
 def concurrency(text: str) -> int:
@@ -78,13 +88,7 @@ def concurrency(text: str) -> int:
 
 
 def count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
-    return value
+    return _whole_number(text, 0, "0 or more")
 
 
 def dollars(text: str) -> float:

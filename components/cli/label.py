@@ -7,17 +7,16 @@ import argparse
 from pathlib import Path
 
 from components.analysis.labels import write_labels
-from components.cli.common import positive_int
+from components.cli.common import help_epilog, positive_int
 from utils.errors import EXIT_OK
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = ("examples:\n"
-                     "  python benchmark.py label benchmark_results.json --sample 60 --seed 0 -o labels.jsonl\n"
-                     "  (fill in human_grade 1-10 on each line, then)\n"
-                     "  python benchmark.py calibrate benchmark_results.json --labels labels.jsonl\n\n"
-                     "exit codes: 0 written; 2 bad input (nothing written)")
+    help_epilog(parser, "examples:\n"
+                "  python benchmark.py label benchmark_results.json --sample 60 --seed 0 -o labels.jsonl\n"
+                "  (fill in human_grade 1-10 on each line, then)\n"
+                "  python benchmark.py calibrate benchmark_results.json --labels labels.jsonl\n\n"
+                "exit codes: 0 written; 2 bad input (nothing written)")
     parser.add_argument("run", type=Path, metavar="RUN", help="results JSON file of a benchmark run (with chunk text)")
     parser.add_argument("--sample", type=positive_int, default=60, metavar="N",
                         help="rows to draw, stratified over the judge's grade bands (default: %(default)s)")
