@@ -14,7 +14,8 @@ from tests.conftest import loguru_messages
 
 def _report_missing(tmp_path: Path) -> list[str]:
     """``report`` of a missing results file: exit 2 after the settings are read, inside the guard."""
-    return ["report", str(tmp_path / "missing.json"), "-o", str(tmp_path / "r.html"), "--log-dir", str(tmp_path / "logs")]
+    return ["report", str(tmp_path / "missing.json"), "-o", str(tmp_path / "r.html"),
+            "--log-dir", str(tmp_path / "logs")]
 
 
 def test_main_removes_only_the_sinks_it_added(tmp_path: Path, capsys):

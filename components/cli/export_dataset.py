@@ -31,6 +31,6 @@ def run(args: argparse.Namespace, settings) -> int:
         raise InputError(f"--hard-negatives {args.hard_negatives}: give 0 or more")
     if args.positives < 1:
         raise InputError(f"--positives {args.positives}: give at least 1")
-    write_dataset(args.questions, args.output, corpus=args.corpus, validation=args.validation,
+    write_dataset(args.questions, args.output, corpus_path=args.corpus, validation=args.validation,
                   positives=args.positives, hard_negatives=args.hard_negatives, secrets=settings.secrets)
     return EXIT_OK

@@ -154,8 +154,8 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None):
 def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: SignalGuard, state) -> int:
     from components.run.benchmark_run import BenchmarkRun
 
-    runner = BenchmarkRun(run_options(args, settings, log_path), settings, should_stop=lambda: guard.received is not None,
-                          deferred_signals=guard.deferred, state=state)
+    runner = BenchmarkRun(run_options(args, settings, log_path), settings,
+                          should_stop=lambda: guard.received is not None, deferred_signals=guard.deferred, state=state)
     results = runner.execute()
     if guard.received:
         return EXIT_INTERRUPTED

@@ -52,6 +52,6 @@ def run(args: argparse.Namespace, settings) -> int:
         raise InputError(f"--k {args.k}: give at least 1 chunk per check")
     if args.judge_repeats < 1:
         raise InputError(f"--judge-repeats {args.judge_repeats}: give at least 1")
-    result = validate_file(questions, args.json, settings, corpus=args.corpus, k=args.k, seed=args.seed,
+    result = validate_file(questions, args.json, settings, corpus_path=args.corpus, k=args.k, seed=args.seed,
                            repeats=args.judge_repeats, write_clean=args.write_clean, force=args.force)
     return exit_code(result.status)

@@ -128,22 +128,22 @@ def dataset_line(q: Question, index: ContextIndex, *, questions_path: str, posit
             "positive_ctxs": positive_ctxs, "negative_ctxs": negative_ctxs, "metadata": metadata}
 
 
-def write_dataset(questions: Path, output: Path, *, corpus: Path | None = None, validation: Path | None = None,
+def write_dataset(questions: Path, output: Path, *, corpus_path: Path | None = None, validation: Path | None = None,
                   positives: int = 1, hard_negatives: int = 5, secrets: Iterable[str] = ()) -> Path:
     """``export-dataset``'s work: one line per question of ``questions`` (see the module docstring)
-    over ``corpus`` (default: the built-in one), with ``validation``'s verdicts when given, written
+    over ``corpus_path`` (default: the built-in one), with ``validation``'s verdicts when given, written
     to ``output`` (``secrets`` redacted). Returns the file written. Raises :class:`InputError`."""
     output = check_output(output, option="--output", inputs=[("the questions file", questions),
-                          ("the --validation file", validation)], corpus=corpus, example="dataset.jsonl")
+                          ("the --validation file", validation)], corpus=corpus_path, example="dataset.jsonl")
     redact = Redactor(secrets)
     qset = load_questions(questions)
     verdicts = load_validation(validation, qset) if validation is not None else None
     from poc.chunking import chunk_corpus
     from poc.corpus import load_corpus
 
-    documents = load_corpus(corpus)
-    check_needles(qset, documents.ids(), documents.source)
-    index = ContextIndex(chunk_corpus(documents.documents))
+    corpus = load_corpus(corpus_path)
+    check_needles(qset, corpus.ids(), corpus.source)
+    index = ContextIndex(chunk_corpus(corpus.documents))
     lines = []
     without_answer: list[str] = []
     for q in qset.questions:

@@ -372,36 +372,37 @@ def _ids(ids: Sequence[str], shown: int = 5) -> str:
     return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
-def validate_file(questions: Path, json_path: Path, settings: Settings, *, corpus: Path | None = None, k: int = 5,
-                  seed: int = 0, repeats: int = 1, write_clean: Path | None = None, force: bool = False) -> ValidationRun:
-    """``validate``'s work: every question of ``questions`` checked over ``corpus`` (default: the
+def validate_file(questions: Path, json_path: Path, settings: Settings, *, corpus_path: Path | None = None,
+                  k: int = 5, seed: int = 0, repeats: int = 1, write_clean: Path | None = None,
+                  force: bool = False) -> ValidationRun:
+    """``validate``'s work: every question of ``questions`` checked over ``corpus_path`` (default: the
     built-in one) by the judge ``settings`` name, the validation written to ``json_path``, its table
     printed, and the passing questions written to ``write_clean`` when given (``force``: with the
     lexical judge, drop those that fail only necessity too). Returns the run (its ``status``).
     Raises :class:`InputError`."""
     inputs = [("the questions file", questions)]
-    json_path = check_output(json_path, option="--json", inputs=inputs, corpus=corpus, example="validation.json")
+    json_path = check_output(json_path, option="--json", inputs=inputs, corpus=corpus_path, example="validation.json")
     if write_clean is not None:
         write_clean = check_output(write_clean, option="--write-clean",
-                                   inputs=[*inputs, ("the --json output", json_path)], corpus=corpus,
+                                   inputs=[*inputs, ("the --json output", json_path)], corpus=corpus_path,
                                    example="questions_clean.json")
     redact = Redactor(settings.secrets)
     qset = load_questions(questions)
     from poc.chunking import chunk_corpus
     from poc.corpus import load_corpus
 
-    documents = load_corpus(corpus)
-    chunks = chunk_corpus(documents.documents)
+    corpus = load_corpus(corpus_path)
+    chunks = chunk_corpus(corpus.documents)
     index = ContextIndex(chunks)
     judge = make_judge(settings, chunks)
     info = judge_description(judge, settings)
     logger.info("Validating {} questions of {} on corpus {} ({} documents, {} chunks), judge {} ({}), k={}, "
                 "seed={}, repeats={}", len(qset.questions), escape_control(str(questions)),
-                escape_control(documents.source), len(documents.documents),
+                escape_control(corpus.source), len(corpus.documents),
                 len(chunks), info["label"], info["model"], k, seed, repeats)
     result = validate_questions(qset.questions, index, judge, k=k, seed=seed, repeats=repeats)
-    corpus_info = {"source": documents.source, "documents": len(documents.documents), "chunks": len(chunks),
-                   "sha256": documents.sha256}
+    corpus_info = {"source": corpus.source, "documents": len(corpus.documents), "chunks": len(chunks),
+                   "sha256": corpus.sha256}
     report = build_report(qset, corpus_info, info, result, k=k, seed=seed, repeats=repeats)
     write_json_atomic(json_path, report, redact)
     sys.stdout.write(redact(table(result.items, report["summary"], info["label"])))
