@@ -20,7 +20,7 @@ import argparse
 import json
 from pathlib import Path
 
-from components.dataset import validate
+from components.cli import export_dataset, validate
 from components.judges.settings import Settings
 
 OFFLINE = Settings.from_env({"BENCHMARK_JUDGE": "offline"})
@@ -92,7 +92,15 @@ def strict_load(text: str):
 
 
 def validate_args(questions: Path, corpus: Path, out: Path, *extra: str) -> argparse.Namespace:
-    """``validate``'s parsed arguments, as the CLI would build them."""
+    """``validate``'s parsed arguments, as the CLI would build them (for :func:`components.cli.validate.run`)."""
     parser = argparse.ArgumentParser()
     validate.add_arguments(parser)
     return parser.parse_args([str(questions), "--corpus", str(corpus), "--json", str(out), *extra])
+
+
+def export_args(questions: Path, corpus: Path, out: Path, *extra: str) -> argparse.Namespace:
+    """``export-dataset``'s parsed arguments, as the CLI would build them (for
+    :func:`components.cli.export_dataset.run`)."""
+    parser = argparse.ArgumentParser()
+    export_dataset.add_arguments(parser)
+    return parser.parse_args(["--questions", str(questions), "--corpus", str(corpus), "-o", str(out), *extra])

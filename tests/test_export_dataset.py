@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
-from components.dataset import export_dataset, validate
+from components.cli import export_dataset, validate
 from tests.conftest import K8S, needs_k8s, run_cli
-from tests.dataset_fixtures import OFFLINE, QUESTIONS, strict_load, validate_args, write_corpus, write_questions
+from tests.dataset_fixtures import (OFFLINE, QUESTIONS, export_args, strict_load, validate_args, write_corpus,
+                                    write_questions)
 from utils.errors import InputError
 
 CTX_KEYS = {"doc_id", "chunk_id", "title", "heading_path", "text", "bm25_score"}
 # the questions whose needles exist (export refuses an unknown needle)
 EXPORTABLE = [q for q in QUESTIONS if q["id"] != "q_unknown"]
-
-
-def export_args(questions, corpus, out, *extra: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    export_dataset.add_arguments(parser)
-    return parser.parse_args(["--questions", str(questions), "--corpus", str(corpus), "-o", str(out), *extra])
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ that hold the answer in export-dataset."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -16,13 +15,16 @@ from pathlib import Path
 import pytest
 from loguru import logger
 
+from components import cli
+from components.cli import export_dataset
+from components.cli import validate as validate_command
 from components.core import resolve_strategy
-from components.dataset import export_dataset, validate
+from components.dataset import validate
 from components.readers import load_questions
 from components.readers.questions_json import known_field_like
 from tests.conftest import ROOT, SENTINEL_KEY, clean_env, loguru_messages, run_cli, with_log_dir
-from tests.dataset_fixtures import (ANTHROPIC, FILLER, OFFLINE, QUESTIONS, strict_load, validate_args, write_corpus,
-                                    write_questions)
+from tests.dataset_fixtures import (ANTHROPIC, FILLER, OFFLINE, QUESTIONS, export_args, strict_load, validate_args,
+                                    write_corpus, write_questions)
 from utils.errors import InputError
 from utils.logger import LOG_NAME, add_sinks, log_file_path, prune_logs
 
@@ -41,13 +43,11 @@ def run_in(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def sinks_cleanup():
-    """Sinks a test adds are removed after it; loguru gets its default sink back."""
+    """The sinks a test adds (add_sinks) are removed after it, and only those."""
     opened = []
     yield opened
-    logger.remove()
     for sinks in opened:
-        sinks.close()
-    logger.add(sys.__stderr__)
+        sinks.remove()
 
 
 # --------------------------------------------------------------------------- the log file
@@ -227,15 +227,14 @@ def test_lookalike_fields_are_named_before_any_work(tmp_path: Path):
 # --------------------------------------------------------------------------- default outputs
 
 def _default_outputs() -> dict[str, str]:
-    import benchmark
-    from components.analysis import report
+    from components.cli import report
 
     return {
-        "run": Path(benchmark.parse_args([]).output).name,
-        "validate": str(benchmark._command_parser("validate", validate).parse_args(["q.json"]).json),
-        "export-dataset": str(benchmark._command_parser("export-dataset", export_dataset)
+        "run": Path(cli.run_parser().parse_args([]).output).name,
+        "validate": str(cli.command_parser("validate", validate_command).parse_args(["q.json"]).json),
+        "export-dataset": str(cli.command_parser("export-dataset", export_dataset)
                               .parse_args(["--questions", "q.json"]).output),
-        "report": str(benchmark._command_parser("report", report).parse_args(["r.json"]).output),
+        "report": str(cli.command_parser("report", report).parse_args(["r.json"]).output),
     }
 
 
@@ -302,12 +301,12 @@ def test_offline_validate_says_once_that_lexical_necessity_is_unreliable(tmp_pat
     corpus = write_corpus(tmp_path / "corpus")
     questions = write_questions(tmp_path / "q.json")  # q_wrong_needle and q_generic fail necessity
     with loguru_messages("WARNING") as warnings:
-        assert validate.run(validate_args(questions, corpus, tmp_path / "v.json"), OFFLINE) == 0
+        assert validate_command.run(validate_args(questions, corpus, tmp_path / "v.json"), OFFLINE) == 0
     notes = [w for w in warnings if "single-topic corpus" in w]
     assert len(notes) == 1 and notes[0].startswith("Note: 2 question(s) fail necessity"), warnings
     passing = write_questions(tmp_path / "p.json", [q for q in QUESTIONS if q["id"] in ("q_pass", "q_pass2")])
     with loguru_messages("WARNING") as quiet:
-        validate.run(validate_args(passing, corpus, tmp_path / "v2.json"), OFFLINE)
+        validate_command.run(validate_args(passing, corpus, tmp_path / "v2.json"), OFFLINE)
     assert not [w for w in quiet if "single-topic" in w]  # nothing fails necessity: nothing to say
 
 
@@ -320,7 +319,7 @@ def test_write_clean_with_the_offline_judge_asks_for_force(tmp_path: Path):
     (line,) = error_lines(run.stderr)
     assert "would drop 1 question(s) that fail only necessity (q_generic)" in line and "add --force" in line
     assert out.exists() and not clean.exists()  # the validation is kept; nothing dropped silently
-    assert validate.run(validate_args(questions, corpus, out, "--write-clean", str(clean), "--force"), OFFLINE) == 0
+    assert validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean), "--force"), OFFLINE) == 0
     assert [q["id"] for q in strict_load(clean.read_text())["questions"]] == ["q_pass", "q_pass2"]
 
 
@@ -341,7 +340,7 @@ def test_write_clean_with_the_llm_judge_needs_no_force(tmp_path: Path, monkeypat
     monkeypatch.setattr(validate, "make_judge", lambda settings, chunks: Judge())
     clean = tmp_path / "clean.json"
     with loguru_messages("WARNING") as warnings:
-        code = validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean)),
+        code = validate_command.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean)),
                             ANTHROPIC)
     assert code == 0 and grades == []
     report = strict_load((tmp_path / "v.json").read_text())
@@ -376,11 +375,7 @@ def test_positives_hold_the_expected_answer_first(tmp_path: Path, caplog_loguru)
     questions = tmp_path / "qs.json"
     questions.write_text(json.dumps({"questions": ANSWER_QUESTIONS}))
     out = tmp_path / "d.jsonl"
-    parser = argparse.ArgumentParser()
-    export_dataset.add_arguments(parser)
-    args = parser.parse_args(["--questions", str(questions), "--corpus", str(corpus), "-o", str(out),
-                              "--positives", "2"])
-    assert export_dataset.run(args, OFFLINE) == 0
+    assert export_dataset.run(export_args(questions, corpus, out, "--positives", "2"), OFFLINE) == 0
     lines = {line["id"]: line for line in map(strict_load, out.read_text().splitlines())}
     timeout = lines["qs:timeout"]
     assert [c["chunk_id"] for c in timeout["positive_ctxs"]] == ["zeta#1", "zeta#0"]  # the answer's chunk first
@@ -398,17 +393,15 @@ def test_the_options_page_gives_each_commands_real_default_output():
     has it; an output option without a default is said to be required (export-run's -o has none)."""
     import importlib
 
-    import benchmark
-
     page = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
     table = page[page.index("## Where outputs go"):].split("\n\n")[2]
     rows = {cells[1].strip("` "): cells[2].strip() for line in table.splitlines()
             if len(cells := line.split("|")) > 3}
     checked = []
-    for command, (module, _help) in benchmark.COMMANDS.items():
+    for command, (module, _help) in cli.COMMANDS.items():
         if command not in rows:
             continue
-        parser = benchmark._command_parser(command, importlib.import_module(module))
+        parser = cli.command_parser(command, importlib.import_module(module))
         action = next(a for a in parser._actions if a.dest in ("output", "json"))
         if action.required or action.default is None:
             assert "required" in rows[command], (command, rows[command])

@@ -234,10 +234,8 @@ HOSTILE_VALIDATION = [  # (name, the text made from the good validation dict, or
 
 @pytest.mark.parametrize("make,words", [h[1:] for h in HOSTILE_VALIDATION], ids=[h[0] for h in HOSTILE_VALIDATION])
 def test_export_dataset_refuses_a_hostile_validation_file(tmp_path: Path, make, words):
-    import argparse
-
-    from components.dataset import export_dataset, validate
-    from tests.dataset_fixtures import OFFLINE, QUESTIONS, validate_args, write_corpus, write_questions
+    from components.cli import export_dataset, validate
+    from tests.dataset_fixtures import OFFLINE, QUESTIONS, export_args, validate_args, write_corpus, write_questions
     from utils.errors import InputError
 
     questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] != "q_unknown"])
@@ -248,13 +246,9 @@ def test_export_dataset_refuses_a_hostile_validation_file(tmp_path: Path, make, 
         make(vfile)
     else:
         vfile.write_bytes(make(json.loads(vfile.read_text())).encode("utf-8", "surrogateescape"))
-    parser = argparse.ArgumentParser()
-    export_dataset.add_arguments(parser)
     out = tmp_path / "d.jsonl"
-    args = parser.parse_args(["--questions", str(questions), "--corpus", str(corpus), "-o", str(out),
-                              "--validation", str(vfile)])
     with pytest.raises(InputError) as err:
-        export_dataset.run(args, OFFLINE)
+        export_dataset.run(export_args(questions, corpus, out, "--validation", str(vfile)), OFFLINE)
     message = str(err.value)
     assert words in message and message.startswith(f"--validation {vfile}") and "\n" not in message, message
     assert not out.exists()

@@ -121,7 +121,7 @@ def test_interrupt_before_the_loop_writes_nothing(tmp_path: Path):
 
 _DEFERRED = """
 import os, signal, sys, time
-from benchmark import SignalGuard
+from components.cli.common import SignalGuard
 with SignalGuard() as guard:
     with guard.deferred():
         os.kill(os.getpid(), signal.SIGINT)
@@ -167,7 +167,8 @@ def test_a_finished_command_ignores_late_signals():
     """Once ``main`` has returned (everything written), the three signals are ignored: interpreter
     shutdown would otherwise reset their handlers to the default action, and a signal landing then
     would end a complete command by the signal (exit -2) instead of its own exit code."""
-    script = ("import signal, sys\nimport benchmark\nbenchmark.main = lambda: 4\n"
+    script = ("import signal, sys\nimport benchmark\nimport components.cli\n"
+              "components.cli.main = lambda argv, env: 4\n"
               "try:\n    benchmark.entry()\nexcept SystemExit as done:\n"
               "    print(done.code, *(signal.getsignal(s) == signal.SIG_IGN\n"
               "                       for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)))\n")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -26,14 +25,11 @@ SECRET = 'sk-ant-q"uo\\te\n-0123456789'
 
 @pytest.fixture
 def sinks_cleanup():
-    """Whatever sinks a test adds are removed after it, and loguru gets its default sink back (on the
-    real stderr: the test's captured one is closed after the test)."""
+    """The sinks a test adds (add_sinks) are removed after it, and only those."""
     opened = []
     yield opened
-    logger.remove()
     for s in opened:
-        s.close()
-    logger.add(sys.__stderr__)
+        s.remove()
 
 
 def _under_a_file(tmp: Path) -> Path:
@@ -186,13 +182,13 @@ def test_unusable_log_dir_does_not_stop_the_run(tmp_path: Path):
 def test_every_command_accepts_log_dir(monkeypatch):
     import types
 
-    import benchmark
+    from components import cli
 
     module = types.SimpleNamespace(add_arguments=lambda p: p.add_argument("--n", type=int, default=1))
-    monkeypatch.setitem(benchmark.COMMANDS, "fake", ("fake.module", "a fake command"))
-    args = benchmark._command_parser("fake", module).parse_args(["--n", "2", "--log-dir", "/tmp/x"])
+    monkeypatch.setitem(cli.COMMANDS, "fake", ("fake.module", "a fake command"))
+    args = cli.command_parser("fake", module).parse_args(["--n", "2", "--log-dir", "/tmp/x"])
     assert args.log_dir == Path("/tmp/x") and args.n == 2
-    default = benchmark._command_parser("fake", module).parse_args([])
+    default = cli.command_parser("fake", module).parse_args([])
     assert default.log_dir == Path("logs")  # in the current folder, like every output
 
 

@@ -135,13 +135,13 @@ def _help(*args: str) -> str:
 def test_the_options_page_names_every_flag_variable_and_exit_code():
     """docs/options.md is the reference of the command line: a flag, a variable or an exit code the
     code has and the page does not is a gap in it."""
-    import benchmark
+    from components.cli import COMMANDS
     from components.judges.providers import variables
     from utils import errors
 
     page = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
     flags = set()
-    for args in [(), *((name,) for name in benchmark.COMMANDS)]:
+    for args in [(), *((name,) for name in COMMANDS)]:
         flags |= set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", _help(*args)))
     missing = sorted(f for f in flags - {"--help"} if f"`{f}" not in page and f"/{f}" not in page)
     settings = (ROOT / "utils" / "settings.py").read_text(encoding="utf-8")

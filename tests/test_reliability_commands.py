@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import itertools
@@ -31,15 +30,16 @@ from pathlib import Path
 
 import pytest
 
+from components.cli import export_dataset, validate
 from components.core import Chunk
-from components.dataset import export_dataset, validate
 from components.judges.chunk_relevance import build_relevance_prompt, parse_relevance
 from components.judges.providers.anthropic import (AnthropicProvider, MessageBatches, ModelClient, ModelSettings,
                                                    ProviderConfig)
 from components.judges.retrieval_grader import GRADING_PROMPT, build_prompt, parse_grade
 from components.run.judge_batch import BatchJudge, PollSchedule, custom_id
 from tests.conftest import ROOT, SENTINEL_KEY, judge_env, loguru_messages, run_cli
-from tests.dataset_fixtures import OFFLINE, QUESTIONS, strict_load, validate_args, write_corpus, write_questions
+from tests.dataset_fixtures import (OFFLINE, QUESTIONS, export_args, strict_load, validate_args, write_corpus,
+                                    write_questions)
 from tests.loopback import LoopbackServer, Reply
 from utils.errors import InputError, JudgeError
 
@@ -50,12 +50,6 @@ PLAIN = [q for q in EXPORTABLE if q["id"] != "q_generic"]
 
 
 # =========================================================================== 1. outputs
-
-
-def _export_args(questions, corpus, out, *extra: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    export_dataset.add_arguments(parser)
-    return parser.parse_args(["--questions", str(questions), "--corpus", str(corpus), "-o", str(out), *extra])
 
 
 @pytest.fixture
@@ -78,7 +72,7 @@ COMMANDS = {
                         "validation.json"),
     "validate --write-clean": (lambda c, out: validate.run(validate_args(
         c["questions"], c["corpus"], c["out"] / "v.json", "--write-clean", str(out)), OFFLINE), "questions_clean.json"),
-    "export-dataset -o": (lambda c, out: export_dataset.run(_export_args(
+    "export-dataset -o": (lambda c, out: export_dataset.run(export_args(
         c["questions"], c["corpus"], out, "--validation", str(c["validation"])), OFFLINE), "dataset.jsonl"),
 }
 
@@ -415,7 +409,7 @@ def test_export_dataset_redacts_the_key(tmp_path: Path):
     (corpus / "alpha.md").write_text(page)
     questions = write_questions(tmp_path / "q.json", EXPORTABLE[:1])
     settings = Settings.from_env({"BENCHMARK_JUDGE": "offline", "ANTHROPIC_API_KEY": KEY})
-    assert export_dataset.run(_export_args(questions, corpus, tmp_path / "d.jsonl"), settings) == 0
+    assert export_dataset.run(export_args(questions, corpus, tmp_path / "d.jsonl"), settings) == 0
     text = (tmp_path / "d.jsonl").read_text()
     assert "[REDACTED]" in text and _leaks(text) == []
 

@@ -9,6 +9,7 @@ import statistics
 
 import pytest
 
+from components.cli import validate as validate_command
 from components.core.chunking import chunk_corpus
 from components.dataset import validate
 from components.dataset.context_index import ContextIndex
@@ -32,7 +33,7 @@ def tiny(tmp_path):
 def test_pinned_verdicts_offline(tiny, tmp_path, capsys):
     corpus, questions = tiny
     out = tmp_path / "validation.json"
-    assert validate.run(validate_args(questions, corpus, out), OFFLINE) == 0
+    assert validate_command.run(validate_args(questions, corpus, out), OFFLINE) == 0
     report = strict_load(out.read_text())
     by_id = {q["id"]: q for q in report["questions"]}
     assert [q["id"] for q in report["questions"]] == [q["id"] for q in QUESTIONS]
@@ -81,7 +82,7 @@ def test_write_clean_keeps_the_input_format(tiny, tmp_path):
     corpus, questions = tiny
     clean = tmp_path / "clean.json"
     # --force: q_generic fails only necessity, which the lexical judge may not drop on its own
-    assert validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean), "--force"),
+    assert validate_command.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean), "--force"),
                         OFFLINE) == 0
     doc = strict_load(clean.read_text())
     original = json.loads(questions.read_text())
@@ -98,7 +99,7 @@ def test_write_clean_from_standard_input(tiny, tmp_path, monkeypatch):
     corpus, questions = tiny
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(questions.read_bytes())))
     clean = tmp_path / "clean.json"
-    assert validate.run(validate_args("-", corpus, tmp_path / "v.json", "--write-clean", str(clean), "--force"),
+    assert validate_command.run(validate_args("-", corpus, tmp_path / "v.json", "--write-clean", str(clean), "--force"),
                         OFFLINE) == 0
     original = json.loads(questions.read_text())
     assert strict_load(clean.read_text())["questions"] == [original["questions"][0], original["questions"][2]]
@@ -109,7 +110,7 @@ def test_write_clean_bare_list(tmp_path):
     questions = tmp_path / "bare.json"
     questions.write_text(json.dumps(QUESTIONS[:3]))
     clean = tmp_path / "clean.json"
-    validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean)), OFFLINE)
+    validate_command.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean)), OFFLINE)
     assert strict_load(clean.read_text()) == [QUESTIONS[0], QUESTIONS[2]]
 
 
@@ -120,11 +121,11 @@ def test_normalise():
 def test_bad_arguments(tiny, tmp_path):
     corpus, questions = tiny
     with pytest.raises(InputError, match="--k 0"):
-        validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--k", "0"), OFFLINE)
+        validate_command.run(validate_args(questions, corpus, tmp_path / "v.json", "--k", "0"), OFFLINE)
     with pytest.raises(InputError, match="--judge-repeats 0"):
-        validate.run(validate_args(questions, corpus, tmp_path / "v.json", "--judge-repeats", "0"), OFFLINE)
+        validate_command.run(validate_args(questions, corpus, tmp_path / "v.json", "--judge-repeats", "0"), OFFLINE)
     with pytest.raises(InputError, match="^--json .* is the questions file"):
-        validate.run(validate_args(questions, corpus, questions), OFFLINE)
+        validate_command.run(validate_args(questions, corpus, questions), OFFLINE)
     assert not (tmp_path / "v.json").exists()
 
 
@@ -206,7 +207,7 @@ def test_llm_path_through_run(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(validate, "make_judge", fake_make_judge)
     out = tmp_path / "v.json"
-    assert validate.run(validate_args(questions, corpus, out), ANTHROPIC) == 0
+    assert validate_command.run(validate_args(questions, corpus, out), ANTHROPIC) == 0
     report = strict_load(out.read_text())
     assert seen["settings"] is ANTHROPIC and seen["chunks"] == 7  # 6 documents, alpha has 2 chunks
     assert report["judge"]["label"] == "llm" and report["judge"]["model"] == "claude-test-1"
@@ -234,7 +235,7 @@ def test_fatal_judge_error_stops_and_exits_3(tmp_path, monkeypatch):
     judge = ScriptedJudge(JudgeError("auth", "the judge API refused the credentials (401)", fatal=True))
     monkeypatch.setattr(validate, "make_judge", lambda settings, chunks: judge)
     out, clean = tmp_path / "v.json", tmp_path / "clean.json"
-    assert validate.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), ANTHROPIC) == 3
+    assert validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), ANTHROPIC) == 3
     report = strict_load(out.read_text())
     assert report["status"] == "judge_failed" and report["judge_failure"].startswith("auth: ")
     assert [q["verdict"] for q in report["questions"]] == ["fail", "fail"]
@@ -248,7 +249,7 @@ def test_interrupt_writes_the_finished_questions_and_exits_130(tmp_path, monkeyp
     judge = ScriptedJudge(9, 1, KeyboardInterrupt())
     monkeypatch.setattr(validate, "make_judge", lambda settings, chunks: judge)
     out, clean = tmp_path / "v.json", tmp_path / "clean.json"
-    assert validate.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), ANTHROPIC) == 130
+    assert validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), ANTHROPIC) == 130
     report = strict_load(out.read_text())
     assert report["status"] == "interrupted" and [q["id"] for q in report["questions"]] == ["q_pass"]
     assert report["summary"]["question_count"] == 2 and report["summary"]["checked_count"] == 1

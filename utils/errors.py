@@ -1,5 +1,5 @@
-"""The project's exceptions. Modules raise them; only ``benchmark.py`` turns them into
-console lines and exit codes.
+"""The project's exceptions. Modules raise them; only the command line (``components/cli/``) turns
+them into console lines and exit codes.
 
 Every message is one line that names the problem and the fix.
 """

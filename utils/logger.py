@@ -1,14 +1,16 @@
 """The project logger: loguru, with a ``metric`` method.
 
-Library modules only *emit* records; they never add or remove sinks. ``benchmark.py`` adds the
-console and file sinks (see :func:`utils.logger.add_sinks`), which never raise: a log folder or
-file that cannot be written gives console-only logging and one warning line. Each log file
+Library modules only *emit* records; they never add or remove sinks. The command line
+(:mod:`components.cli`) adds the console and file sinks (see :func:`utils.logger.add_sinks`), which
+never raise: a log folder or file that cannot be written gives console-only logging and one warning
+line; it removes exactly those sinks again when the command ends (:meth:`LogSinks.remove`). Each log file
 (:func:`log_file_path`) opens with :func:`log_header` (the command line and what it works on);
 :func:`prune_logs` then keeps the newest ``--log-keep`` log files of the folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -18,7 +20,7 @@ import stat
 import sys
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -31,6 +33,7 @@ from utils.redaction import Redactor
 CONSOLE_FORMAT = "{time:HH:mm:ss} | {level: <7} | {message}\n"
 # loguru appends "\n{exception}" to a format given as a string: the record, then its traceback if any
 FILE_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {name}:{line} | {message}"
+LOGURU_DEFAULT_SINK = 0  # the id of the stderr sink loguru adds when it is imported
 
 
 class BenchmarkLogger:
@@ -151,15 +154,43 @@ class _FileWriter:
 
 @dataclass
 class LogSinks:
-    """What :func:`add_sinks` set up. ``path``: the log file (``None``: console only, it could not
-    be opened). Call :meth:`close` at exit, after ``logger.remove()``."""
+    """What :func:`add_sinks` set up: ``path``, the log file (``None``: console only, it could not
+    be opened), the loguru sinks it added and the standard-library logging set-up it replaced.
+    :meth:`remove` takes away exactly these (a sink added by anyone else stays) and puts the
+    standard-library set-up back; :meth:`close` only closes the log file."""
 
     path: Path | None
+    handler_ids: list[int] = field(default_factory=list)
     _file: _FileWriter | None = None
+    _stdlib: tuple[list[logging.Handler], int] | None = None
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
+
+    def remove(self) -> None:
+        """Remove the sinks :func:`add_sinks` added, close the log file, restore stdlib logging.
+        Calling it again does nothing."""
+        ids, self.handler_ids = self.handler_ids, []
+        for handler_id in ids:
+            with contextlib.suppress(ValueError):  # already removed by someone else
+                _logger.remove(handler_id)
+        self.close()
+        if self._stdlib is not None:
+            root = logging.getLogger()
+            root.handlers, level = self._stdlib
+            root.setLevel(level)
+            self._stdlib = None
+
+
+def _intercept_stdlib_logging() -> tuple[list[logging.Handler], int]:
+    """Route stdlib logging into loguru (:class:`_InterceptHandler` as the root logger's only
+    handler, level INFO); returns the root logger's handlers and level before, to restore."""
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    root.handlers = [_InterceptHandler()]
+    root.setLevel(logging.INFO)
+    return before
 
 
 def _open_log_file(log_file: Path) -> TextIO:
@@ -183,38 +214,42 @@ def _open_log_file(log_file: Path) -> TextIO:
 
 def add_sinks(level: str, log_file: Path | None, secrets: Iterable[str] = ()) -> LogSinks:
     """Entry points only: console at ``level`` on stderr (never a traceback), and ``log_file`` at
-    TRACE with tracebacks. Both sinks replace every secret (in every spelling, see
-    :mod:`utils.redaction`) with ``[REDACTED]`` and escape control characters except newlines.
+    TRACE with tracebacks; loguru's own default stderr sink is removed, every other sink stays.
+    Returns what was added, for :meth:`LogSinks.remove`. Both sinks replace every secret (in every
+    spelling, see :mod:`utils.redaction`) with ``[REDACTED]`` and escape control characters except
+    newlines.
 
     Never raises: a log file that cannot be opened (its folder cannot be created, is read-only, a
     file or a FIFO is in the way) gives console-only logging and one warning line; a log file that
     fails later (a full disk) is closed with one warning line. ``log_file=None``: console only.
     """
     redact = Redactor(secrets)
-    _logger.remove()
+    with contextlib.suppress(ValueError):  # loguru's own stderr sink, there until an application replaces it
+        _logger.remove(LOGURU_DEFAULT_SINK)
     for name in ("components", "utils", "poc"):  # the library's records (components.api disables them)
         _logger.enable(name)
-    logging.basicConfig(handlers=[_InterceptHandler()], level=logging.INFO, force=True)
+    sinks = LogSinks(None, _stdlib=_intercept_stdlib_logging())
     console = _ConsoleWriter(sys.stderr, redact)
-    _logger.add(console, level=level.upper(), format=lambda record: CONSOLE_FORMAT, colorize=False,
-                backtrace=False, diagnose=False)
+    sinks.handler_ids.append(_logger.add(console, level=level.upper(), format=lambda record: CONSOLE_FORMAT,
+                                         colorize=False, backtrace=False, diagnose=False))
     if log_file is None:
-        return LogSinks(None)
+        return sinks
     log_file = Path(log_file)
     try:
         handle = _open_log_file(log_file)
     except OSError as err:
         _logger.warning("log file {} cannot be written ({}): logging to the console only; pass --log-dir a "
                         "folder you can write to", log_file, err.strerror or err)
-        return LogSinks(None)
-    writer = _FileWriter(handle, log_file, redact, console)
-    _logger.add(writer, level="TRACE", format=FILE_FORMAT, colorize=False, backtrace=False, diagnose=False)
-    return LogSinks(log_file, writer)
+        return sinks
+    sinks.path, sinks._file = log_file, _FileWriter(handle, log_file, redact, console)
+    sinks.handler_ids.append(_logger.add(sinks._file, level="TRACE", format=FILE_FORMAT, colorize=False,
+                                         backtrace=False, diagnose=False))
+    return sinks
 
 
 # --------------------------------------------------------------------------- log files: names, header, pruning
 
-# The name of every log file benchmark.py opens; prune_logs removes no other file.
+# The name of every log file the command line opens; prune_logs removes no other file.
 LOG_NAME = re.compile(r"benchmark_\d{8}-\d{6}_\d+\.log")
 
 

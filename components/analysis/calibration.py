@@ -22,9 +22,8 @@ nothing written), as is a grade outside 1-10 or not a whole number (:func:`read_
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,20 +57,6 @@ TARGETS = (
     Target("mean_total_score", "mean total score", lambda grade, rank: float(total_score(grade, rank)), 2),
     Target("pass_rate", f"pass rate (total ≥ {PASS_MARK:g}), %", lambda grade, rank: 100.0 * passes(grade, rank), 1),
 )
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = ("examples:\n"
-                     "  python benchmark.py calibrate benchmark_results.json --labels labels.jsonl\n"
-                     "  python benchmark.py calibrate examples/kubernetes_run.json "
-                     "--labels examples/kubernetes_labels.jsonl --json calibration.json\n\n"
-                     "exit codes: 0 done; 2 bad input (a label not in the run, a grade outside 1-10...; nothing "
-                     "written)")
-    parser.add_argument("run", type=Path, metavar="RUN", help="results JSON file of the run the labels were drawn from")
-    parser.add_argument("--labels", type=Path, required=True, metavar="FILE",
-                        help="labelling file (benchmark.py label) with human_grade filled in")
-    parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the figures as JSON")
 
 
 @dataclass(frozen=True)
@@ -194,20 +179,23 @@ def format_report(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(args: argparse.Namespace, settings: object) -> int:
-    if args.json is not None:
-        args.json = check_output(args.json, option="--json", example="calibration.json",
-                                 inputs=[("the run", args.run), ("the labels file", args.labels)])
-    result = load_run(args.run)
-    labels = read_labels(args.labels)
-    header_run = (labels.header or {}).get("run_id")
+def calibrate_files(run: Path, labels: Path, *, json_path: Path | None = None, secrets: Iterable[str] = ()) -> dict:
+    """``calibrate``'s work: the judge of the results file ``run`` against the human grades of the
+    labelling file ``labels``: the report printed, and written to ``json_path`` (``secrets``
+    redacted) when given. Returns the figures (:func:`calibrate`). Raises :class:`InputError`."""
+    if json_path is not None:
+        json_path = check_output(json_path, option="--json", example="calibration.json",
+                                 inputs=[("the run", run), ("the labels file", labels)])
+    result = load_run(run)
+    graded = read_labels(labels)
+    header_run = (graded.header or {}).get("run_id")
     if header_run and result.run.id and header_run != result.run.id:
         logger.warning("{} was drawn from run {}, and {} is run {}: the questions are matched by id all the same",
-                       args.labels, header_run, args.run, result.run.id)
-    doc = calibrate(result, labels, str(args.run))
+                       labels, header_run, run, result.run.id)
+    doc = calibrate(result, graded, str(run))
     sys.stdout.write(format_report(doc))
     sys.stdout.flush()
-    if args.json is not None:
-        write_json_atomic(args.json, doc, secrets=getattr(settings, "secrets", ()))
-        logger.info("Calibration written to {}", args.json)
-    return 0
+    if json_path is not None:
+        write_json_atomic(json_path, doc, secrets=secrets)
+        logger.info("Calibration written to {}", json_path)
+    return doc

@@ -34,13 +34,12 @@ which exits 6 when it fails.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +54,7 @@ from components.analysis.gate import check_gate
 from utils import metrics as M
 from utils import trec
 from utils.console import shorten
-from utils.errors import EXIT_GATE, EXIT_OK, InputError
+from utils.errors import InputError
 from utils.output import check_output, write_json_atomic
 from utils.results import QuestionResult, RunResult, read_json_file
 
@@ -590,7 +589,7 @@ def format_comparison(c: Comparison, top: int = 10) -> str:
     return "\n".join(out) + "\n"
 
 
-# ---- the command --------------------------------------------------------------------------------
+# ---- the command's work (its arguments: components/cli/compare.py) --------------------------------------------------------------------------------
 
 def _runs_dirs(cwd: Path, args: Sequence[str]) -> list[Path]:
     """Where run ids are looked up: ``runs/`` of the current folder, the history folder a results
@@ -640,54 +639,57 @@ def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
                      "path or a run id (the names in runs/ without .json)")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", metavar="RUN",
-                        help="results file or run id (runs/<id>.json); the first is the baseline. A TREC run file "
-                             "or a ranx JSON run stands beside them as a rank-only system")
-    parser.add_argument("--qrels", type=Path, default=None, metavar="PATH",
-                        help="the judgments of the TREC/ranx runs (TREC or BEIR qrels; default: the baseline's needles)")
-    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the comparison as JSON")
-    parser.add_argument("--top", type=int, default=10, metavar="N",
-                        help="questions listed per direction in the table (default 10; --json has all)")
-    parser.add_argument("--alpha", type=float, default=ALPHA, help="significance level (default %(default)s)")
-    parser.add_argument("--metrics", default=None, metavar="KEYS",
-                        help="metric keys to compare, comma-separated (default: "
-                             f"{','.join(m.key for m in M.metrics(compared=True))})")
-    gate = parser.add_argument_group("CI gate (exit 6 when it fails)")
-    gate.add_argument("--fail-on", default=None, metavar="worse[:METRICS]",
-                      help="fail when a metric's verdict is worse (Holm-adjusted p below --alpha): every compared "
-                           "metric, or worse:mrr,ndcg (keys, or ndcg, map, recall, hit1, hit5, grade, total, pass7)")
-    gate.add_argument("--margin", action="append", default=[], metavar="METRIC=MARGIN",
-                      help="non-inferiority: fail when the lower bound of the 95%% CI of the metric's delta is below "
-                           "-MARGIN (the metric's unit: points for rates); repeatable")
-    gate.add_argument("--fail-on-regressions", type=int, default=None, metavar="N",
-                      help="fail when more than N questions lost their rank-1 hit")
+def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: Path | None = None, top: int = 10,
+                  alpha: float = ALPHA, metrics: Sequence[str] | None = None, worse: Sequence[str] | bool = False,
+                  margins: Mapping[str, float] | None = None, regressions: int | None = None,
+                  secrets: Iterable[str] = ()):
+    """``compare``'s work: read ``runs`` (results files or run ids, the first the baseline; TREC or
+    ranx run files beside them as rank-only systems judged by ``qrels``), compare ``metrics`` (keys;
+    default: the registry's compared ones), print the comparison and the gate's lines when one is
+    asked for (``worse``, ``margins``, ``regressions``: :meth:`Comparison.gate`), write ``json_path``
+    with ``secrets`` redacted. Returns the gate's :class:`components.analysis.gate.GateResult`, or
+    ``None`` without a gate. Raises :class:`InputError`."""
+    margins = dict(margins or {})
+    gating = bool(worse) or bool(margins) or regressions is not None
+    paths = [resolve_run(arg, Path.cwd(), runs) for arg in runs]
+    if json_path is not None:
+        json_path = check_output(json_path, option="--json", example="comparison.json",
+                                 inputs=[*(("a run", p) for p in paths), *((("the qrels", qrels),) if qrels else ())])
+    results, labels, sources, systems = _read_compared(runs, paths)
+    if gating and len(results) < 2:
+        raise InputError("the gate (--fail-on, --margin, --fail-on-regressions) judges results files against the "
+                         "baseline: give at least two results files")
+    judgments = trec.read_qrels(qrels) if qrels is not None else None
+    if judgments is not None and not systems:
+        raise InputError("--qrels judges TREC or ranx runs, and no RUN is one: drop --qrels or add a run file")
+    comparison = compare_runs(results, default_labels(results, labels), sources=sources, alpha=alpha,
+                              metrics=metrics, systems=systems, qrels=judgments)
+    for warning in comparison.warnings:
+        logger.debug("compare warning: {}", warning)
+    sys.stdout.write(format_comparison(comparison, top=top))
+    result = comparison.gate(worse=worse, margins=margins, regressions=regressions) if gating else None
+    if result is not None:
+        sys.stdout.write("\n" + str(result))
+    sys.stdout.flush()
+    if json_path is not None:
+        data = comparison.to_json()
+        if result is not None:
+            data["gate"] = result.to_json()
+        # strict JSON, the environment's secrets redacted, written whole or not at all
+        write_json_atomic(json_path, data, secrets)
+        logger.info("Comparison written to {}", json_path)
+    return result
 
 
-def run(args: argparse.Namespace, settings: object) -> int:
-    if len(args.runs) < 2:
-        raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
-    if args.top < 0:
-        raise InputError(f"--top {args.top} is negative: give 0 or more")
-    if not 0 < args.alpha < 1:
-        raise InputError(f"--alpha {args.alpha:g} is not between 0 and 1: give e.g. 0.05")
-    from components.analysis.gate import gated_metrics, parse_fail_on, parse_margins
-
-    worse = parse_fail_on(args.fail_on) if args.fail_on is not None else False
-    margins = parse_margins(args.margin)
-    if args.fail_on_regressions is not None and args.fail_on_regressions < 0:
-        raise InputError(f"--fail-on-regressions {args.fail_on_regressions} is negative: give 0 or more")
-    gating = bool(worse) or bool(margins) or args.fail_on_regressions is not None
-    paths = [resolve_run(arg, Path.cwd(), args.runs) for arg in args.runs]
-    if args.json is not None:
-        args.json = check_output(args.json, option="--json", example="comparison.json",
-                                 inputs=[*(("a run", p) for p in paths),
-                                         *((("the qrels", args.qrels),) if getattr(args, "qrels", None) else ())])
+def _read_compared(args: Sequence[str], paths: Sequence[Path]) -> tuple[list[RunResult], list[str], list[str],
+                                                                        list[RankedSystem]]:
+    """The results files among ``paths`` (with the argument and path of each) and the TREC/ranx
+    runs as rank-only systems; the baseline must be a results file."""
     runs: list[RunResult] = []
     run_args: list[str] = []
     run_paths: list[str] = []
     systems: list[RankedSystem] = []
-    for arg, path in zip(args.runs, paths):
+    for arg, path in zip(args, paths):
         loaded = read_run_or_ranking(path)
         if isinstance(loaded, RunResult):
             runs.append(loaded)
@@ -698,41 +700,7 @@ def run(args: argparse.Namespace, settings: object) -> int:
                              "questions and their needles come from it)")
         else:
             systems.append(RankedSystem(path.stem, str(path), loaded))
-    if gating and len(runs) < 2:
-        raise InputError("the gate (--fail-on, --margin, --fail-on-regressions) judges results files against the "
-                         "baseline: give at least two results files")
-    qrels = trec.read_qrels(args.qrels) if args.qrels is not None else None
-    if qrels is not None and not systems:
-        raise InputError("--qrels judges TREC or ranx runs, and no RUN is one: drop --qrels or add a run file")
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-    extra = gated_metrics(worse, margins)
-    base = metrics if metrics is not None else [m.key for m in M.metrics(compared=True)]
-    if any(key not in base for key in extra):
-        metrics = [*base, *(key for key in extra if key not in base)]
-    comparison = compare_runs(runs, default_labels(runs, run_args), sources=run_paths, alpha=args.alpha,
-                              metrics=metrics, systems=systems, qrels=qrels)
-    for warning in comparison.warnings:
-        logger.debug("compare warning: {}", warning)
-    sys.stdout.write(format_comparison(comparison, top=args.top))
-    result = comparison.gate(worse=worse, margins=margins, regressions=args.fail_on_regressions) if gating else None
-    if result is not None:
-        sys.stdout.write("\n" + str(result))
-    sys.stdout.flush()
-    if args.json is not None:
-        data = comparison.to_json()
-        if result is not None:
-            data["gate"] = result.to_json()
-        # strict JSON, the environment's secrets redacted, written whole or not at all
-        write_json_atomic(args.json, data, getattr(settings, "secrets", ()))
-        logger.info("Comparison written to {}", args.json)
-    if result is None:
-        return EXIT_OK
-    if result.passed:
-        logger.info("Gate passed: {} check(s), none failed", len(result.checks))
-        return EXIT_OK
-    names = ", ".join(dict.fromkeys(c.metric or c.rule for c in result.failures))
-    logger.error("Gate failed: {} ({} failing check(s)): exit {}", names, len(result.failures), EXIT_GATE)
-    return EXIT_GATE
+    return runs, run_args, run_paths, systems
 
 
 def _first_byte(path: Path) -> bytes:

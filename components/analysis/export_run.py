@@ -21,7 +21,6 @@ with one line naming it.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 from pathlib import Path
@@ -88,39 +87,30 @@ def export_trec(result: RunResult, run_path: str | os.PathLike, qrels_path: str 
     return run_text, qrels_text
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", metavar="RUN", help="results file or run id (runs/<id>.json)")
-    parser.add_argument("-o", "--output", type=Path, required=True, metavar="RUN_FILE",
-                        help="the TREC run file to write (e.g. run.trec)")
-    parser.add_argument("--qrels", type=Path, default=None, metavar="PATH",
-                        help="also write the qrels (qid 0 docid grade) from the rows' needles and grades")
-    parser.add_argument("--level", choices=LEVELS, default="doc",
-                        help="doc: each question's distinct documents, as the document-level metrics see them "
-                             "(default); chunk: the chunk ids")
-    parser.add_argument("--tag", default=None, help="the run's tag, its last column (default: the strategy)")
-
-
-def run(args: argparse.Namespace, settings: object) -> int:
+def export_run_file(run: str, output: Path, *, qrels: Path | None = None, level: str = "doc",
+                    tag: str | None = None) -> None:
+    """``export-run``'s work: the results file (or run id) ``run`` written as the TREC run file
+    ``output``, and its qrels to ``qrels`` when given (see :func:`export_trec`). Raises
+    :class:`InputError`."""
     from components.analysis.compare import resolve_run
     from utils.results import load_run
 
-    path = resolve_run(args.run, Path.cwd(), [args.run])
-    args.output = check_output(args.output, option="-o", example="run.trec", inputs=[("the results file being exported", path)])
-    if args.qrels is not None:
-        args.qrels = check_output(args.qrels, option="--qrels", example="qrels.txt",
-                                  inputs=[("the results file being exported", path)])
-        if same_file(args.qrels, args.output):
-            raise InputError(f"--qrels {args.qrels} is the run file -o: give them two paths")
-    for option, target in (("-o", args.output), ("--qrels", args.qrels)):
+    path = resolve_run(run, Path.cwd(), [run])
+    exported = [("the results file being exported", path)]
+    output = check_output(output, option="-o", example="run.trec", inputs=exported)
+    if qrels is not None:
+        qrels = check_output(qrels, option="--qrels", example="qrels.txt", inputs=exported)
+        if same_file(qrels, output):
+            raise InputError(f"--qrels {qrels} is the run file -o: give them two paths")
+    for option, target in (("-o", output), ("--qrels", qrels)):
         if target is not None and same_file(target, path):
             raise InputError(f"{option} {target} is the results file being exported: give another path")
     result = load_run(path)
-    run_text, _ = export_trec(result, args.output, args.qrels, level=args.level, tag=args.tag)
+    run_text, _ = export_trec(result, output, qrels, level=level, tag=tag)
     empty = sum(1 for row in result.rows if not row.retrieved)
-    logger.info("Run written to {} ({} questions, {} lines, {} level){}", args.output, len(result.rows),
-                run_text.count("\n"), args.level,
+    logger.info("Run written to {} ({} questions, {} lines, {} level){}", output, len(result.rows),
+                run_text.count("\n"), level,
                 f"; {empty} question(s) retrieved nothing and have no line (trec_eval -c counts them as 0)"
                 if empty else "")
-    if args.qrels is not None:
-        logger.info("Qrels written to {}", args.qrels)
-    return 0
+    if qrels is not None:
+        logger.info("Qrels written to {}", qrels)

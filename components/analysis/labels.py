@@ -26,13 +26,12 @@ every way a line can be wrong is one :class:`InputError` naming the file, the li
 
 from __future__ import annotations
 
-import argparse
 import html
 import os
 import random
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,31 +52,6 @@ SCALE = ("10 complete answer with all necessary details; 8-9 the core answer, mi
          "information, key details missing; 2-3 tangentially related, does not address the question; "
          "1 no useful information (the judge's scoring guide)")
 _FIX = "write it with `python benchmark.py label RUN -o FILE`, then fill in human_grade"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = ("examples:\n"
-                     "  python benchmark.py label benchmark_results.json --sample 60 --seed 0 -o labels.jsonl\n"
-                     "  (fill in human_grade 1-10 on each line, then)\n"
-                     "  python benchmark.py calibrate benchmark_results.json --labels labels.jsonl\n\n"
-                     "exit codes: 0 written; 2 bad input (nothing written)")
-    parser.add_argument("run", type=Path, metavar="RUN", help="results JSON file of a benchmark run (with chunk text)")
-    parser.add_argument("--sample", type=_positive_int, default=60, metavar="N",
-                        help="rows to draw, stratified over the judge's grade bands (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="the sample's seed, recorded in the file (default: 0)")
-    parser.add_argument("-o", "--output", type=Path, default=Path("labels.jsonl"),
-                        help="labelling file to write, JSON lines (default: labels.jsonl)")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
 
 
 def band_of(grade: int) -> str:
@@ -150,23 +124,25 @@ def build_labels(result: RunResult, source: str, n: int, seed: int) -> list[dict
     return [header, *(label_line(r) for r in sampled)]
 
 
-def run(args: argparse.Namespace, settings: object) -> int:
-    args.output = check_output(args.output, option="-o", example="labels.jsonl", inputs=[("the run", args.run)])
-    _refuse_to_overwrite_grades(args.output)
-    result = load_run(args.run)
-    lines = build_labels(result, str(args.run), args.sample, args.seed)
-    secrets = getattr(settings, "secrets", ())
-    write_text_atomic(args.output, "".join(to_strict_json(line, secrets, indent=None) + "\n" for line in lines))
+def write_labels(run: Path, output: Path, *, sample: int = 60, seed: int = 0, secrets: Iterable[str] = ()) -> Path:
+    """``label``'s work: a stratified sample of ``sample`` graded rows of the results file ``run``
+    (seed ``seed``) written to ``output`` as a labelling file, with ``secrets`` redacted; never over
+    a file that holds human grades. Returns the file written. Raises :class:`InputError`."""
+    output = check_output(output, option="-o", example="labels.jsonl", inputs=[("the run", run)])
+    _refuse_to_overwrite_grades(output)
+    result = load_run(run)
+    lines = build_labels(result, str(run), sample, seed)
+    write_text_atomic(output, "".join(to_strict_json(line, secrets, indent=None) + "\n" for line in lines))
     header = lines[0]
-    if header["sampled"] < args.sample:
+    if header["sampled"] < sample:
         logger.warning("The run has {} graded row(s): all of them are in the file (--sample {} asked for more)",
-                       header["sampled"], args.sample)
+                       header["sampled"], sample)
     bands = ", ".join(f"{band}: {s['sampled']} of {s['graded']}" for band, s in header["strata"].items())
-    sys.stdout.write(f"Wrote {header['sampled']} row(s) to label to {args.output} (seed {args.seed}; judge grade "
+    sys.stdout.write(f"Wrote {header['sampled']} row(s) to label to {output} (seed {seed}; judge grade "
                      f"bands {bands}).\nFill in human_grade (1-10) on each line, without looking up the judge's "
-                     f"grade, then: python benchmark.py calibrate {args.run} --labels {args.output}\n")
+                     f"grade, then: python benchmark.py calibrate {run} --labels {output}\n")
     sys.stdout.flush()
-    return 0
+    return output
 
 
 def _refuse_to_overwrite_grades(path: Path) -> None:

@@ -19,7 +19,6 @@ have: a missing field is shown as absent, never guessed.
 
 from __future__ import annotations
 
-import argparse
 import html
 import io
 import re
@@ -54,36 +53,26 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _COLORS = {"bar": "#3b6ea8", "good": "#2e8b57", "bad": "#c0392b", "warn": "#e67e22", "grey": "#8a8f98"}
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = ("examples:\n"
-                     "  python benchmark.py report benchmark_results.json -o report.html\n"
-                     "  python benchmark.py report base.json new.json -o compare.html   # with the comparison\n"
-                     "  report.html#tag=wrong_chunk&open=q_006 in a browser: one tag's questions, one row open\n\n"
-                     "exit codes: 0 written; 2 a RUN is missing or not a results file (nothing written)")
-    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="results JSON file(s) of benchmark runs")
-    parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),
-                        help="HTML file to write (default: report.html)")
-    parser.add_argument("--labels", type=Path, default=None, metavar="FILE",
-                        help="also show a labelling file's rows (benchmark.py label) for reading, in their own section")
-
-
-def run(args: argparse.Namespace, settings: object) -> int:
-    args.output = check_output(args.output, option="-o", example="report.html",
-                               inputs=[*(("a results file", p) for p in args.runs),
-                                       *((("the labels file", args.labels),) if getattr(args, "labels", None) else ())])
-    runs = [load_run(path) for path in args.runs]
-    labels = [run_label(r, p) for r, p in zip(runs, args.runs, strict=True)]
+def write_report(runs: Sequence[Path], output: Path, *, labels: Path | None = None,
+                 secrets: Iterable[str] = ()) -> Path:
+    """``report``'s work: the page of the results files ``runs`` (with their comparison when there
+    are several, and ``labels``' rows when given) written to ``output`` (a folder gets report.html)
+    with ``secrets`` redacted. Returns the file written. Raises :class:`InputError`."""
+    output = check_output(output, option="-o", example="report.html",
+                          inputs=[*(("a results file", p) for p in runs),
+                                  *((("the labels file", labels),) if labels else ())])
+    results = [load_run(path) for path in runs]
+    names = [run_label(r, p) for r, p in zip(results, runs, strict=True)]
     comparison = None
-    if len(runs) > 1:  # compare's labels (strategies when distinct) name the runs everywhere on the page
-        labels = default_labels(runs, labels)
-        comparison = compare_runs(runs, labels, sources=[str(p) for p in args.runs]).to_json()
-    page = render_report(runs, labels, comparison, extra=labels_section(getattr(args, "labels", None)))
-    page = Redactor(getattr(settings, "secrets", ()))(page)  # a results file from elsewhere may hold the key
-    write_text_atomic(args.output, page)
-    logger.info("Report written to {} ({} run{}, {} KB)", args.output, len(runs), "s" if len(runs) > 1 else "",
+    if len(results) > 1:  # compare's labels (strategies when distinct) name the runs everywhere on the page
+        names = default_labels(results, names)
+        comparison = compare_runs(results, names, sources=[str(p) for p in runs]).to_json()
+    page = render_report(results, names, comparison, extra=labels_section(labels))
+    page = Redactor(secrets)(page)  # a results file from elsewhere may hold the key
+    write_text_atomic(output, page)
+    logger.info("Report written to {} ({} run{}, {} KB)", output, len(results), "s" if len(results) > 1 else "",
                 round(len(page.encode()) / 1024))
-    return 0
+    return output
 
 
 # ---- input

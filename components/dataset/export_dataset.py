@@ -29,8 +29,8 @@ document without text gives a line with no positives (and a warning).
 
 from __future__ import annotations
 
-import argparse
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 from loguru import logger
@@ -46,23 +46,6 @@ from utils.redaction import Redactor
 from utils.typecheck import describe_json
 
 SOURCE = "benchmark_mining"
-DEFAULT_OUTPUT = "dataset.jsonl"
-OUTPUTS_EPILOG = (f"outputs: without -o, {DEFAULT_OUTPUT} is written in the current folder. Every command writes "
-                  "its default output in the current folder under a fixed name (benchmark_results.json and runs/, "
-                  f"validation.json, report.html, {DEFAULT_OUTPUT}; logs under --log-dir), names git ignores.")
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.epilog = OUTPUTS_EPILOG
-    p.add_argument("--questions", type=Path, required=True, help="questions JSON file")
-    p.add_argument("--corpus", type=Path, default=None,
-                   help="folder of Markdown files, one document each (default: built-in Python reference)")
-    p.add_argument("--validation", type=Path, default=None,
-                   help="validation JSON written by `benchmark.py validate` for these questions")
-    p.add_argument("--hard-negatives", type=int, default=5, help="hard negatives per question (default 5)")
-    p.add_argument("--positives", type=int, default=1, help="best needle chunks per needle document (default 1)")
-    p.add_argument("-o", "--output", type=Path, default=Path(DEFAULT_OUTPUT),
-                   help=f"JSON lines file to write (default {DEFAULT_OUTPUT}, in the current folder)")
 
 
 def _context(scored: ScoredChunk) -> dict:
@@ -147,42 +130,42 @@ def dataset_line(q: Question, index: ContextIndex, *, questions_path: str, posit
             "positive_ctxs": positive_ctxs, "negative_ctxs": negative_ctxs, "metadata": metadata}
 
 
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    if args.hard_negatives < 0:
-        raise InputError(f"--hard-negatives {args.hard_negatives}: give 0 or more")
-    if args.positives < 1:
-        raise InputError(f"--positives {args.positives}: give at least 1")
-    args.output = check_output(args.output, option="--output", inputs=[("the questions file", args.questions),
-                               ("the --validation file", args.validation)], corpus=args.corpus, example="dataset.jsonl")
-    redact = Redactor(settings.secrets)
-    qset = load_questions(args.questions)
-    validation = load_validation(args.validation, qset) if args.validation is not None else None
+def write_dataset(questions: Path, output: Path, *, corpus_path: Path | None = None, validation: Path | None = None,
+                  positives: int = 1, hard_negatives: int = 5, secrets: Iterable[str] = ()) -> Path:
+    """``export-dataset``'s work: one line per question of ``questions`` (see the module docstring)
+    over ``corpus_path`` (default: the built-in one), with ``validation``'s verdicts when given, written
+    to ``output`` (``secrets`` redacted). Returns the file written. Raises :class:`InputError`."""
+    output = check_output(output, option="--output", inputs=[("the questions file", questions),
+                          ("the --validation file", validation)], corpus=corpus_path, example="dataset.jsonl")
+    redact = Redactor(secrets)
+    qset = load_questions(questions)
+    verdicts = load_validation(validation, qset) if validation is not None else None
     from components.core.chunking import chunk_corpus
     from components.readers import load_corpus
 
-    corpus = load_corpus(args.corpus)
+    corpus = load_corpus(corpus_path)
     check_needles(qset, corpus.ids(), corpus.source)
     index = ContextIndex(chunk_corpus(corpus.documents))
     lines = []
     without_answer: list[str] = []
     for q in qset.questions:
         entry = None
-        if validation is not None:
-            entry = validation.get(q.id)
+        if verdicts is not None:
+            entry = verdicts.get(q.id)
             if entry is None:
-                logger.warning("{}: question {!r} is not in {} (validation null)", qset.path, q.id, args.validation)
-        line = strict_json_value(dataset_line(q, index, questions_path=qset.path, positives=args.positives,
-                                              hard_negatives=args.hard_negatives, validation=entry), redact)
+                logger.warning("{}: question {!r} is not in {} (validation null)", qset.path, q.id, validation)
+        line = strict_json_value(dataset_line(q, index, questions_path=qset.path, positives=positives,
+                                              hard_negatives=hard_negatives, validation=entry), redact)
         if not line["positive_ctxs"]:
             logger.warning("question {!r}: its needle document has no text: no positive context", q.id)
         if line["metadata"]["positive_has_answer"] is False:
             without_answer.append(q.id)
             logger.debug("question {!r}: no chunk of its needle holds the expected answer's key terms", q.id)
         lines.append(json.dumps(line, ensure_ascii=False, allow_nan=False))
-    write_text_atomic(args.output, "".join(line + "\n" for line in lines))
+    write_text_atomic(output, "".join(line + "\n" for line in lines))
     shown = ", ".join(without_answer[:5]) + (f" and {len(without_answer) - 5} more" if len(without_answer) > 5 else "")
     logger.info("{} dataset lines written to {} (positives per needle {}, hard negatives up to {}); {} without a "
                 "positive holding the expected answer's key terms (positive_has_answer false{})", len(lines),
-                args.output, args.positives, args.hard_negatives, len(without_answer),
+                output, positives, hard_negatives, len(without_answer),
                 f": {shown}" if without_answer else "")
-    return 0
+    return output

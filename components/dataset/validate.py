@@ -35,9 +35,7 @@ necessity unless ``--force`` is given (the validation JSON is written either way
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import re
 import statistics
 import sys
@@ -64,33 +62,8 @@ SUFFICIENCY_MIN = 7
 NECESSITY_MAX = 3
 VALIDATION_VERSION = 1
 BLOCKING_FLAGS = ("duplicate", "unknown_needle", "empty_needle")
-EXIT_OK, EXIT_JUDGE, EXIT_INTERRUPTED = 0, 3, 130
-DEFAULT_JSON = "validation.json"
-OUTPUTS_EPILOG = (f"outputs: without --json, {DEFAULT_JSON} is written in the current folder. Every command writes "
-                  "its default output in the current folder under a fixed name (benchmark_results.json and runs/, "
-                  f"{DEFAULT_JSON}, report.html, dataset.jsonl; logs under --log-dir), names git ignores.")
 LEXICAL_NECESSITY_NOTE = ("the offline lexical judge's necessity check is unreliable on a single-topic corpus "
                           "(random chunks of other documents share the topic's generic words)")
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.epilog = OUTPUTS_EPILOG
-    p.add_argument("questions", type=Path, nargs="?", metavar="QUESTIONS",
-                   help="questions JSON file to validate (or --questions QUESTIONS)")
-    p.add_argument("--questions", type=Path, dest="questions_option", metavar="QUESTIONS",
-                   help="questions JSON file to validate, as in the other commands")
-    p.add_argument("--corpus", type=Path, default=None,
-                   help="folder of Markdown files, one document each (default: built-in Python reference)")
-    p.add_argument("--k", type=int, default=5, help="chunks per check (default 5)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random chunks of the necessity check (default 0)")
-    p.add_argument("--judge-repeats", type=int, default=1, help="grade each check N times and report the spread")
-    p.add_argument("--json", type=Path, default=Path(DEFAULT_JSON),
-                   help=f"validation JSON to write (default {DEFAULT_JSON}, in the current folder)")
-    p.add_argument("--write-clean", type=Path, default=None, metavar="OUT",
-                   help="write the questions that pass to OUT, in the input's format")
-    p.add_argument("--force", action="store_true",
-                   help="with --write-clean and the offline lexical judge: also drop the questions that fail "
-                        "only the necessity check (unreliable on a single-topic corpus)")
 
 
 # --------------------------------------------------------------------------- records
@@ -386,18 +359,6 @@ def judge_description(judge, settings: Settings) -> dict:
             "prompt_sha256": PROMPT_SHA256, "reference_free_prompt_sha256": REFERENCE_FREE_PROMPT_SHA256}
 
 
-def questions_argument(args: argparse.Namespace) -> Path:
-    """The questions file, given as ``validate QUESTIONS`` or ``validate --questions QUESTIONS``."""
-    positional, option = args.questions, getattr(args, "questions_option", None)
-    if positional is None and option is None:
-        raise InputError("validate needs a questions file: python benchmark.py validate --questions QUESTIONS.json")
-    if positional is not None and option is not None and \
-            os.path.abspath(positional) != os.path.abspath(option):
-        raise InputError(f"two questions files ({positional} and --questions {option}): give one, "
-                         "either as validate QUESTIONS or as --questions QUESTIONS")
-    return positional if positional is not None else option
-
-
 def necessity_only_failures(items: Sequence[QuestionValidation]) -> list[str]:
     """The ids of the questions whose only failure is a graded necessity check above the bar."""
     return [item.question.id for item in items
@@ -411,59 +372,66 @@ def _ids(ids: Sequence[str], shown: int = 5) -> str:
     return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    args.questions = questions_argument(args)
-    if args.k < 1:
-        raise InputError(f"--k {args.k}: give at least 1 chunk per check")
-    if args.judge_repeats < 1:
-        raise InputError(f"--judge-repeats {args.judge_repeats}: give at least 1")
-    inputs = [("the questions file", args.questions)]
-    args.json = check_output(args.json, option="--json", inputs=inputs, corpus=args.corpus, example="validation.json")
-    if args.write_clean is not None:
-        args.write_clean = check_output(args.write_clean, option="--write-clean",
-                                        inputs=[*inputs, ("the --json output", args.json)], corpus=args.corpus,
-                                        example="questions_clean.json")
+def validate_file(questions: Path, json_path: Path, settings: Settings, *, corpus_path: Path | None = None,
+                  k: int = 5, seed: int = 0, repeats: int = 1, write_clean: Path | None = None,
+                  force: bool = False) -> ValidationRun:
+    """``validate``'s work: every question of ``questions`` checked over ``corpus_path`` (default: the
+    built-in one) by the judge ``settings`` name, the validation written to ``json_path``, its table
+    printed, and the passing questions written to ``write_clean`` when given (``force``: with the
+    lexical judge, drop those that fail only necessity too). Returns the run (its ``status``).
+    Raises :class:`InputError`."""
+    inputs = [("the questions file", questions)]
+    json_path = check_output(json_path, option="--json", inputs=inputs, corpus=corpus_path, example="validation.json")
+    if write_clean is not None:
+        write_clean = check_output(write_clean, option="--write-clean",
+                                   inputs=[*inputs, ("the --json output", json_path)], corpus=corpus_path,
+                                   example="questions_clean.json")
     redact = Redactor(settings.secrets)
-    qset = load_questions(args.questions)
+    qset = load_questions(questions)
     from components.core.chunking import chunk_corpus
     from components.readers import load_corpus
 
-    corpus = load_corpus(args.corpus)
+    corpus = load_corpus(corpus_path)
     chunks = chunk_corpus(corpus.documents)
     index = ContextIndex(chunks)
     judge = make_judge(settings, chunks)
     info = judge_description(judge, settings)
     logger.info("Validating {} questions of {} on corpus {} ({} documents, {} chunks), judge {} ({}), k={}, "
-                "seed={}, repeats={}", len(qset.questions), escape_control(str(args.questions)),
+                "seed={}, repeats={}", len(qset.questions), escape_control(str(questions)),
                 escape_control(corpus.source), len(corpus.documents),
-                len(chunks), info["label"], info["model"], args.k, args.seed, args.judge_repeats)
-    result = validate_questions(qset.questions, index, judge, k=args.k, seed=args.seed, repeats=args.judge_repeats)
+                len(chunks), info["label"], info["model"], k, seed, repeats)
+    result = validate_questions(qset.questions, index, judge, k=k, seed=seed, repeats=repeats)
     corpus_info = {"source": corpus.source, "documents": len(corpus.documents), "chunks": len(chunks),
                    "sha256": corpus.sha256}
-    report = build_report(qset, corpus_info, info, result, k=args.k, seed=args.seed, repeats=args.judge_repeats)
-    write_json_atomic(args.json, report, redact)
+    report = build_report(qset, corpus_info, info, result, k=k, seed=seed, repeats=repeats)
+    write_json_atomic(json_path, report, redact)
     sys.stdout.write(redact(table(result.items, report["summary"], info["label"])))
-    logger.info("Validation written to {}", args.json)
+    logger.info("Validation written to {}", json_path)
     lexical = info["label"] == "lexical"
-    necessity_only = necessity_only_failures(result.items) if lexical else []
     failing_necessity = [item for item in result.items if item.necessity is not None and item.necessity.passed is False]
     if lexical and failing_necessity:
         default = default_provider()
         logger.warning("Note: {} question(s) fail necessity, but {}: check them with the LLM judge (set {}) before "
                        "dropping them", len(failing_necessity), LEXICAL_NECESSITY_NOTE,
                        default.missing_key() if default else "a judge provider's key")
-    if args.write_clean is not None:
-        if result.status != "completed":
-            logger.warning("--write-clean skipped: the validation is {}", result.status)
-        elif necessity_only and not args.force:
-            raise InputError(f"--write-clean would drop {len(necessity_only)} question(s) that fail only necessity "
-                             f"({_ids(necessity_only)}), which the offline lexical judge cannot judge reliably on a "
-                             "single-topic corpus: add --force to drop them anyway, or validate with the LLM judge "
-                             f"({args.json} is written, {args.write_clean} is not)")
-        else:
-            passing = {item.question.id for item in result.items if item.verdict == "pass"}
-            write_json_atomic(args.write_clean, clean_questions(qset, passing), redact)
-            logger.info("{} passing questions written to {}", len(passing), args.write_clean)
-    if result.status == "interrupted":
-        return EXIT_INTERRUPTED
-    return EXIT_JUDGE if result.status == "judge_failed" else EXIT_OK
+    if write_clean is not None:
+        _write_clean(qset, result, write_clean, json_path, redact,
+                     necessity_only=necessity_only_failures(result.items) if lexical and not force else [])
+    return result
+
+
+def _write_clean(qset: QuestionSet, result: ValidationRun, path: Path, json_path: Path, redact: Redactor, *,
+                 necessity_only: Sequence[str]) -> None:
+    """``--write-clean``: the passing questions to ``path``, unless the validation did not complete
+    or would drop ``necessity_only`` (the lexical judge's unreliable failures; refused)."""
+    if result.status != "completed":
+        logger.warning("--write-clean skipped: the validation is {}", result.status)
+    elif necessity_only:
+        raise InputError(f"--write-clean would drop {len(necessity_only)} question(s) that fail only necessity "
+                         f"({_ids(necessity_only)}), which the offline lexical judge cannot judge reliably on a "
+                         "single-topic corpus: add --force to drop them anyway, or validate with the LLM judge "
+                         f"({json_path} is written, {path} is not)")
+    else:
+        passing = {item.question.id for item in result.items if item.verdict == "pass"}
+        write_json_atomic(path, clean_questions(qset, passing), redact)
+        logger.info("{} passing questions written to {}", len(passing), path)

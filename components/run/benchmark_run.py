@@ -15,7 +15,7 @@ module adds what only a command line has — the journal, the console, signals, 
    results file per strategy beside ``--output`` as well.
 
 :class:`RunState` tells the edge, whatever happens, which journal holds the work and the command
-that continues it. Exit statuses are mapped to exit codes by ``benchmark.py``.
+that continues it. Exit statuses are mapped to exit codes by the command line (:mod:`components.cli`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from loguru import logger
 
@@ -158,42 +159,59 @@ def _continue_command(argv: list[str], path: Path) -> str:
     return shlex.join(["python", "benchmark.py", *args, "--resume", str(path)])
 
 
-def resume_defaults(args, env: dict[str, str], given: set[str]) -> None:
+@dataclass(frozen=True)
+class ResumeDefaults:
+    """What ``--resume FILE`` fills in (:func:`recorded_defaults`): ``options``, the run's option
+    values by their name (``questions``, ``qrels``, ``split``, ``corpus``, ``strategy``, ``k``,
+    ``limit``, ``ids`` as the command line spells them); ``env``, the judge's variables."""
+
+    options: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def recorded_defaults(resume: Path, given: Collection[str], env: Mapping[str, str]) -> ResumeDefaults:
     """``--resume FILE`` without ``--questions`` (and BEIR's ``--qrels``/``--split``), ``--corpus``,
-    ``--strategy``, ``--k``, a selection (``--quick``/``--limit``/``--ids``) or a judge setting: take
-    them from what FILE recorded (``args`` and ``env`` are updated; a value given on the command line
-    stays, and :func:`_check_resume` refuses a real conflict later)."""
+    ``--strategy``, ``--k``, a selection (``--quick``/``--limit``/``--ids``) or a judge setting in
+    ``env``: what FILE recorded for them. ``given``: the options on the command line (their values
+    stay, and :func:`_check_resume` refuses a real conflict later)."""
     from components.core.corpus import BUILTIN_SOURCE
     from components.readers.questions_json import STDIN_NAME
 
-    run, _ = read_rows(args.resume)
+    run, _ = read_rows(resume)
     recorded = identity_of(run)
+    given = set(given)
+    options: dict[str, Any] = {}
     if "--questions" not in given and recorded.get("questions_file") not in (None, STDIN_NAME):
-        args.questions = Path(recorded["questions_file"])
+        options["questions"] = Path(recorded["questions_file"])
     if not given & {"--questions", "--qrels", "--split"} and recorded.get("qrels_file"):
-        args.qrels, args.split = Path(recorded["qrels_file"]), None  # BEIR queries: the same judgments
+        options["qrels"], options["split"] = Path(recorded["qrels_file"]), None  # BEIR queries: the same judgments
     if "--corpus" not in given and recorded.get("corpus"):
-        args.corpus = None if recorded["corpus"] == BUILTIN_SOURCE else Path(recorded["corpus"])
+        options["corpus"] = None if recorded["corpus"] == BUILTIN_SOURCE else Path(recorded["corpus"])
     if "--strategy" not in given and recorded.get("strategy"):
-        args.strategy = recorded["strategy"]
+        options["strategy"] = recorded["strategy"]
     if "--k" not in given and isinstance(recorded.get("k"), int):
-        args.k = recorded["k"]
+        options["k"] = recorded["k"]
     selection = recorded.get("selection") if isinstance(recorded.get("selection"), dict) else {}
     if not given & {"--quick", "--limit", "--ids"}:  # the same questions as the run continued
         if isinstance(selection.get("limit"), int):
-            args.limit = selection["limit"]
+            options["limit"] = selection["limit"]
         if isinstance(selection.get("ids"), list) and all(isinstance(i, str) for i in selection["ids"]):
-            args.ids = ",".join(selection["ids"])
+            options["ids"] = ",".join(selection["ids"])
+    return ResumeDefaults(options, _recorded_judge(recorded, env))
+
+
+def _recorded_judge(recorded: dict, env: Mapping[str, str]) -> dict[str, str]:
+    """The judge variables that name the recorded judge, when ``env`` sets none of its own."""
     provider, model = recorded.get("judge_provider"), recorded.get("judge_model")
     from components.judges.providers import providers
 
     cls = providers().get(provider) if provider else None
     judge_vars = ["BENCHMARK_JUDGE", "BENCHMARK_JUDGE_MODEL", *(cls.model_variables.values() if cls else ())]
-    if cls is not None and not any(env.get(name) for name in judge_vars):  # no judge setting given: the file's
-        if not cls.calls_models:
-            env["BENCHMARK_JUDGE"] = provider
-        elif model:
-            env["BENCHMARK_JUDGE_MODEL"] = f"{provider}/{model}"
+    if cls is None or any(env.get(name) for name in judge_vars):  # a judge setting given: it stays
+        return {}
+    if not cls.calls_models:
+        return {"BENCHMARK_JUDGE": provider}
+    return {"BENCHMARK_JUDGE_MODEL": f"{provider}/{model}"} if model else {}
 
 
 def _print_summary(result: RunResult) -> None:

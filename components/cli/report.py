@@ -1,0 +1,29 @@
+"""``python benchmark.py report RUN [RUN ...] -o report.html``: its arguments; the work is
+:func:`components.analysis.report.write_report`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from components.analysis.report import write_report
+from components.cli.common import help_epilog
+from utils.errors import EXIT_OK
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    help_epilog(parser, "examples:\n"
+                "  python benchmark.py report benchmark_results.json -o report.html\n"
+                "  python benchmark.py report base.json new.json -o compare.html   # with the comparison\n"
+                "  report.html#tag=wrong_chunk&open=q_006 in a browser: one tag's questions, one row open\n\n"
+                "exit codes: 0 written; 2 a RUN is missing or not a results file (nothing written)")
+    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="results JSON file(s) of benchmark runs")
+    parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),
+                        help="HTML file to write (default: report.html)")
+    parser.add_argument("--labels", type=Path, default=None, metavar="FILE",
+                        help="also show a labelling file's rows (benchmark.py label) for reading, in their own section")
+
+
+def run(args: argparse.Namespace, settings) -> int:
+    write_report(args.runs, args.output, labels=args.labels, secrets=settings.secrets)
+    return EXIT_OK
