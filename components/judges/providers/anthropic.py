@@ -39,14 +39,15 @@ request:
 **Bounds.** The timeout is a deadline for the whole attempt, from its start: connect, status line,
 headers and body (every network operation of the attempt waits at most until the deadline, so a
 server that trickles its status line or sends headers without end is cut off there; a watchdog also
-closes a stalled body at the deadline), and a reply body over :data:`MAX_BODY_BYTES` is a bad response.
-The SDK retries 408/409/429/5xx and connection errors ``max_retries`` times; it obeys
-``retry-after`` uncapped, so a middleware caps each wait at ``max_retry_wait_s`` (the uncapped value
-is kept on the error as ``retry_after`` for the run's retry pass). Every failure becomes a
-:class:`JudgeError`, transient or fatal; no message contains the key. The SDK is imported on first
-use (it costs ~1 s): an offline run never pays for it. The bounds, the retry-after cap and the
-error taxonomy are the shared transport's (:mod:`components.judges.providers.transport`); this
-module's middleware marks where each attempt starts.
+closes a stalled body at the deadline), and a reply body over ``max_body_bytes`` (default
+:data:`~components.judges.providers.transport.MAX_BODY_BYTES`) is a bad response. The SDK retries
+408/409/429/5xx and connection errors ``max_retries`` times; it obeys ``retry-after`` uncapped, so a
+middleware caps each wait at ``max_retry_wait_s`` (the uncapped value is kept on the error as
+``retry_after`` for the run's retry pass). Every failure becomes a :class:`JudgeError`, transient or
+fatal; no message contains the key. The SDK is imported on first use (it costs ~1 s): an offline
+run never pays for it. The bounds, the retry-after cap and the error taxonomy are the shared
+transport's (:mod:`components.judges.providers.transport`); this module's middleware marks where
+each attempt starts.
 """
 
 from __future__ import annotations
@@ -59,9 +60,8 @@ from loguru import logger
 
 from components.judges.llm import LLMReply, clean_text, non_negative_int
 from components.judges.providers import ModelChoice, Variable, register_provider
-from components.judges.providers.transport import (MAX_BODY_BYTES, MAX_RETRY_WAIT_S, NO_ENDPOINT, SDKProvider,
-                                                   TransportConfig, bound_reply, http_client, rate_limit,
-                                                   start_attempt)
+from components.judges.providers.transport import (NO_ENDPOINT, SDKProvider, TransportConfig, bound_reply,
+                                                   http_client, rate_limit, start_attempt)
 from utils.errors import InputError, JudgeError
 from utils.pricing import Price, PriceTable
 from utils.settings import EFFORT_LEVELS, check_base_url, check_key, check_model_id

@@ -48,9 +48,9 @@ Models API knows the model, ``builtin_table`` / ``default`` on a server without 
 was or was not in the table), ``fallbacks`` and the base URL's host (never a password).
 
 **Bounds.** The timeout is a deadline for the whole attempt, from sending the request to the
-reply's last byte (headers that never come are cut too), and a reply body over
-:data:`MAX_BODY_BYTES` is a bad response. The SDK retries 408/409/429/5xx and connection errors
-``max_retries`` times and obeys ``retry-after`` up to two minutes; here it waits at most
+reply's last byte (headers that never come are cut too), and a reply body over ``max_body_bytes``
+(default :data:`~components.judges.providers.transport.MAX_BODY_BYTES`) is a bad response. The SDK
+retries 408/409/429/5xx and connection errors ``max_retries`` times and obeys ``retry-after`` up to two minutes; here it waits at most
 ``max_retry_wait_s``: a longer ``retry-after`` is not retried by the SDK at all, and its value is kept
 on the error as ``retry_after`` for the run's retry pass. Every failure becomes a :class:`JudgeError`,
 transient or fatal; no message contains the key. The SDK is imported on first use: a run with
@@ -72,8 +72,7 @@ from loguru import logger
 
 from components.judges.llm import LLMReply, clean_text, non_negative_int
 from components.judges.providers import ModelChoice, Variable, register_provider
-from components.judges.providers.transport import (MAX_BODY_BYTES, MAX_RETRY_WAIT_S, SDKProvider, TransportConfig,
-                                                   attempt_http_client, rate_limit)
+from components.judges.providers.transport import SDKProvider, TransportConfig, attempt_http_client, rate_limit
 from utils.errors import InputError, JudgeError
 from utils.pricing import Price, PriceTable
 from utils.settings import check_base_url, check_key, check_model_id
