@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from components import api
-from components.core import Chunk, Document, ScoredChunk
-from components.judges.llm import LLMReply
+from components.core import Document, ScoredChunk
 from components.judges.providers import ModelChoice, Provider, Variable, register_provider, unregister_provider
+from components.judges.providers.scripted import Script, reply
 from tests.conftest import ROOT, loguru_messages
 from utils import metrics as registry
 from utils.errors import InputError
@@ -118,17 +118,6 @@ def test_metrics_are_stateless_with_documented_empty_input():
 
 # ---- the provider registry: a provider is one module, its secrets redacted
 
-class ScriptedLLM:
-    model = "scripted-1"
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-    def complete(self, prompt: str) -> LLMReply:
-        return LLMReply(f'{{"grade": 9, "reasoning": "all there ({self.key})"}}', "end_turn", self.model,
-                        input_tokens=10, output_tokens=5, cost_usd=0.001)
-
-
 class FakeProvider(Provider):
     name = "fake"
     label = "a scripted judge for tests"
@@ -145,7 +134,8 @@ class FakeProvider(Provider):
         return ModelChoice(self.name, role, model, {"temperature": 0})
 
     def model(self, choice):
-        return ScriptedLLM(self.config)
+        return Script(then=reply(f'{{"grade": 9, "reasoning": "all there ({self.config})"}}', input_tokens=10,
+                                 output_tokens=5, cost_usd=0.001), model="scripted-1")
 
 
 def test_a_provider_added_through_the_registry_grades_and_its_secret_is_redacted(tmp_path, monkeypatch):
@@ -306,15 +296,11 @@ def test_readme_api_section_runs(tmp_path, monkeypatch):
 
 
 def test_a_run_whose_server_sent_no_usage_says_so():
-    class Silent(ScriptedLLM):
-        def complete(self, prompt: str) -> LLMReply:
-            return LLMReply('{"grade": 7, "reasoning": "ok"}', "end_turn", self.model)  # no usage, no cost
-
     class SilentProvider(FakeProvider):
         name = "silent"
 
         def model(self, choice):
-            return Silent(self.config)
+            return Script(then='{"grade": 7, "reasoning": "ok"}', model="scripted-1")  # no usage, no cost
 
     register_provider(SilentProvider)
     try:

@@ -12,31 +12,14 @@ from components.judges.chunk_relevance import (REFERENCE_FREE_RELEVANCE_PROMPT_S
                                                build_relevance_prompt, parse_relevance)
 from components.judges.lexical_judge import LexicalJudge
 from components.judges.llm import LLMReply
+from components.judges.providers import scripted
+from components.judges.providers.scripted import Script
 from components.judges.retrieval_grader import format_chunks
 from utils.errors import JudgeError
 
 
 def chunk(doc_id: str, text: str, i: int = 0, title: str = "x") -> Chunk:
     return Chunk(doc_id=doc_id, chunk_id=f"{doc_id}#{i}", title=title, heading_path=(), text=text, position=i)
-
-
-class ScriptedLLM:
-    """Implements components.judges.llm.LLM: replies (str, LLMReply or exception) in order."""
-
-    model = "claude-test-1"
-
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.prompts: list[str] = []
-
-    def complete(self, prompt: str) -> LLMReply:
-        self.prompts.append(prompt)
-        reply = self.replies.pop(0)
-        if isinstance(reply, BaseException):
-            raise reply
-        return reply if isinstance(reply, LLMReply) else LLMReply(text=reply, stop_reason="end_turn",
-                                                                  model=self.model, request_id="req_1",
-                                                                  input_tokens=100, output_tokens=9)
 
 
 PARSE_TABLE = [
@@ -102,7 +85,7 @@ def test_prompt_frames_chunks_like_the_grader():
 
 
 def test_llm_judge_scores_and_keeps_the_reply():
-    llm = ScriptedLLM("Here you go:\n[2, 0]")
+    llm = Script(scripted.reply("Here you go:\n[2, 0]", request_id="req_1"), model="claude-test-1")
     judge = LLMRelevanceJudge(llm)
     result = judge.relevance("q", "a", [chunk("a", "x"), chunk("b", "y")])
     assert result.scores == [2, 0] and result.error is None
@@ -111,30 +94,30 @@ def test_llm_judge_scores_and_keeps_the_reply():
 
 
 def test_llm_judge_unparseable_keeps_raw():
-    result = LLMRelevanceJudge(ScriptedLLM("[3]")).relevance("q", "a", [chunk("a", "x"), chunk("b", "y")])
+    result = LLMRelevanceJudge(Script("[3]")).relevance("q", "a", [chunk("a", "x"), chunk("b", "y")])
     assert result.scores is None and result.error == "unparseable: 1 scores for 2 chunks" and result.raw == "[3]"
 
 
 def test_llm_judge_notes_a_cut_reply():
     reply = LLMReply(text="[3, 0", stop_reason="max_tokens")
-    result = LLMRelevanceJudge(ScriptedLLM(reply)).relevance("q", "a", [chunk("a", "x"), chunk("b", "y")])
+    result = LLMRelevanceJudge(Script(reply)).relevance("q", "a", [chunk("a", "x"), chunk("b", "y")])
     assert result.error == "unparseable: truncated reply without a complete list (reply cut at max_tokens)"
 
 
 def test_llm_judge_transient_error_is_recorded():
-    llm = ScriptedLLM(JudgeError("overloaded", "judge overloaded (529) after 3 attempts", fatal=False))
+    llm = Script(scripted.fail("overloaded", "judge overloaded (529) after 3 attempts"))
     result = LLMRelevanceJudge(llm).relevance("q", "a", [chunk("a", "x")])
     assert result == RelevanceResult(None, "overloaded: judge overloaded (529) after 3 attempts", None, None)
 
 
 def test_llm_judge_fatal_error_propagates():
-    llm = ScriptedLLM(JudgeError("auth", "refused", fatal=True))
+    llm = Script(scripted.fail("auth", "refused"))
     with pytest.raises(JudgeError):
         LLMRelevanceJudge(llm).relevance("q", "a", [chunk("a", "x")])
 
 
 def test_llm_judge_no_chunks_makes_no_call():
-    llm = ScriptedLLM()
+    llm = Script()
     assert LLMRelevanceJudge(llm).relevance("q", "a", []) == RelevanceResult([], None, None, None)
     assert llm.prompts == []
 

@@ -19,11 +19,10 @@ from components import cli
 from components.cli import export_dataset
 from components.cli import validate as validate_command
 from components.core import resolve_strategy
-from components.dataset import validate
 from components.readers import load_questions
 from components.readers.questions_json import known_field_like
 from tests.conftest import ROOT, SENTINEL_KEY, clean_env, loguru_messages, run_cli, with_log_dir
-from tests.dataset_fixtures import (ANTHROPIC, FILLER, OFFLINE, QUESTIONS, export_args, strict_load, validate_args,
+from tests.dataset_fixtures import (FILLER, OFFLINE, QUESTIONS, export_args, strict_load, validate_args,
                                     write_corpus, write_questions)
 from utils.errors import InputError
 from utils.logger import LOG_NAME, add_sinks, log_file_path, prune_logs
@@ -323,26 +322,19 @@ def test_write_clean_with_the_offline_judge_asks_for_force(tmp_path: Path):
     assert [q["id"] for q in strict_load(clean.read_text())["questions"]] == ["q_pass", "q_pass2"]
 
 
-def test_write_clean_with_the_llm_judge_needs_no_force(tmp_path: Path, monkeypatch):
-    from components.judges.retrieval_grader import GradeResult
+def test_write_clean_with_the_llm_judge_needs_no_force(tmp_path: Path):
+    from components.judges.providers.scripted import play
+    from components.api import Settings
 
     grades = [9, 1, 9, 5]  # q_pass: sufficiency, necessity; q_pass2: sufficiency, then necessity 5 > 3
-
-    class Judge:
-        model = "claude-test-1"
-
-        def grade(self, question, expected_answer, chunks):
-            grade = grades.pop(0)
-            return GradeResult(grade, "scripted", 1.0, None, None)
-
     corpus = write_corpus(tmp_path / "corpus")
     questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ("q_pass", "q_pass2")])
-    monkeypatch.setattr(validate, "make_judge", lambda settings, chunks: Judge())
     clean = tmp_path / "clean.json"
-    with loguru_messages("WARNING") as warnings:
+    with play(*(f'{{"grade": {g}, "reasoning": "scripted"}}' for g in grades)) as script, \
+            loguru_messages("WARNING") as warnings:
         code = validate_command.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean)),
-                            ANTHROPIC)
-    assert code == 0 and grades == []
+                                    Settings.from_env({"BENCHMARK_JUDGE": "scripted"}))
+    assert code == 0 and len(script.prompts) == len(grades)
     report = strict_load((tmp_path / "v.json").read_text())
     assert [q["verdict"] for q in report["questions"]] == ["pass", "fail"]
     assert [q["id"] for q in strict_load(clean.read_text())["questions"]] == ["q_pass"]

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from components.core import Chunk
-from components.judges.llm import LLMReply
+from components.judges.providers.scripted import Script, fail
 from components.judges.retrieval_grader import (GRADING_PROMPT, PROMPT_SHA256, REFERENCE_FREE_PROMPT,
                                                 REFERENCE_FREE_PROMPT_SHA256, RetrievalGrader, build_prompt,
                                                 fill_slots, parse_grade)
@@ -17,23 +17,6 @@ from utils.errors import JudgeError
 def chunk(doc_id: str, text: str, i: int = 0) -> Chunk:
     return Chunk(doc_id=doc_id, chunk_id=f"{doc_id}#{i}", title=doc_id.title(), heading_path=("Intro",), text=text,
                  position=i)
-
-
-class Scripted:
-    """An :class:`components.judges.llm.LLM` whose replies are scripted (text, or an exception)."""
-
-    model = "claude-scripted"
-
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.calls = []
-
-    def complete(self, prompt):
-        self.calls.append({"prompt": prompt})
-        reply = self.replies.pop(0)
-        if isinstance(reply, BaseException):
-            raise reply
-        return LLMReply(text=reply, stop_reason="end_turn", model=self.model)
 
 
 PARSE_TABLE = [
@@ -74,7 +57,7 @@ def test_parse_table(raw, grade, reasoning, error):
 
 @pytest.mark.parametrize("raw,grade,reasoning,error", PARSE_TABLE)
 def test_grade_through_scripted_caller_keeps_raw(raw, grade, reasoning, error):
-    grader = RetrievalGrader(Scripted(raw))
+    grader = RetrievalGrader(Script(raw))
     result = grader.grade("q?", "a.", [chunk("d", "text")])
     assert result.grade == grade
     assert result.error == error
@@ -83,7 +66,7 @@ def test_grade_through_scripted_caller_keeps_raw(raw, grade, reasoning, error):
 
 
 def test_grade_keeps_the_reply():
-    result = RetrievalGrader(Scripted('{"grade": 8}')).grade("q", "a", [chunk("d", "t")])
+    result = RetrievalGrader(Script('{"grade": 8}', model="claude-scripted")).grade("q", "a", [chunk("d", "t")])
     assert result.reply.model == "claude-scripted" and result.reply.stop_reason == "end_turn"
 
 
@@ -101,14 +84,14 @@ def test_non_finite_oversized_and_deep_grades_are_unparseable(raw):
 
 
 def test_transient_error_is_a_null_grade_with_reason():
-    grader = RetrievalGrader(Scripted(JudgeError("rate_limit", "judge rate-limited (429)", fatal=False)))
+    grader = RetrievalGrader(Script(fail("rate_limit", "judge rate-limited (429)")))
     result = grader.grade("q", "a", [chunk("d", "t")])
     assert result.grade is None and result.raw is None
     assert result.error == "rate_limit: judge rate-limited (429)"
 
 
 def test_fatal_error_propagates():
-    grader = RetrievalGrader(Scripted(JudgeError("auth", "bad key", fatal=True)))
+    grader = RetrievalGrader(Script(fail("auth", "bad key")))
     with pytest.raises(JudgeError) as info:
         grader.grade("q", "a", [chunk("d", "t")])
     assert info.value.fatal and info.value.kind == "auth"
@@ -124,10 +107,10 @@ def test_prompt_is_the_template_with_values():
 
 
 def test_reference_free_variant_for_questions_without_answer():
-    caller = Scripted('{"grade": 6, "reasoning": "r"}')
+    caller = Script('{"grade": 6, "reasoning": "r"}')
     result = RetrievalGrader(caller).grade("What is a Lease?", None, [chunk("d", "t")])
     assert result.prompt_variant == "reference_free" and result.grade == 6
-    assert "none given - judge from the question alone" in caller.calls[0]["prompt"]
+    assert "none given - judge from the question alone" in caller.prompts[0]
     assert REFERENCE_FREE_PROMPT != GRADING_PROMPT
     assert REFERENCE_FREE_PROMPT.count("\n") == GRADING_PROMPT.count("\n")
 

@@ -11,8 +11,10 @@ import pytest
 
 from components.cli import validate as validate_command
 from components.core.chunking import chunk_corpus
+from components.api import Settings
 from components.dataset import validate
 from components.dataset.context_index import ContextIndex
+from components.judges.providers.scripted import fail, play
 from components.judges.retrieval_grader import GradeResult
 from components.readers import load_corpus, load_questions
 from tests.conftest import K8S, ROOT, needs_k8s, run_cli
@@ -163,6 +165,11 @@ class ScriptedJudge:
         return GradeResult(g, f"scripted {g}", 1.0, None, f'{{"grade": {g}}}')
 
 
+def scripted_settings() -> Settings:
+    """The settings of a run judged by the scripted provider (inside :func:`play`)."""
+    return Settings.from_env({"BENCHMARK_JUDGE": "scripted"})
+
+
 def index_and_questions(tmp_path, ids):
     corpus = write_corpus(tmp_path / "corpus")
     qset = load_questions(write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ids]))
@@ -229,13 +236,13 @@ def test_llm_path_reference_free_pass(tmp_path):
     assert run.items[0].verdict == "pass" and [f.code for f in run.items[0].flags] == ["no_expected_answer"]
 
 
-def test_fatal_judge_error_stops_and_exits_3(tmp_path, monkeypatch):
+def test_fatal_judge_error_stops_and_exits_3(tmp_path):
     corpus = write_corpus(tmp_path / "corpus")
     questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ("q_pass", "q_pass2")])
-    judge = ScriptedJudge(JudgeError("auth", "the judge API refused the credentials (401)", fatal=True))
-    monkeypatch.setattr(validate, "make_judge", lambda settings, chunks: judge)
     out, clean = tmp_path / "v.json", tmp_path / "clean.json"
-    assert validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), ANTHROPIC) == 3
+    with play(fail("auth", "the judge API refused the credentials (401)")):
+        code = validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), scripted_settings())
+    assert code == 3
     report = strict_load(out.read_text())
     assert report["status"] == "judge_failed" and report["judge_failure"].startswith("auth: ")
     assert [q["verdict"] for q in report["questions"]] == ["fail", "fail"]
@@ -243,13 +250,13 @@ def test_fatal_judge_error_stops_and_exits_3(tmp_path, monkeypatch):
     assert not clean.exists()  # an incomplete validation writes no clean file
 
 
-def test_interrupt_writes_the_finished_questions_and_exits_130(tmp_path, monkeypatch):
+def test_interrupt_writes_the_finished_questions_and_exits_130(tmp_path):
     corpus = write_corpus(tmp_path / "corpus")
     questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ("q_pass", "q_pass2")])
-    judge = ScriptedJudge(9, 1, KeyboardInterrupt())
-    monkeypatch.setattr(validate, "make_judge", lambda settings, chunks: judge)
     out, clean = tmp_path / "v.json", tmp_path / "clean.json"
-    assert validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), ANTHROPIC) == 130
+    with play('{"grade": 9, "reasoning": "r"}', '{"grade": 1, "reasoning": "r"}', KeyboardInterrupt()):
+        code = validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), scripted_settings())
+    assert code == 130
     report = strict_load(out.read_text())
     assert report["status"] == "interrupted" and [q["id"] for q in report["questions"]] == ["q_pass"]
     assert report["summary"]["question_count"] == 2 and report["summary"]["checked_count"] == 1

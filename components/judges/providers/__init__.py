@@ -22,7 +22,10 @@ rest of the code asks the registry. A provider class declares:
 
 ``offline`` (the lexical judge, no model), ``anthropic`` (the default) and ``openai`` (any
 OpenAI-compatible Chat Completions endpoint, chosen only when asked for) are built in; a test or a
-plug-in adds one with :func:`register_provider`.
+plug-in adds one with :func:`register_provider`. The providers that call a vendor SDK over HTTP share
+one transport (:mod:`components.judges.providers.transport`: the bounds of an attempt, retry-after,
+rate-limit headers, the error taxonomy); :mod:`components.judges.providers.scripted` is a model
+that answers from a script, for tests (registered only while its script plays).
 """
 
 from __future__ import annotations

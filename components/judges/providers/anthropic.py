@@ -39,41 +39,37 @@ request:
 **Bounds.** The timeout is a deadline for the whole attempt, from its start: connect, status line,
 headers and body (every network operation of the attempt waits at most until the deadline, so a
 server that trickles its status line or sends headers without end is cut off there; a watchdog also
-closes a stalled body at the deadline), and a reply body over :data:`MAX_BODY_BYTES` is a bad response.
-The SDK retries 408/409/429/5xx and connection errors ``max_retries`` times; it obeys
-``retry-after`` uncapped, so a middleware caps each wait at ``max_retry_wait_s`` (the uncapped value
-is kept on the error as ``retry_after`` for the run's retry pass). Every failure becomes a
-:class:`JudgeError`, transient or fatal; no message contains the key. The SDK is imported on first
-use (it costs ~1 s): an offline run never pays for it.
+closes a stalled body at the deadline), and a reply body over ``max_body_bytes`` (default
+:data:`~components.judges.providers.transport.MAX_BODY_BYTES`) is a bad response. The SDK retries
+408/409/429/5xx and connection errors ``max_retries`` times; it obeys ``retry-after`` uncapped, so a
+middleware caps each wait at ``max_retry_wait_s`` (the uncapped value is kept on the error as
+``retry_after`` for the run's retry pass). Every failure becomes a :class:`JudgeError`, transient or
+fatal; no message contains the key. The SDK is imported on first use (it costs ~1 s): an offline
+run never pays for it. The bounds, the retry-after cap and the error taxonomy are the shared
+transport's (:mod:`components.judges.providers.transport`); this module's middleware marks where
+each attempt starts.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loguru import logger
 
 from components.judges.batch import (RESULTS_BUDGET_SLACK_LINES, BatchEntry, BatchStatus, CreateFailed, Skipped,
                                      result_lines)
 from components.judges.llm import LLMReply, clean_text, non_negative_int
-from components.judges.providers import ModelChoice, Provider, Variable, register_provider
-from components.judges.retry_after import cap_retry_after, original_retry_after
+from components.judges.providers import ModelChoice, Variable, register_provider
+from components.judges.providers.transport import (NO_ENDPOINT, SDKProvider, TransportConfig, bound_reply,
+                                                   http_client, rate_limit, start_attempt)
 from utils.errors import InputError, JudgeError
 from utils.pricing import Price, PriceTable
-from utils.settings import EFFORT_LEVELS, check_base_url, check_key, check_model_id, masked, url_password
+from utils.settings import EFFORT_LEVELS, check_base_url, check_key, check_model_id
 
-if TYPE_CHECKING:
-    from components.judges.settings import Settings
-
-MAX_BODY_BYTES = 1_000_000  # a reply body larger than this is a bad response
 # Deadline per attempt of a Message Batches transfer (a batch upload or its results can be ~256 MB).
 BATCH_TRANSFER_TIMEOUT_S = 600.0
-MAX_RETRY_WAIT_S = 10.0  # the SDK's own retries wait at most min(this, the judge timeout)
 COUNT_WORKERS = 8  # token-counting calls in flight at once (--estimate)
 DEFAULT_JUDGE_MODEL = "claude-sonnet-5-5"
 DEFAULT_REWRITER_MODEL = "claude-haiku-4-5"
@@ -87,157 +83,15 @@ PRICES = PriceTable(
 
 
 @dataclass(frozen=True)
-class ProviderConfig:
+class ProviderConfig(TransportConfig):
+    """The key, the endpoint and the bounds of every call (:class:`TransportConfig`)."""
+
     api_key: str | None = None  # None: the SDK reads ANTHROPIC_API_KEY
     auth_token: str | None = None  # a bearer token instead of the key (ANTHROPIC_AUTH_TOKEN)
     base_url: str | None = None  # None: the SDK reads ANTHROPIC_BASE_URL, else the public API
-    timeout: float = 30.0  # deadline per attempt, body included
-    max_retries: int = 2
-    max_retry_wait_s: float = 10.0  # cap on any retry-after the server sends
-    max_body_bytes: int = MAX_BODY_BYTES
-
-    def __repr__(self) -> str:  # never show the key
-        return (f"ProviderConfig(api_key={'set' if self.api_key else None}, "
-                f"auth_token={'set' if self.auth_token else None}, base_url={self.base_url!r}, "
-                f"timeout={self.timeout}, max_retries={self.max_retries}, "
-                f"max_retry_wait_s={self.max_retry_wait_s}, max_body_bytes={self.max_body_bytes})")
-
-
-class _BodyLimit(Exception):
-    """A reply body passed its deadline or its size cap (raised while it is read)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-class _BoundedStream:
-    """Wraps an httpx2 response stream: stops at ``cap`` bytes or at ``deadline`` (monotonic).
-    A watchdog closes the underlying stream at the deadline, so a read that blocks is released."""
-
-    def __init__(self, inner: Any, cap: int, deadline: float) -> None:
-        self.inner, self.cap, self.deadline = inner, cap, deadline
-        self.expired = False
-        self._watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), self._expire)
-        self._watchdog.daemon = True
-        self._watchdog.start()
-
-    def _expire(self) -> None:
-        self.expired = True
-        try:
-            self.inner.close()
-        except Exception:  # noqa: BLE001 - closing a half-read socket from another thread
-            pass
-
-    def __iter__(self) -> Iterator[bytes]:
-        size = 0
-        try:
-            for chunk in self.inner:
-                size += len(chunk)
-                if size > self.cap:
-                    raise _BodyLimit("bad_response", f"the reply body passed {self.cap:,} bytes (bad body)")
-                if time.monotonic() > self.deadline:
-                    raise _BodyLimit("timeout", "the reply did not finish within the judge timeout")
-                yield chunk
-        except _BodyLimit:
-            raise
-        except Exception as err:
-            if self.expired or time.monotonic() >= self.deadline:  # closed by the watchdog, or a read cut at the deadline
-                raise _BodyLimit("timeout", "the reply did not finish within the judge timeout") from None
-            raise err
-        finally:
-            self._watchdog.cancel()
-        if self.expired:
-            raise _BodyLimit("timeout", "the reply did not finish within the judge timeout")
-
-    def close(self) -> None:
-        self._watchdog.cancel()
-        self.inner.close()
-
-
-# --------------------------------------------------------------------------- the attempt's deadline
-
-_ATTEMPT = threading.local()  # .deadline: time.monotonic() by which the current thread's attempt must end
-
-
-def _left(timeout: float | None, expired: type[Exception]) -> float | None:
-    """``timeout`` (seconds, of one network operation) cut to the time left before the current
-    thread's attempt deadline; raises ``expired`` when none is left."""
-    deadline = getattr(_ATTEMPT, "deadline", None)
-    if deadline is None:
-        return timeout
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise expired("the reply did not come within the judge timeout")
-    return left if timeout is None else min(timeout, left)
-
-
-def _bounded_transports(http_client: Any) -> int:
-    """Wrap the network backend of every transport of ``http_client`` (the default one and the proxy
-    mounts) so that each connect, TLS handshake, read and write of an attempt waits at most until
-    the attempt's deadline (:data:`_ATTEMPT`); an operation with no time left raises the HTTP
-    client's own timeout, which the SDK treats as any timeout. Returns how many were wrapped."""
-    import httpx2
-
-    class Stream:  # the transport's network stream, each operation's timeout cut to the time left
-        def __init__(self, inner: Any) -> None:
-            self._inner = inner
-
-        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-            return self._inner.read(max_bytes, _left(timeout, httpx2.ReadTimeout))
-
-        def write(self, buffer: bytes, timeout: float | None = None) -> None:
-            self._inner.write(buffer, _left(timeout, httpx2.WriteTimeout))
-
-        def close(self) -> None:
-            self._inner.close()
-
-        def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                      timeout: float | None = None) -> Stream:
-            return Stream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout, httpx2.ConnectTimeout)))
-
-        def get_extra_info(self, info: str) -> Any:
-            return self._inner.get_extra_info(info)
-
-    class Backend:  # the transport's network backend, its streams wrapped
-        def __init__(self, inner: Any) -> None:
-            self._inner = inner
-
-        def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                        socket_options: Any = None) -> Stream:
-            return Stream(self._inner.connect_tcp(host, port, _left(timeout, httpx2.ConnectTimeout), local_address,
-                                                  socket_options))
-
-        def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Stream:
-            return Stream(self._inner.connect_unix_socket(path, _left(timeout, httpx2.ConnectTimeout), socket_options))
-
-        def sleep(self, seconds: float) -> None:
-            self._inner.sleep(seconds)
-
-    wrapped = 0
-    transports = [getattr(http_client, "_transport", None), *getattr(http_client, "_mounts", {}).values()]
-    for transport in transports:
-        pool = getattr(transport, "_pool", None)
-        backend = getattr(pool, "_network_backend", None)
-        if backend is not None and not isinstance(backend, Backend):
-            pool._network_backend = Backend(backend)
-            wrapped += 1
-    return wrapped
-
-
-def _http_client():
-    """The SDK's own HTTP client (its defaults, proxies from the environment), every transport
-    bounded by the attempt's deadline (:func:`_bounded_transports`)."""
-    import anthropic
-
-    http_client = anthropic.DefaultHttpxClient()
-    if not _bounded_transports(http_client):
-        logger.debug("the HTTP client's transports could not be bounded: only the reply body has a deadline")
-    return http_client
 
 
 def _middleware(config: ProviderConfig):
-    import httpx2
     from anthropic import Middleware
 
     class Bounds(Middleware):
@@ -247,17 +101,10 @@ def _middleware(config: ProviderConfig):
         ``max_retry_wait_s`` (the uncapped value is kept in another header)."""
 
         def handle(self, request, call_next):
-            deadline = time.monotonic() + config.timeout
-            _ATTEMPT.deadline = deadline  # read by this thread's network operations until the next attempt
+            deadline = start_attempt(config.timeout)  # read by this thread's network operations until the next attempt
             response = call_next(request)
-            http = response.http_response
-            if not http.is_stream_consumed and isinstance(http.stream, httpx2.SyncByteStream):
-                http.stream = _SyncBounded(http.stream, config.max_body_bytes, deadline)
-            cap_retry_after(http.headers, config.max_retry_wait_s)  # a long wait is the run's to decide
+            bound_reply(response.http_response, config, deadline)
             return response
-
-    class _SyncBounded(_BoundedStream, httpx2.SyncByteStream):
-        pass
 
     return Bounds()
 
@@ -282,22 +129,10 @@ def parse_message(data: object, request_id: str | None = None, *, cost: Any = No
         cache_read_input_tokens=non_negative_int(usage.get("cache_read_input_tokens")))
     return replace(reply, cost_usd=cost(reply)) if cost is not None else reply
 
-
 def rate_limit_headers(headers: Mapping[str, str], reply: LLMReply) -> dict | None:
-    """The ``anthropic-ratelimit-*`` headers of a reply as the concurrency gate reads them:
-    requests left, the tokens left counted in calls the size of this one, and the seconds until the
-    requests' limit resets. None when the reply has none."""
-    def number(name: str) -> float | None:
-        try:
-            return float(headers[name])
-        except (KeyError, ValueError, TypeError):
-            return None
-
-    requests = number("anthropic-ratelimit-requests-remaining")
-    tokens = number("anthropic-ratelimit-tokens-remaining")
-    if requests is None and tokens is None:
-        return None
-    size = (reply.input_tokens or 0) + (reply.output_tokens or 0)
+    """The ``anthropic-ratelimit-*`` headers of a reply as the concurrency gate reads them
+    (:func:`~components.judges.providers.transport.rate_limit`); the requests' limit resets at an
+    RFC 3339 time. None when the reply has none."""
     reset = None
     stamp = headers.get("anthropic-ratelimit-requests-reset")
     if stamp:
@@ -308,8 +143,8 @@ def rate_limit_headers(headers: Mapping[str, str], reply: LLMReply) -> dict | No
                         .total_seconds())
         except ValueError:
             reset = None
-    return {"requests_remaining": requests, "reset_s": reset,
-            "tokens_remaining_calls": (tokens // size) if tokens is not None and size else None}
+    return rate_limit(headers, "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-tokens-remaining",
+                      call_tokens=(reply.input_tokens or 0) + (reply.output_tokens or 0), reset_s=reset)
 
 
 def _line(model_id: str) -> str | None:
@@ -319,7 +154,7 @@ def _line(model_id: str) -> str | None:
 
 
 @register_provider
-class AnthropicProvider(Provider):
+class AnthropicProvider(SDKProvider):
     """The SDK client, built once per run from :class:`ProviderConfig` (module docstring)."""
 
     name = "anthropic"
@@ -338,22 +173,12 @@ class AnthropicProvider(Provider):
     supports_batch = True
     prices = PRICES
     packages = ("anthropic",)
-
-    def __init__(self, config: ProviderConfig, settings: Settings | None = None) -> None:
-        if settings is not None:
-            config = replace(config, timeout=settings.judge_timeout,
-                             max_retry_wait_s=min(MAX_RETRY_WAIT_S, settings.judge_timeout))
-        super().__init__(config, settings)
-        self._client: Any = None
-        self._lock = threading.Lock()
+    key_variable = "ANTHROPIC_API_KEY"
+    base_url_variable = "ANTHROPIC_BASE_URL"
+    public_endpoint = "the Anthropic API"
+    transient_statuses = {**SDKProvider.transient_statuses, 529: ("overloaded", "overloaded (529)")}
 
     # ------------------------------------------------------------------ the environment
-
-    @classmethod
-    def secrets(cls, env: Mapping[str, str]) -> list[str]:
-        found = super().secrets(env)
-        password = url_password(env.get("ANTHROPIC_BASE_URL"))
-        return found + ([password] if password else [])
 
     @classmethod
     def configured(cls, env: Mapping[str, str]) -> bool:
@@ -386,16 +211,17 @@ class AnthropicProvider(Provider):
 
     # ------------------------------------------------------------------ the SDK client
 
-    def client(self):
-        with self._lock:
-            if self._client is None:
-                import anthropic  # lazy: ~1 s
+    def sdk(self):
+        import anthropic  # lazy: ~1 s
 
-                self._client = anthropic.Anthropic(
-                    api_key=self.config.api_key, auth_token=self.config.auth_token, base_url=self.config.base_url,
-                    max_retries=self.config.max_retries, timeout=self.config.timeout,
-                    middleware=[_middleware(self.config)], http_client=_http_client())
-            return self._client
+        return anthropic
+
+    def make_client(self):
+        anthropic = self.sdk()
+        return anthropic.Anthropic(
+            api_key=self.config.api_key, auth_token=self.config.auth_token, base_url=self.config.base_url,
+            max_retries=self.config.max_retries, timeout=self.config.timeout,
+            middleware=[_middleware(self.config)], http_client=http_client(anthropic.DefaultHttpxClient))
 
     def batch_client(self, max_body_bytes: int | None = None, max_retries: int | None = None):
         """The SDK client for the Message Batches API: the same key, endpoint, retries and
@@ -412,59 +238,14 @@ class AnthropicProvider(Provider):
     def anthropic_version(self) -> str | None:
         return self.client().default_headers.get("anthropic-version")
 
-    def _scrub(self, text: str) -> str:
-        key = self.config.api_key
-        return text.replace(key, "[REDACTED]") if key else text
-
     # ------------------------------------------------------------------ errors
 
-    def classify_error(self, err: BaseException, model: str) -> JudgeError:
-        """Map an SDK (or decoding) exception onto the judge error taxonomy."""
-        import anthropic
+    @staticmethod
+    def server_message(err: Any) -> str:
+        return str(err.api_message or err.type or "")
 
-        attempts = self.config.max_retries + 1
-        cause: BaseException | None = err
-        while cause is not None:  # our body bounds, possibly wrapped by the SDK
-            if isinstance(cause, _BodyLimit):
-                return JudgeError(cause.kind, str(cause), fatal=False)
-            cause = cause.__cause__ or cause.__context__
-        if isinstance(err, anthropic.APITimeoutError):
-            return JudgeError("timeout", f"judge timed out ({attempts} attempts)", fatal=False)
-        import httpx2
-
-        if isinstance(err, httpx2.TimeoutException):  # a body read cut at the deadline, outside the SDK's retries
-            return JudgeError("timeout", "the reply did not finish within the judge timeout", fatal=False)
-        if isinstance(err, anthropic.APIConnectionError):
-            return JudgeError("connection", f"could not reach the judge API ({attempts} attempts)", fatal=False)
-        if isinstance(err, anthropic.APIStatusError):
-            status = err.status_code
-            detail = self._scrub(str(err.api_message or err.type or "")[:300])
-            detail = f": {detail}" if detail else ""
-            retry_after = original_retry_after(err.response.headers)
-            if status in (401, 403):
-                return JudgeError("auth", f"the API refused the credentials ({status}{detail}); "
-                                  "set a valid ANTHROPIC_API_KEY, or run with BENCHMARK_JUDGE=offline", fatal=True)
-            if status == 404:
-                return JudgeError("not_found", f"the API does not know model {model!r} (404{detail}): set "
-                                  "BENCHMARK_SONNET_MODEL (judge) or BENCHMARK_HAIKU_MODEL (rewriter) to a current "
-                                  "model id", fatal=True)
-            if status == 400:  # quote the API; do not guess the cause
-                return JudgeError("bad_request", f"the API rejected the request for {model} (400{detail})",
-                                  fatal=True)
-            transient = {429: ("rate_limit", "rate-limited (429)"), 529: ("overloaded", "overloaded (529)"),
-                         408: ("timeout", "request timed out (408)")}
-            if status in transient or status >= 500:
-                kind, what = transient.get(status, ("server_error", f"server error ({status})"))
-                if retry_after is not None and not retry_after <= self.config.max_retry_wait_s:
-                    how = f"with retry-after {retry_after:g} s (longer than the SDK waits: not retried)"
-                else:
-                    how = f"after {attempts} attempts"
-                return JudgeError(kind, f"judge {what} {how}", fatal=False, retry_after=retry_after)
-            return JudgeError("client_error", f"judge API answered {status}{detail}", fatal=False)
-        if isinstance(err, (ValueError, RecursionError, anthropic.APIResponseValidationError)):
-            return JudgeError("bad_response", "the judge API sent a reply that is not valid JSON (bad body)",
-                              fatal=False)
-        return JudgeError("error", self._scrub(f"judge call failed: {type(err).__name__}: {err}")[:300], fatal=False)
+    def unknown_model_fix(self, role: str) -> str:
+        return "BENCHMARK_SONNET_MODEL (judge) or BENCHMARK_HAIKU_MODEL (rewriter) to a current model id"
 
     # ------------------------------------------------------------------ start-up check
 
@@ -480,52 +261,23 @@ class AnthropicProvider(Provider):
             return None
         return max(models, key=lambda m: str(m.created_at)).id if models else None
 
-    def _models_api_available(self) -> bool:
-        """Whether ``GET /v1/models`` answers: tells an unknown model (404 with a listing) from a
-        gateway without the Models API (no listing either)."""
-        import anthropic
-
-        try:
-            self.client().models.list(limit=1)
-        except anthropic.APIStatusError as err:
-            if err.status_code in (404, 405, 501):
-                return False
-            raise
-        return True
-
     def check_model_settings(self, model_id: str, *, effort: str | None = None, line: str | None = None,
                     env_var: str = "BENCHMARK_SONNET_MODEL") -> ModelSettings:
         """The start-up check (module docstring). ``line`` is the model line to suggest from when
         the model is unknown (the API does not name the line of a model it does not know)."""
-        import anthropic
-
-        client = self.client()
-        info = None
-        try:
-            try:
-                info = client.models.retrieve(model_id)
-            except anthropic.APIStatusError as err:
-                if err.status_code not in (404, 405, 501):
-                    raise
-                if self._models_api_available():
-                    if err.status_code != 404:
-                        raise
-                    newest = self._newest_active(line)
-                    hint = f" (the newest active {line} model is {newest})" if newest else ""
-                    raise InputError(f"model {model_id!r} is unknown to the API (404): set {env_var} to a "
-                                     f"current model id{hint}") from None
+        def missing(err: Any) -> None:  # 404/405/501: an unknown model, or a gateway without the Models API
+            if self.list_models(lambda: self.client().models.list(limit=1)) is None:
                 logger.info("The Models API is not available at this endpoint: request settings for {} come "
                             "from the built-in table", model_id)
-        except InputError:
-            raise
-        except anthropic.APIStatusError as err:
-            if err.status_code in (401, 403):
-                raise InputError(f"the API refused the credentials ({err.status_code}) while checking model "
-                                 f"{model_id}: set a valid ANTHROPIC_API_KEY, or run with BENCHMARK_JUDGE=offline"
-                                 ) from None
-            raise self._startup_failure(err, model_id) from None
-        except anthropic.AnthropicError as err:
-            raise self._startup_failure(err, model_id) from None
+                return
+            if err.status_code != 404:
+                raise err
+            newest = self._newest_active(line)
+            hint = f" (the newest active {line} model is {newest})" if newest else ""
+            raise InputError(f"model {model_id!r} is unknown to the API (404): set {env_var} to a "
+                             f"current model id{hint}") from None
+
+        info = self.retrieve_model(model_id, missing)
         try:
             if info is None:
                 return choose_settings(model_id, None, source="builtin_table", effort=effort)
@@ -561,12 +313,6 @@ class AnthropicProvider(Provider):
                    "retires_at": settings.retires_at}
         return ModelChoice(self.name, role, settings.requested, details, native=settings, summary=settings.describe())
 
-    def _startup_failure(self, err: BaseException, model_id: str) -> JudgeError:
-        judge_err = self.classify_error(err, model_id)
-        where = masked(self.config.base_url) if self.config.base_url else "the Anthropic API"
-        return JudgeError(judge_err.kind, f"could not check model {model_id} at start-up ({judge_err}); "
-                          f"check ANTHROPIC_BASE_URL ({where}) and the network, then run again", fatal=True)
-
     def describe(self, choice: ModelChoice | None) -> dict:
         details = super().describe(choice)
         if choice is not None:
@@ -585,19 +331,12 @@ class AnthropicProvider(Provider):
                                               r.cache_read_input_tokens, batch=batch)
 
     def complete(self, settings: ModelSettings, prompt: str) -> LLMReply:
-        client = self.client()
         try:
-            with client.messages.with_streaming_response.create(
-                    messages=[{"role": "user", "content": prompt}], **settings.request_params()) as response:
-                request_id = response.headers.get("request-id")
-                headers = response.headers
-                body = b"".join(response.iter_bytes())
-            if len(body) > self.config.max_body_bytes:  # decoded size (a compressed body can grow)
-                raise _BodyLimit("bad_response", f"the reply body passed {self.config.max_body_bytes:,} bytes")
-            data = json.loads(body)
+            headers, data = self.exchange(self.client().messages.with_streaming_response.create,
+                                          messages=[{"role": "user", "content": prompt}], **settings.request_params())
         except Exception as err:  # SDK errors, our body bounds, bad JSON, and transport errors it did not wrap
             raise self.classify_error(err, settings.requested) from None
-        reply = parse_message(data, request_id, cost=self.cost(settings.requested))
+        reply = parse_message(data, headers.get("request-id"), cost=self.cost(settings.requested))
         return replace(reply, rate_limit=rate_limit_headers(headers, reply))
 
     def batch_api(self, choice: ModelChoice) -> MessageBatches:
@@ -624,7 +363,7 @@ class AnthropicProvider(Provider):
             with ThreadPoolExecutor(max_workers=COUNT_WORKERS, thread_name_prefix="count-tokens") as pool:
                 return list(pool.map(one, prompts))
         except anthropic.APIStatusError as err:
-            if err.status_code in (404, 405, 501):
+            if err.status_code in NO_ENDPOINT:
                 logger.info("The endpoint has no token counting ({}): input tokens are approximated", err.status_code)
                 return None
             raise self.classify_error(err, settings.requested) from None
@@ -798,7 +537,7 @@ class MessageBatches:
 
         if isinstance(err, JudgeError):
             return err
-        if isinstance(err, anthropic.APIStatusError) and err.status_code in (404, 405, 501) and what == "create":
+        if isinstance(err, anthropic.APIStatusError) and err.status_code in NO_ENDPOINT and what == "create":
             return JudgeError("not_found", f"the endpoint has no Message Batches API ({err.status_code} on "
                               "/v1/messages/batches): run without --judge-batch", fatal=True)
         judge_err = self.provider.classify_error(err, self.model)

@@ -48,22 +48,22 @@ Models API knows the model, ``builtin_table`` / ``default`` on a server without 
 was or was not in the table), ``fallbacks`` and the base URL's host (never a password).
 
 **Bounds.** The timeout is a deadline for the whole attempt, from sending the request to the
-reply's last byte (headers that never come are cut too), and a reply body over
-:data:`MAX_BODY_BYTES` is a bad response. The SDK retries 408/409/429/5xx and connection errors
-``max_retries`` times and obeys ``retry-after`` up to two minutes; here it waits at most
+reply's last byte (headers that never come are cut too), and a reply body over ``max_body_bytes``
+(default :data:`~components.judges.providers.transport.MAX_BODY_BYTES`) is a bad response. The SDK
+retries 408/409/429/5xx and connection errors ``max_retries`` times and obeys ``retry-after`` up to two minutes; here it waits at most
 ``max_retry_wait_s``: a longer ``retry-after`` is not retried by the SDK at all, and its value is kept
-on the error as ``retry_after`` for the run's retry pass. Every failure becomes a :class:`JudgeError`, transient or fatal; no message contains
-the key. The SDK is imported on first use: a run with another judge never pays for it, nor needs it.
+on the error as ``retry_after`` for the run's retry pass. Every failure becomes a :class:`JudgeError`,
+transient or fatal; no message contains the key. The SDK is imported on first use: a run with
+another judge never pays for it, nor needs it. The bounds, the retry-after cap and the error taxonomy
+are the shared transport's (:mod:`components.judges.providers.transport`); the SDK has no middleware,
+so each ``send`` of its HTTP client is bounded as one attempt.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -71,11 +71,11 @@ from urllib.parse import urlsplit
 from loguru import logger
 
 from components.judges.llm import LLMReply, clean_text, non_negative_int
-from components.judges.providers import ModelChoice, Provider, Variable, register_provider
-from components.judges.retry_after import cap_retry_after, original_retry_after
+from components.judges.providers import ModelChoice, Variable, register_provider
+from components.judges.providers.transport import SDKProvider, TransportConfig, attempt_http_client, rate_limit
 from utils.errors import InputError, JudgeError
 from utils.pricing import Price, PriceTable
-from utils.settings import check_base_url, check_key, check_model_id, masked, url_password
+from utils.settings import check_base_url, check_key, check_model_id
 
 if TYPE_CHECKING:
     from components.judges.settings import Settings
@@ -83,8 +83,6 @@ if TYPE_CHECKING:
 INSTALL_HINT = 'the openai judge needs the openai package: pip install -e ".[openai]"'
 PUBLIC_API = "https://api.openai.com/v1"
 NO_KEY = "no-key"  # sent to a server reached through OPENAI_BASE_URL when no key is set (the SDK needs one)
-MAX_BODY_BYTES = 1_000_000  # a reply body larger than this is a bad response
-MAX_RETRY_WAIT_S = 10.0  # the SDK's own retries wait at most min(this, the judge timeout)
 DEFAULT_JUDGE_MODEL = "gpt-5.4"
 DEFAULT_REWRITER_MODEL = "gpt-5.4-mini"
 ANSWER_MAX_TOKENS = 1024  # a grade and a sentence of reasoning, or a list of k scores
@@ -141,6 +139,11 @@ def family_of(model_id: str) -> str | None:
     name = model_id.rsplit("/", 1)[-1].lower()
     matches = [prefix for prefix in FAMILIES if name.startswith(prefix)]
     return max(matches, key=len) if matches else None
+
+
+def _model_variable(role: str) -> str:
+    """The variable that names the model of ``role`` (``BENCHMARK_JUDGE_MODEL=openai/<model>``)."""
+    return "BENCHMARK_REWRITER_MODEL" if role == "rewriter" else "BENCHMARK_JUDGE_MODEL"
 
 
 def import_openai():
@@ -308,165 +311,22 @@ def _duration_s(text: str | None) -> float | None:
 
 def rate_limit_headers(headers: Mapping[str, str], reply: LLMReply) -> dict | None:
     """What the ``x-ratelimit-*`` headers of a reply say is left of the server's rate limits, in the
-    words of the anthropic provider's: requests left, the tokens left counted in calls the size of
-    this one, and the seconds until the requests' limit resets. None when the reply has none (local
-    servers send none)."""
-    def number(name: str) -> float | None:
-        try:
-            return float(headers[name])
-        except (KeyError, ValueError, TypeError):
-            return None
-
-    requests = number("x-ratelimit-remaining-requests")
-    tokens = number("x-ratelimit-remaining-tokens")
-    if requests is None and tokens is None:
-        return None
+    words of the anthropic provider's (:func:`~components.judges.providers.transport.rate_limit`;
+    the requests' limit resets after a duration). None when the reply has none (local servers send none)."""
     size = (reply.input_tokens or 0) + (reply.cache_read_input_tokens or 0) + (reply.output_tokens or 0)
-    return {"requests_remaining": requests, "reset_s": _duration_s(headers.get("x-ratelimit-reset-requests")),
-            "tokens_remaining_calls": (tokens // size) if tokens is not None and size else None}
-
-
-# --------------------------------------------------------------------------- bounds of one attempt
-
-
-class _BodyLimit(Exception):
-    """A reply passed its deadline or its size cap (raised while it is read)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-def _bounded_stream_class():
-    import httpx2
-
-    class BoundedStream(httpx2.SyncByteStream):
-        """A response stream that stops at ``cap`` bytes or at ``deadline`` (monotonic); a watchdog
-        closes the underlying stream at the deadline, so a read that blocks is released."""
-
-        def __init__(self, inner: Any, cap: int, deadline: float) -> None:
-            self.inner, self.cap, self.deadline = inner, cap, deadline
-            self.expired = False
-            self._watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), self._expire)
-            self._watchdog.daemon = True
-            self._watchdog.start()
-
-        def _expire(self) -> None:
-            self.expired = True
-            try:
-                self.inner.close()
-            except Exception:  # noqa: BLE001 - closing a half-read socket from another thread
-                pass
-
-        def _late(self) -> _BodyLimit:
-            return _BodyLimit("timeout", "the reply did not finish within the judge timeout")
-
-        def __iter__(self) -> Iterator[bytes]:
-            size = 0
-            try:
-                for chunk in self.inner:
-                    size += len(chunk)
-                    if size > self.cap:
-                        raise _BodyLimit("bad_response", f"the reply body passed {self.cap:,} bytes (bad body)")
-                    if time.monotonic() > self.deadline:
-                        raise self._late()
-                    yield chunk
-            except _BodyLimit:
-                raise
-            except Exception:
-                if self.expired:
-                    raise self._late() from None
-                raise
-            finally:
-                self._watchdog.cancel()
-            if self.expired:
-                raise self._late()
-
-        def close(self) -> None:
-            self._watchdog.cancel()
-            self.inner.close()
-
-    return BoundedStream
-
-
-def _within(deadline: float, call: Callable[[], Any], request: Any) -> Any:
-    """``call()`` (which sends ``request`` and returns a response whose body is still unread), or
-    ``httpx2.ReadTimeout`` when it has not returned by ``deadline``: the request then finishes in
-    its thread, by itself, and its response is closed unread."""
-    import httpx2
-
-    box: dict[str, Any] = {}
-    lock = threading.Lock()
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            result = call()
-        except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
-            with lock:
-                box["error"] = err
-        else:
-            with lock:
-                if box.get("abandoned"):
-                    result.close()
-                    return
-                box["response"] = result
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="openai-judge-request", daemon=True).start()
-    done.wait(max(0.0, deadline - time.monotonic()))
-    with lock:
-        if "response" in box:
-            return box["response"]
-        if "error" in box:
-            raise box["error"]
-        box["abandoned"] = True
-    raise httpx2.ReadTimeout("no reply within the judge timeout", request=request)
-
-
-def _http_client(config: ProviderConfig):
-    """The SDK's HTTP client with the bounds of the module docstring: per attempt, a deadline from
-    sending to the last byte, a body cap, and no SDK retry after a ``retry-after`` longer than
-    ``max_retry_wait_s`` (its value kept in another header). Proxies from the environment work as usual."""
-    openai = import_openai()
-    bounded = _bounded_stream_class()
-
-    class BoundedClient(openai.DefaultHttpxClient):
-        def send(self, request, *, stream: bool = False, **kwargs):
-            deadline = time.monotonic() + config.timeout
-            send = super().send
-            response = _within(deadline, lambda: send(request, stream=True, **kwargs), request)
-            response.stream = bounded(response.stream, config.max_body_bytes, deadline)
-            cap_retry_after(response.headers, config.max_retry_wait_s)  # a long wait is the run's to decide
-            if not stream:
-                try:
-                    response.read()
-                except BaseException:
-                    response.close()
-                    raise
-            return response
-
-    return BoundedClient()
+    return rate_limit(headers, "x-ratelimit-remaining-requests", "x-ratelimit-remaining-tokens", call_tokens=size,
+                      reset_s=_duration_s(headers.get("x-ratelimit-reset-requests")))
 
 
 # --------------------------------------------------------------------------- the provider
 
 
 @dataclass(frozen=True)
-class ProviderConfig:
+class ProviderConfig(TransportConfig):
+    """The key, the endpoint and the bounds of every call (:class:`TransportConfig`)."""
+
     api_key: str | None = None  # None: a server reached through base_url that needs no key
     base_url: str | None = None  # None: the public OpenAI API
-    timeout: float = 30.0  # deadline per attempt, from the request to the reply's last byte
-    max_retries: int = 2
-    max_retry_wait_s: float = MAX_RETRY_WAIT_S  # cap on any retry-after the server sends
-    max_body_bytes: int = MAX_BODY_BYTES
-
-    def __repr__(self) -> str:  # never show the key, nor a password in the URL
-        url = masked(self.base_url) if self.base_url else None
-        return (f"ProviderConfig(api_key={'set' if self.api_key else None}, base_url={url!r}, "
-                f"timeout={self.timeout}, max_retries={self.max_retries}, "
-                f"max_retry_wait_s={self.max_retry_wait_s}, max_body_bytes={self.max_body_bytes})")
 
     @property
     def host(self) -> str:
@@ -482,7 +342,7 @@ class ProviderConfig:
 
 
 @register_provider
-class OpenAIProvider(Provider):
+class OpenAIProvider(SDKProvider):
     """The SDK client, built once per run from :class:`ProviderConfig` (module docstring)."""
 
     name = "openai"
@@ -498,23 +358,17 @@ class OpenAIProvider(Provider):
     is_default = False  # never the judge unless asked for
     prices = PRICES
     packages = ("openai",)
+    key_variable = "OPENAI_API_KEY"
+    base_url_variable = "OPENAI_BASE_URL"
+    public_endpoint = PUBLIC_API
+    refused_statuses = (400, 422)
+    says_unretried_wait = False  # its message names the attempts, as it always has
 
     def __init__(self, config: ProviderConfig, settings: Settings | None = None) -> None:
-        if settings is not None:
-            config = replace(config, timeout=settings.judge_timeout,
-                             max_retry_wait_s=min(MAX_RETRY_WAIT_S, settings.judge_timeout))
         super().__init__(config, settings)
-        self._client: Any = None
-        self._lock = threading.Lock()
         self._shapes: dict[tuple[str, str], RequestShape] = {}  # (role, model) → the shape in use
 
     # ------------------------------------------------------------------ the environment
-
-    @classmethod
-    def secrets(cls, env: Mapping[str, str]) -> list[str]:
-        found = super().secrets(env)
-        password = url_password(env.get("OPENAI_BASE_URL"))
-        return found + ([password] if password else [])
 
     @classmethod
     def configured(cls, env: Mapping[str, str]) -> bool:
@@ -537,8 +391,7 @@ class OpenAIProvider(Provider):
         if base_url is not None:
             check_base_url("OPENAI_BASE_URL", base_url, PUBLIC_API)
         for role, model in models.items():
-            variable = "BENCHMARK_REWRITER_MODEL" if role == "rewriter" else "BENCHMARK_JUDGE_MODEL"
-            check_model_id(variable, model, f"openai/{cls.default_models[role]}")
+            check_model_id(_model_variable(role), model, f"openai/{cls.default_models[role]}")
         try:
             installed = importlib.util.find_spec("openai") is not None
         except (ImportError, ValueError):  # a module without a spec stands in its place
@@ -549,24 +402,21 @@ class OpenAIProvider(Provider):
 
     # ------------------------------------------------------------------ the SDK client
 
-    def client(self):
-        with self._lock:
-            if self._client is None:
-                openai = import_openai()  # lazy: only a run with this judge needs the SDK
-                self._client = openai.OpenAI(
-                    api_key=self.config.api_key or NO_KEY, base_url=self.config.base_url or PUBLIC_API,
-                    max_retries=self.config.max_retries, timeout=self.config.timeout,
-                    http_client=_http_client(self.config))
-            return self._client
+    def sdk(self):
+        return import_openai()  # lazy: only a run with this judge needs the SDK
 
-    def _scrub(self, text: str) -> str:
-        for secret in (self.config.api_key, url_password(self.config.base_url)):
-            if secret:
-                text = text.replace(secret, "[REDACTED]")
-        return text
+    def make_client(self):
+        openai = self.sdk()
+        return openai.OpenAI(api_key=self.config.api_key or NO_KEY, base_url=self.config.base_url or PUBLIC_API,
+                             max_retries=self.config.max_retries, timeout=self.config.timeout,
+                             http_client=attempt_http_client(openai.DefaultHttpxClient, self.config))
+
+    @property
+    def host(self) -> str:
+        return self.config.host
 
     @staticmethod
-    def _server_message(err: Any) -> str:
+    def server_message(err: Any) -> str:
         """What the server said in an error reply, as it said it."""
         body = getattr(err, "body", None)
         data = body.get("error", body) if isinstance(body, dict) else body
@@ -574,107 +424,55 @@ class OpenAIProvider(Provider):
             return data["message"]
         if isinstance(data, str):
             return data
-        return str(getattr(err, "message", "") or "")
+        return SDKProvider.server_message(err)
 
     # ------------------------------------------------------------------ errors
 
-    def classify_error(self, err: BaseException, model: str, role: str = "judge") -> JudgeError:
-        """Map an SDK (or decoding) exception onto the judge error taxonomy."""
-        openai = import_openai()
-        attempts = self.config.max_retries + 1
-        cause: BaseException | None = err
-        while cause is not None:  # our bounds, possibly wrapped by the SDK
-            if isinstance(cause, _BodyLimit):
-                return JudgeError(cause.kind, str(cause), fatal=False)
-            cause = cause.__cause__ or cause.__context__
-        if isinstance(err, JudgeError):
-            return err
-        if isinstance(err, openai.APITimeoutError):
-            return JudgeError("timeout", f"judge timed out ({attempts} attempts)", fatal=False)
-        if isinstance(err, openai.APIConnectionError):
-            return JudgeError("connection", f"could not reach the judge API at {self.config.host} ({attempts} "
-                              "attempts)", fatal=False)
-        if isinstance(err, openai.APIStatusError):
-            status = err.status_code
-            detail = self._scrub(self._server_message(err)[:300])
-            detail = f": {detail}" if detail else ""
-            retry_after = original_retry_after(err.response.headers)
-            variable = "BENCHMARK_REWRITER_MODEL" if role == "rewriter" else "BENCHMARK_JUDGE_MODEL"
-            if status in (401, 403):
-                return JudgeError("auth", f"the API refused the credentials ({status}{detail}); set a valid "
-                                  "OPENAI_API_KEY, or run with BENCHMARK_JUDGE=offline", fatal=True)
-            if status == 404:
-                return JudgeError("not_found", f"the API does not know model {model!r} (404{detail}): set "
-                                  f"{variable}=openai/<model> to a model the server has", fatal=True)
-            if status in (400, 422):
-                if getattr(err, "code", None) == "context_length_exceeded" or "context_length_exceeded" in detail:
-                    return JudgeError("context_window_exceeded", f"the prompt passed the context window of {model} "
-                                      f"({status}{detail})", fatal=False)
-                return JudgeError("bad_request", f"the API rejected the request for {model} ({status}{detail})",
-                                  fatal=True)  # quote the server; do not guess the cause
-            transient = {429: ("rate_limit", "rate-limited (429)"), 408: ("timeout", "request timed out (408)")}
-            if status in transient or status >= 500:
-                kind, what = transient.get(status, ("server_error", f"server error ({status})"))
-                return JudgeError(kind, f"judge {what} after {attempts} attempts", fatal=False,
-                                  retry_after=retry_after)
-            return JudgeError("client_error", f"judge API answered {status}{detail}", fatal=False)
-        if isinstance(err, (ValueError, RecursionError, openai.APIResponseValidationError)):
-            return JudgeError("bad_response", "the judge API sent a reply that is not valid JSON (bad body)",
-                              fatal=False)
-        return JudgeError("error", self._scrub(f"judge call failed: {type(err).__name__}: {err}")[:300], fatal=False)
+    def unknown_model_fix(self, role: str) -> str:
+        return f"{_model_variable(role)}=openai/<model> to a model the server has"
+
+    def status_error(self, err: Any, status: int, detail: str, model: str, role: str) -> JudgeError:
+        if status in self.refused_statuses and (getattr(err, "code", None) == "context_length_exceeded"
+                                                or "context_length_exceeded" in detail):
+            return JudgeError("context_window_exceeded", f"the prompt passed the context window of {model} "
+                              f"({status}{detail})", fatal=False)
+        return super().status_error(err, status, detail, model, role)
 
     # ------------------------------------------------------------------ start-up check
 
     def _listed_models(self) -> list[str] | None:
         """The ids ``GET /v1/models`` lists; None when the server has no Models API."""
-        openai = import_openai()
-        try:
-            ids = []
+        def ids() -> list[str]:
+            found = []
             for item in self.client().models.list():
                 if isinstance(getattr(item, "id", None), str):
-                    ids.append(item.id)
-                if len(ids) >= 1000:
+                    found.append(item.id)
+                if len(found) >= 1000:
                     break
-            return ids
-        except openai.APIStatusError as err:
-            if err.status_code in (404, 405, 501):
-                return None
-            raise
+            return found
+
+        return self.list_models(ids)
 
     def check_shape(self, role: str, model_id: str, *, effort: str | None = None) -> RequestShape:
         """The start-up check of ``model_id`` for ``role`` (module docstring)."""
-        openai = import_openai()
-        variable = "BENCHMARK_REWRITER_MODEL" if role == "rewriter" else "BENCHMARK_JUDGE_MODEL"
-        models_api, owned_by = True, None
-        try:
-            try:
-                info = self.client().models.retrieve(model_id)
-                owned = getattr(info, "owned_by", None)
-                owned_by = owned[:100] if isinstance(owned, str) else None
-            except openai.APIStatusError as err:
-                if err.status_code not in (404, 405, 501):
-                    raise
-                listed = self._listed_models()
-                if listed is None:
-                    models_api = False
-                    logger.info("The server at {} has no Models API: the request for {} follows the built-in "
-                                "table", self.config.host, model_id)
-                elif model_id not in listed:
-                    shown = ", ".join(i[:100] for i in listed[:LISTED_IDS_SHOWN]) or "none"
-                    more = f" (and {len(listed) - LISTED_IDS_SHOWN} more)" if len(listed) > LISTED_IDS_SHOWN else ""
-                    raise InputError(f"model {model_id!r} is unknown to the server at {self.config.host} "
-                                     f"({err.status_code}): set {variable}=openai/<model> to one it has: "
-                                     f"{shown}{more}") from None
-        except InputError:
-            raise
-        except openai.APIStatusError as err:
-            if err.status_code in (401, 403):
-                raise InputError(f"the server at {self.config.host} refused the credentials ({err.status_code}) "
-                                 f"while checking model {model_id}: set a valid OPENAI_API_KEY, or run with "
-                                 "BENCHMARK_JUDGE=offline") from None
-            raise self._startup_failure(err, model_id) from None
-        except Exception as err:  # noqa: BLE001 - unreachable, timed out, a body that is not a model
-            raise self._startup_failure(err, model_id) from None
+        models_api = True
+
+        def missing(err: Any) -> None:  # 404/405/501: a server that lists the model but cannot retrieve it is fine
+            nonlocal models_api
+            listed = self._listed_models()
+            if listed is None:
+                models_api = False
+                logger.info("The server at {} has no Models API: the request for {} follows the built-in "
+                            "table", self.config.host, model_id)
+            elif model_id not in listed:
+                shown = ", ".join(i[:100] for i in listed[:LISTED_IDS_SHOWN]) or "none"
+                more = f" (and {len(listed) - LISTED_IDS_SHOWN} more)" if len(listed) > LISTED_IDS_SHOWN else ""
+                raise InputError(f"model {model_id!r} is unknown to the server at {self.config.host} "
+                                 f"({err.status_code}): set {_model_variable(role)}=openai/<model> to one it has: "
+                                 f"{shown}{more}") from None
+
+        owned = getattr(self.retrieve_model(model_id, missing), "owned_by", None)
+        owned_by = owned[:100] if isinstance(owned, str) else None
         shape = choose_shape(role, model_id, models_api=models_api, effort=effort, owned_by=owned_by)
         with self._lock:
             self._shapes[(role, model_id)] = shape
@@ -686,12 +484,6 @@ class OpenAIProvider(Provider):
 
     def _details(self, shape: RequestShape) -> dict:
         return {**shape.details(), "base_url_host": self.config.host}
-
-    def _startup_failure(self, err: BaseException, model_id: str) -> JudgeError:
-        judge_err = self.classify_error(err, model_id)
-        where = masked(self.config.base_url) if self.config.base_url else PUBLIC_API
-        return JudgeError(judge_err.kind, f"could not check model {model_id} at start-up ({judge_err}); check "
-                          f"OPENAI_BASE_URL ({where}) and the network, then run again", fatal=True)
 
     def describe(self, choice: ModelChoice | None) -> dict:
         """``run.judge``'s details: the request shape the run ended with (after any fallback)."""
@@ -721,7 +513,7 @@ class OpenAIProvider(Provider):
         openai = import_openai()
         if not isinstance(err, openai.APIStatusError):
             return False
-        text = f"{self._server_message(err)} {getattr(err, 'param', '') or ''} {getattr(err, 'code', '') or ''}"
+        text = f"{self.server_message(err)} {getattr(err, 'param', '') or ''} {getattr(err, 'code', '') or ''}"
         change = adapted_shape(shape, err.status_code, text.lower())
         if change is None:
             return False
@@ -735,17 +527,11 @@ class OpenAIProvider(Provider):
         return True
 
     def complete(self, role: str, model: str, prompt: str) -> LLMReply:
-        client = self.client()
         for _ in range(4):  # the first try, and one more after each kind of fallback
             shape = self.shape(role, model) or choose_shape(role, model, models_api=False)
-            try:
-                with client.chat.completions.with_streaming_response.create(**shape.request_params(prompt)) \
-                        as response:
-                    headers = response.headers  # x-request-id; x-ratelimit-* (rate_limit_headers)
-                    body = b"".join(response.iter_bytes())
-                if len(body) > self.config.max_body_bytes:  # decoded size (a compressed body can grow)
-                    raise _BodyLimit("bad_response", f"the reply body passed {self.config.max_body_bytes:,} bytes")
-                data = json.loads(body)
+            try:  # x-request-id; x-ratelimit-* (rate_limit_headers)
+                headers, data = self.exchange(self.client().chat.completions.with_streaming_response.create,
+                                              **shape.request_params(prompt))
             except Exception as err:  # SDK errors, our bounds, bad JSON, and transport errors it did not wrap
                 if self._adapt(shape, err):
                     continue
