@@ -341,9 +341,9 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
         command = importlib.import_module(COMMANDS[argv[0]][0])
         args = _command_parser(argv[0], command).parse_args(argv[1:])
     elif argv and not argv[0].startswith("-"):
-        add_sinks("INFO", None, secrets=secrets_in(env))
+        sinks = add_sinks("INFO", None, secrets=secrets_in(env))
         logger.error("error: {}", escape_control(_unknown_command(argv[0])))
-        logger.remove()
+        sinks.remove()
         return EXIT_INPUT
     else:
         args = parse_args(argv)
@@ -418,8 +418,7 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
         logger.warning("Every finished question is in {}; to continue: {}", state.journal, state.continue_command)
     elif code in (EXIT_INTERRUPTED, EXIT_BUDGET, EXIT_JUDGE) and state.continue_command:
         logger.warning("To continue this run: {}", state.continue_command)
-    logger.remove()
-    sinks.close()
+    sinks.remove()  # this command's sinks only: a caller's own (a test's) stay
     return code
 
 

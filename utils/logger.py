@@ -9,6 +9,7 @@ file that cannot be written gives console-only logging and one warning line. Eac
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -152,10 +153,18 @@ class _FileWriter:
 @dataclass
 class LogSinks:
     """What :func:`add_sinks` set up. ``path``: the log file (``None``: console only, it could not
-    be opened). Call :meth:`close` at exit, after ``logger.remove()``."""
+    be opened); ``ids``: the loguru sinks added. Call :meth:`remove` at exit: it removes these sinks
+    only (a caller's own sinks stay) and closes the file."""
 
     path: Path | None
+    ids: tuple[int, ...] = ()
     _file: _FileWriter | None = None
+
+    def remove(self) -> None:
+        for sink_id in self.ids:
+            with contextlib.suppress(ValueError):  # already removed
+                _logger.remove(sink_id)
+        self.close()
 
     def close(self) -> None:
         if self._file is not None:
@@ -189,38 +198,48 @@ def add_sinks(level: str, log_file: Path | None, secrets: Iterable[str] = ()) ->
     Never raises: a log file that cannot be opened (its folder cannot be created, is read-only, a
     file or a FIFO is in the way) gives console-only logging and one warning line; a log file that
     fails later (a full disk) is closed with one warning line. ``log_file=None``: console only.
+    The console sink replaces loguru's default stderr sink; any other sink stays, and
+    :meth:`LogSinks.remove` removes only the sinks added here.
     """
     redact = Redactor(secrets)
-    _logger.remove()
+    with contextlib.suppress(ValueError):  # loguru's default stderr sink (id 0): the console sink replaces it
+        _logger.remove(0)
     for name in ("components", "utils", "poc"):  # the library's records (components.api disables them)
         _logger.enable(name)
     logging.basicConfig(handlers=[_InterceptHandler()], level=logging.INFO, force=True)
     console = _ConsoleWriter(sys.stderr, redact)
-    _logger.add(console, level=level.upper(), format=lambda record: CONSOLE_FORMAT, colorize=False,
-                backtrace=False, diagnose=False)
+    console_id = _logger.add(console, level=level.upper(), format=lambda record: CONSOLE_FORMAT, colorize=False,
+                             backtrace=False, diagnose=False)
     if log_file is None:
-        return LogSinks(None)
+        return LogSinks(None, (console_id,))
     log_file = Path(log_file)
     try:
         handle = _open_log_file(log_file)
     except OSError as err:
         _logger.warning("log file {} cannot be written ({}): logging to the console only; pass --log-dir a "
                         "folder you can write to", log_file, err.strerror or err)
-        return LogSinks(None)
+        return LogSinks(None, (console_id,))
     writer = _FileWriter(handle, log_file, redact, console)
-    _logger.add(writer, level="TRACE", format=FILE_FORMAT, colorize=False, backtrace=False, diagnose=False)
-    return LogSinks(log_file, writer)
+    file_id = _logger.add(writer, level="TRACE", format=FILE_FORMAT, colorize=False, backtrace=False, diagnose=False)
+    return LogSinks(log_file, (console_id, file_id), writer)
 
 
 # --------------------------------------------------------------------------- log files: names, header, pruning
 
 # The name of every log file benchmark.py opens; prune_logs removes no other file.
-LOG_NAME = re.compile(r"benchmark_\d{8}-\d{6}_\d+\.log")
+LOG_NAME = re.compile(r"benchmark_\d{8}-\d{6}_\d+(?:-\d+)?\.log")
 
 
 def log_file_path(folder: Path) -> Path:
-    """A new log file's path in ``folder``: ``benchmark_<local time>_<pid>.log`` (see :data:`LOG_NAME`)."""
-    return Path(folder) / f"benchmark_{datetime.now():%Y%m%d-%H%M%S}_{os.getpid()}.log"
+    """A new log file's path in ``folder``: ``benchmark_<local time>_<pid>.log``, or
+    ``benchmark_<local time>_<pid>-<n>.log`` when that file is there already (``benchmark.main``
+    called again by the same process within the second). See :data:`LOG_NAME`."""
+    stem = f"benchmark_{datetime.now():%Y%m%d-%H%M%S}_{os.getpid()}"
+    path, n = Path(folder) / f"{stem}.log", 1
+    while os.path.lexists(path):  # never raises: an unusable folder is add_sinks' to report
+        n += 1
+        path = Path(folder) / f"{stem}-{n}.log"
+    return path
 
 
 def log_header(argv: Iterable[str], details: Mapping[str, object] | None = None) -> None:
