@@ -1,0 +1,142 @@
+"""``python benchmark.py ...`` run inside the test process: ``benchmark.main(argv, env)`` with what a
+child process would have, without the interpreter start and the imports (about a second a run).
+
+:func:`run_main` gives the call the folder to run in, ``env`` as ``os.environ`` (the SDKs and some
+library code read it), ``PYTHONPATH``'s folders and the current folder on the import path (as
+``python benchmark.py`` and :func:`benchmark.entry` put them), a stdout and a stderr of its own
+(decoded as ``subprocess.run(..., text=True)`` decodes a child's), ``SystemExit`` as the exit code,
+and a watchdog: a call still running after ``timeout`` seconds ends the test process with every
+thread's traceback, where a child would have been killed.
+
+:func:`process_globals` puts back afterwards what a run changes in the process: the environment,
+the current folder, the import path and the plug-in modules imported from outside the project
+(a rewritten ``plug.py`` imports afresh), the SIGINT/SIGTERM/SIGHUP handlers, loguru's sinks and
+stdlib logging's root handlers, the metric and provider registries (plug-in providers from
+``BENCHMARK_PROVIDERS``), the once-per-process warnings and the progress bar on screen. Caches that
+hold no run's state stay: the WordLlama model (:func:`poc.dense.load_wordllama`), the lexical
+judge's term cache, and the index cache on disk (under the session's ``XDG_CACHE_HOME``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import importlib
+import io
+import logging
+import os
+import signal
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+# Where the interpreter, the virtual environment and the project live: a module imported from
+# anywhere else during a test is a plug-in written by the test, forgotten afterwards.
+_KEPT_MODULE_ROOTS = tuple({str(Path(p).resolve()) for p in (ROOT, sys.prefix, sys.base_prefix, sys.exec_prefix)})
+
+
+def _outside_the_project(module: object) -> bool:
+    file = getattr(module, "__file__", None)
+    if not file:
+        return False
+    path = str(Path(file).resolve())
+    return not any(path == root or path.startswith(root + os.sep) for root in _KEPT_MODULE_ROOTS)
+
+
+def _loguru_sink_ids() -> set[int]:
+    from loguru import logger
+
+    return set(logger._core.handlers)  # loguru lists its sinks nowhere public
+
+
+@contextlib.contextmanager
+def process_globals() -> Iterator[None]:
+    """Everything a run changes in the process, as it was before the block (module docstring)."""
+    from loguru import logger
+
+    import poc.corpus
+    import utils.console
+    from components.judges import providers
+    from utils import metrics
+
+    providers.providers()  # the built-in providers registered before the snapshot (they register on import)
+    environ, cwd, path = dict(os.environ), os.getcwd(), list(sys.path)
+    modules = set(sys.modules)
+    handlers = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    sinks = _loguru_sink_ids()
+    root = logging.getLogger()
+    root_handlers, root_level = list(root.handlers), root.level
+    metric_registry, provider_registry = dict(metrics.METRICS), dict(providers._REGISTRY)
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+        for sink in _loguru_sink_ids() - sinks:
+            with contextlib.suppress(ValueError):
+                logger.remove(sink)
+        root.handlers[:], root.level = root_handlers, root_level
+        metrics.METRICS.clear()
+        metrics.METRICS.update(metric_registry)
+        providers._REGISTRY.clear()
+        providers._REGISTRY.update(provider_registry)
+        poc.corpus._warn_once.cache_clear()
+        utils.console._ACTIVE = None
+        for name in set(sys.modules) - modules:
+            if _outside_the_project(sys.modules[name]):
+                del sys.modules[name]
+        sys.path[:] = path
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(environ)
+
+
+def _output_stream(errors: str) -> io.TextIOWrapper:
+    """A stream like a child's stdout (``errors="strict"``) or stderr (``"backslashreplace"``) on a pipe."""
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors=errors, write_through=True)
+
+
+def _read_back(stream: io.TextIOWrapper) -> str:
+    """What ``subprocess.run(..., text=True)`` makes of the bytes: decoded, newlines translated."""
+    stream.flush()
+    text = stream.buffer.getvalue().decode("utf-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def exit_code(done: SystemExit, stderr: io.TextIOBase) -> int:
+    """The exit status Python gives ``raise SystemExit(code)`` at the top (a message: printed, 1)."""
+    if done.code is None:
+        return 0
+    if isinstance(done.code, int):
+        return done.code
+    print(done.code, file=stderr)
+    return 1
+
+
+def run_main(argv: list[str], env: Mapping[str, str], cwd: Path = ROOT, timeout: float = 180) -> tuple[int, str, str]:
+    """``benchmark.main(argv, env)`` as ``python benchmark.py *argv`` run in ``cwd`` with ``env``
+    would run it (module docstring): ``(exit code, stdout, stderr)``."""
+    import benchmark
+
+    extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    stdout, stderr = _output_stream("strict"), _output_stream("backslashreplace")
+    with process_globals():
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        sys.path[:] = [str(ROOT), *extra, *(p for p in sys.path if p not in (str(ROOT), *extra)), str(cwd)]
+        importlib.invalidate_caches()
+        saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = stdout, stderr
+        faulthandler.dump_traceback_later(timeout, exit=True, file=sys.__stderr__)
+        try:
+            code = benchmark.main(list(argv), dict(env))
+        except SystemExit as done:
+            code = exit_code(done, stderr)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+            sys.stdout, sys.stderr = saved
+    return code, _read_back(stdout), _read_back(stderr)
