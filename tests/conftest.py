@@ -142,10 +142,14 @@ LIBRARY_LOGGERS = ("components", "utils", "poc")
 @pytest.fixture(scope="session", autouse=True)
 def _library_logs_on():
     """The library keeps its log records off (components.api disables them on import, as a library
-    should); the tests read them, as the command line does, so they are on during the session."""
+    should); the tests read them, as the command line does, so they are on during the session.
+    loguru's default stderr sink goes at the start, as the first CLI run would remove it: every test
+    starts with no sink but its own (``caplog_loguru``), whichever test ran before it."""
     import components.api  # noqa: F401 - its import disables them
     from loguru import logger
 
+    with contextlib.suppress(ValueError):
+        logger.remove(0)
     for name in LIBRARY_LOGGERS:
         logger.enable(name)
     yield

@@ -9,12 +9,13 @@ and a watchdog: a call still running after ``timeout`` seconds ends the test pro
 thread's traceback, where a child would have been killed.
 
 :func:`process_globals` puts back afterwards what a run changes in the process: the environment,
-the current folder, the import path and the plug-in modules imported from outside the project
-(a rewritten ``plug.py`` imports afresh), the SIGINT/SIGTERM/SIGHUP handlers, loguru's sinks and
-stdlib logging's root handlers, the metric and provider registries (plug-in providers from
-``BENCHMARK_PROVIDERS``), the once-per-process warnings and the progress bar on screen. Caches that
-hold no run's state stay: the WordLlama model (:func:`poc.dense.load_wordllama`), the lexical
-judge's term cache, and the index cache on disk (under the session's ``XDG_CACHE_HOME``).
+the current folder, the import path, the plug-in modules imported through the run's own
+``PYTHONPATH`` or folder (a rewritten ``plug.py`` imports afresh), the SIGINT/SIGTERM/SIGHUP
+handlers, loguru's sinks and stdlib logging's root handlers, the metric and provider registries
+(plug-in providers from ``BENCHMARK_PROVIDERS``), the once-per-process warnings and the progress
+bar on screen. Caches that hold no run's state stay: the WordLlama model
+(:func:`poc.dense.load_wordllama`), the lexical judge's term cache, and the index cache on disk
+(under the session's ``XDG_CACHE_HOME``).
 """
 
 from __future__ import annotations
@@ -32,17 +33,31 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
-# Where the interpreter, the virtual environment and the project live: a module imported from
-# anywhere else during a test is a plug-in written by the test, forgotten afterwards.
-_KEPT_MODULE_ROOTS = tuple({str(Path(p).resolve()) for p in (ROOT, sys.prefix, sys.base_prefix, sys.exec_prefix)})
 
 
-def _outside_the_project(module: object) -> bool:
-    file = getattr(module, "__file__", None)
-    if not file:
-        return False
-    path = str(Path(file).resolve())
-    return not any(path == root or path.startswith(root + os.sep) for root in _KEPT_MODULE_ROOTS)
+def _import_root(module: object) -> Path | None:
+    """The import path entry ``module`` was found under (``/x`` for ``a.b`` in ``/x/a/b.py``), or None."""
+    file, name = getattr(module, "__file__", None), getattr(module, "__name__", None)
+    if not file or not isinstance(name, str):
+        return None
+    path = Path(file).resolve()
+    depth = name.count(".") + (1 if path.stem == "__init__" else 0)
+    return path.parents[depth] if depth < len(path.parents) else None
+
+
+def _path_entries() -> set[Path]:
+    return {Path(p or ".").resolve() for p in sys.path if isinstance(p, str)}
+
+
+def _plugins(names: set[str], entries: set[Path]) -> list[str]:
+    """The modules of ``names`` found under an import path entry not in ``entries``: plug-ins a
+    test wrote, reached through the run's ``PYTHONPATH`` or folder (the next ``plug`` is another)."""
+    out = []
+    for name in names:
+        root = _import_root(sys.modules.get(name))
+        if root is not None and root not in entries:
+            out.append(name)
+    return out
 
 
 def _loguru_sink_ids() -> set[int]:
@@ -63,7 +78,7 @@ def process_globals() -> Iterator[None]:
 
     providers.providers()  # the built-in providers registered before the snapshot (they register on import)
     environ, cwd, path = dict(os.environ), os.getcwd(), list(sys.path)
-    modules = set(sys.modules)
+    modules, entries = set(sys.modules), _path_entries()
     handlers = {sig: signal.getsignal(sig) for sig in SIGNALS}
     sinks = _loguru_sink_ids()
     root = logging.getLogger()
@@ -85,9 +100,8 @@ def process_globals() -> Iterator[None]:
         providers._REGISTRY.update(provider_registry)
         poc.corpus._warn_once.cache_clear()
         utils.console._ACTIVE = None
-        for name in set(sys.modules) - modules:
-            if _outside_the_project(sys.modules[name]):
-                del sys.modules[name]
+        for name in _plugins(set(sys.modules) - modules, entries):
+            del sys.modules[name]
         sys.path[:] = path
         os.chdir(cwd)
         os.environ.clear()
