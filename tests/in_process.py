@@ -5,8 +5,8 @@ child process would have, without the interpreter start and the imports (about a
 library code read it), ``PYTHONPATH``'s folders and the current folder on the import path (as
 ``python benchmark.py`` and :func:`benchmark.entry` put them), a stdout and a stderr of its own
 (decoded as ``subprocess.run(..., text=True)`` decodes a child's), ``SystemExit`` as the exit code,
-and a watchdog: a call still running after ``timeout`` seconds ends the test process with every
-thread's traceback, where a child would have been killed.
+and a deadline: a run still going after ``timeout`` seconds raises ``subprocess.TimeoutExpired``
+where a child would have been killed.
 
 :func:`process_globals` puts back afterwards what a run changes in the process: the environment,
 the current folder, the import path, the plug-in modules imported through the run's own
@@ -27,6 +27,7 @@ import io
 import logging
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -130,9 +131,34 @@ def exit_code(done: SystemExit, stderr: io.TextIOBase) -> int:
     return 1
 
 
+class _Overdue(BaseException):
+    """Raised in the run at its deadline (not an ``Exception``: the run's handlers let it through)."""
+
+
+def _overdue(_signum: int, _frame: object) -> None:
+    raise _Overdue
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """SIGALRM raises :class:`_Overdue` in the block after ``seconds`` (and every second after, in
+    case something swallows it); a hang no signal reaches (a deadlock in C) ends the process with
+    every thread's traceback a minute later."""
+    previous = signal.signal(signal.SIGALRM, _overdue)
+    faulthandler.dump_traceback_later(seconds + 60, exit=True, file=sys.__stderr__)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        faulthandler.cancel_dump_traceback_later()
+        signal.signal(signal.SIGALRM, previous)
+
+
 def run_main(argv: list[str], env: Mapping[str, str], cwd: Path = ROOT, timeout: float = 180) -> tuple[int, str, str]:
     """``benchmark.main(argv, env)`` as ``python benchmark.py *argv`` run in ``cwd`` with ``env``
-    would run it (module docstring): ``(exit code, stdout, stderr)``."""
+    would run it (module docstring): ``(exit code, stdout, stderr)``. A run still going after
+    ``timeout`` seconds raises :class:`subprocess.TimeoutExpired`, as ``subprocess.run`` does."""
     import benchmark
 
     extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -145,12 +171,14 @@ def run_main(argv: list[str], env: Mapping[str, str], cwd: Path = ROOT, timeout:
         importlib.invalidate_caches()
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr
-        faulthandler.dump_traceback_later(timeout, exit=True, file=sys.__stderr__)
         try:
-            code = benchmark.main(list(argv), dict(env))
+            with _deadline(timeout):
+                code = benchmark.main(list(argv), dict(env))
         except SystemExit as done:
             code = exit_code(done, stderr)
+        except _Overdue:
+            raise subprocess.TimeoutExpired(["benchmark.py", *argv], timeout, _read_back(stdout),
+                                            _read_back(stderr)) from None
         finally:
-            faulthandler.cancel_dump_traceback_later()
             sys.stdout, sys.stderr = saved
     return code, _read_back(stdout), _read_back(stderr)

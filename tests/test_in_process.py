@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from loguru import logger
 
 from tests.conftest import ROOT, clean_env, loguru_messages, run_cli
@@ -64,3 +66,18 @@ def test_system_exit_is_the_exit_code_and_a_message_is_printed():
     assert run_cli("--no-such-flag").code == 2  # argparse's SystemExit(2)
     help_run = run_cli("--help")
     assert help_run.code == 0 and "usage:" in help_run.stdout
+
+
+def test_a_run_past_its_timeout_raises_timeout_expired_as_a_child_would(tmp_path: Path):
+    (tmp_path / "sleepy.py").write_text(
+        "import time\n"
+        "class R:\n"
+        "    def index(self, chunks): time.sleep(60)\n"
+        "    def retrieve(self, query, k): return []\n"
+        "def make(): return R()\n")
+    before = _state() | {"alarm": signal.getsignal(signal.SIGALRM)}
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_cli("--strategy", "sleepy:make", "--quick", "--output", str(tmp_path / "r.json"),
+                env=clean_env(PYTHONPATH=str(tmp_path)), timeout=1)
+    assert _state() | {"alarm": signal.getsignal(signal.SIGALRM)} == before
+    assert not (tmp_path / "r.json").exists()
