@@ -3,7 +3,7 @@ run, the judge and the journal. Every row ran against the code before these fixe
 (35 of 35 rows; only the unit test of the redactor, not a row, passes), each for the reported
 reason (``OverflowError: cannot convert float infinity to integer``, ``type str doesn't define
 __round__``, the key in the results, no ``--resume`` …). To repeat that check, copy
-``tests/{conftest,loopback,test_reliability}.py`` into a worktree of that older code and run
+``tests/{conftest,in_process,loopback,test_reliability}.py`` into a worktree of that older code and run
 ``PYTHONPATH=. python -m pytest tests/test_reliability.py`` there (the old CLI has no --log-dir:
 accept and ignore it; the old judge sends thinking "disabled", which today's default Sonnet
 refuses: ``judge_env(..., BENCHMARK_SONNET_MODEL="claude-haiku-4-5")``).
