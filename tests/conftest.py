@@ -16,14 +16,25 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.in_process import ROOT, process_globals, run_main
+
+# One BLAS thread, as benchmark.entry() sets it before numpy loads: the CLI runs share this process,
+# and no test module has imported numpy yet.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 K8S = ROOT.parent / "shared" / "datasets" / "kubernetes"
 SENTINEL_KEY = "sk-ant-test-SENTINEL-0123456789abcdef"
 
 # Every benchmark.py the tests start gets XDG_CACHE_HOME here (via clean_env), so that a test that
-# does not pass --cache-dir or --no-cache still never writes into the user's real index cache.
-TEST_CACHE_HOME = Path(tempfile.mkdtemp(prefix="retrieval-benchmark-tests-"))
-atexit.register(shutil.rmtree, TEST_CACHE_HOME, True)
+# does not pass --cache-dir or --no-cache still never writes into the user's real index cache. One
+# folder for the session: the first process makes it (pytest, or pytest-xdist's controller) and
+# removes it at exit; xdist's workers inherit it through the environment and share the index cache
+# (safe between processes: tests/test_index_cache.py), so each corpus is indexed once a session.
+_SESSION_CACHE = "RETRIEVAL_BENCHMARK_TESTS_CACHE_HOME"
+if _SESSION_CACHE not in os.environ:
+    os.environ[_SESSION_CACHE] = tempfile.mkdtemp(prefix="retrieval-benchmark-tests-")
+    atexit.register(shutil.rmtree, os.environ[_SESSION_CACHE], True)
+TEST_CACHE_HOME = Path(os.environ[_SESSION_CACHE])
 
 needs_k8s = pytest.mark.skipif(not (K8S / "docs").is_dir(), reason=f"{K8S} is absent")
 
@@ -85,11 +96,44 @@ def with_log_dir(args: list[str]) -> list[str]:
     return [*args[:at], "--log-dir", str(_SESSION_LOG_DIR), *args[at:]]
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> CliRun:
-    """``python benchmark.py *args`` from the project root; logs go to the session's temp folder."""
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmark.py"), *with_log_dir(list(args))], cwd=ROOT,
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180, cwd: Path = ROOT) -> CliRun:
+    """``python benchmark.py *args`` from the project root (or ``cwd``), run in this process
+    (:func:`tests.in_process.run_main`: ``benchmark.main`` with the process's environment, folder,
+    import path and streams); logs go to the session's temp folder."""
+    return CliRun(*run_main(with_log_dir(list(args)), env or clean_env(), cwd=cwd, timeout=timeout))
+
+
+def run_cli_subprocess(*args: str, env: dict[str, str] | None = None, timeout: float = 180,
+                       cwd: Path = ROOT) -> CliRun:
+    """``python benchmark.py *args`` in a real child process: for the tests whose point is the
+    process (signals from outside, its exit status, ``entry()``, the import path, threads left)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmark.py"), *with_log_dir(list(args))], cwd=cwd,
                           env=env or clean_env(), capture_output=True, text=True, timeout=timeout)
     return CliRun(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _short_sdk_backoff():
+    """The SDKs' own pause before retrying an answerless failure (a timeout, a dropped connection, a
+    5xx without ``retry-after``: 0.5 s, then 1 s, ...) is 10 ms, then 20 ms in this process. It is the
+    SDKs' constant, not a setting of the benchmark, and the tests count attempts, not seconds; a
+    server's ``retry-after`` is obeyed (and capped by the benchmark) as before. Children keep the SDKs'."""
+    import anthropic._base_client
+    import openai._base_client
+
+    with pytest.MonkeyPatch.context() as patch:
+        for client in (anthropic._base_client, openai._base_client):
+            patch.setattr(client, "INITIAL_RETRY_DELAY", 0.01)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _process_globals():
+    """What a run changes in the process (log sinks, signal handlers, the metric and provider
+    registries, the environment, plug-in modules ...: :func:`tests.in_process.process_globals`)
+    is put back after every test, whether it called ``benchmark.main``, the API or a module."""
+    with process_globals():
+        yield
 
 
 LIBRARY_LOGGERS = ("components", "utils", "poc")
@@ -98,10 +142,14 @@ LIBRARY_LOGGERS = ("components", "utils", "poc")
 @pytest.fixture(scope="session", autouse=True)
 def _library_logs_on():
     """The library keeps its log records off (components.api disables them on import, as a library
-    should); the tests read them, as the command line does, so they are on during the session."""
+    should); the tests read them, as the command line does, so they are on during the session.
+    loguru's default stderr sink goes at the start, as the first CLI run would remove it: every test
+    starts with no sink but its own (``caplog_loguru``), whichever test ran before it."""
     import components.api  # noqa: F401 - its import disables them
     from loguru import logger
 
+    with contextlib.suppress(ValueError):
+        logger.remove(0)
     for name in LIBRARY_LOGGERS:
         logger.enable(name)
     yield

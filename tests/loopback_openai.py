@@ -204,7 +204,9 @@ class OpenAILoopback:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # checked for shutdown every 50 ms, not serve_forever's 0.5 s: leaving `with` waits for that check
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
 
     def _refusal(self, body: dict) -> Reply | None:
         """The error the real API gives a request this server does not accept; None when it is fine."""

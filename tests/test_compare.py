@@ -4,8 +4,6 @@ judge repeats, JSON, and the command line."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +12,7 @@ import pytest
 from components.analysis import statistics as S
 from components.analysis.compare import compare_runs, format_comparison, resolve_run
 from components.analysis.comparison import BETTER, NOT_COMPARABLE, SAME, WORSE
-from tests.conftest import ROOT, clean_env, run_cli, with_log_dir
+from tests.conftest import run_cli
 from utils.errors import InputError
 from utils.metrics import RetrievalMetrics as M
 
@@ -206,11 +204,9 @@ def test_run_ids_resolve_under_runs(tmp_path: Path):
     with pytest.raises(InputError, match="neither a results file nor a run id"):
         resolve_run("nope", tmp_path)
     # and from the command line, in that folder
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmark.py"),
-                           *with_log_dir(["compare", "20261123T114500Z_base", "20261123T120000Z_new"])],
-                          cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "new vs base" in proc.stdout
+    run = run_cli("compare", "20261123T114500Z_base", "20261123T120000Z_new", cwd=tmp_path)
+    assert run.code == 0, run.stderr
+    assert "new vs base" in run.stdout
 
 
 def test_cli(tmp_path: Path):

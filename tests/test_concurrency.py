@@ -159,6 +159,7 @@ def test_max_cost_is_not_overshot_by_more_than_the_calls_in_flight(tmp_path: Pat
     assert data["run"]["cost_usd"] <= 0.02 + 4 * 0.003 + 1e-9 and len(data["results"]) == 20
 
 
+@pytest.mark.slow  # a signal from outside
 def test_a_signal_mid_run_loses_nothing(tmp_path: Path):
     out = tmp_path / "r.json"
     with LoopbackServer(default=Reply(delay=0.3)) as srv:

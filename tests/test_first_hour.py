@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from components.cli import validate as validate_command
 from components.core import resolve_strategy
 from components.readers import load_questions
 from components.readers.questions_json import known_field_like
-from tests.conftest import ROOT, SENTINEL_KEY, clean_env, loguru_messages, run_cli, with_log_dir
+from tests.conftest import ROOT, SENTINEL_KEY, clean_env, loguru_messages, run_cli, run_cli_subprocess
 from tests.dataset_fixtures import (FILLER, OFFLINE, QUESTIONS, export_args, strict_load, validate_args,
                                     write_corpus, write_questions)
 from utils.errors import InputError
@@ -32,12 +31,6 @@ BAD_QUESTIONS = [{"id": "q1", "question": "  ", "needle_doc_id": "for"}]  # no q
 
 def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if "| ERROR" in line]
-
-
-def run_in(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    """``python benchmark.py *args`` from ``cwd`` (run_cli runs from the project root)."""
-    return subprocess.run([sys.executable, str(ROOT / "benchmark.py"), *with_log_dir(list(args))], cwd=cwd,
-                          env=clean_env(), capture_output=True, text=True, timeout=180)
 
 
 @pytest.fixture
@@ -255,8 +248,8 @@ def test_export_dataset_writes_dataset_jsonl_in_the_current_folder(tmp_path: Pat
     questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] == "q_pass"])
     work = tmp_path / "work"
     work.mkdir()
-    done = run_in(work, "export-dataset", "--questions", str(questions), "--corpus", str(corpus))
-    assert done.returncode == 0, done.stderr
+    done = run_cli("export-dataset", "--questions", str(questions), "--corpus", str(corpus), cwd=work)
+    assert done.code == 0, done.stderr
     assert [p.name for p in work.iterdir()] == ["dataset.jsonl"]
     assert [line["id"] for line in map(strict_load, (work / "dataset.jsonl").read_text().splitlines())] == ["q:q_pass"]
 
@@ -403,6 +396,7 @@ def test_the_options_page_gives_each_commands_real_default_output():
     assert sorted(checked) == ["export-dataset", "export-run", "label", "report", "validate"]
 
 
+@pytest.mark.slow  # the import path of a real process (benchmark.entry), where utils.py could shadow the benchmark's
 def test_a_retriever_module_in_the_current_folder_is_found(tmp_path: Path):
     """The README's step 3 from the user's own folder: ``my_retriever.py`` beside the docs and
     questions, the benchmark run from there (as the installed ``retrieval-benchmark`` is) finds it;
@@ -415,7 +409,7 @@ def test_a_retriever_module_in_the_current_folder_is_found(tmp_path: Path):
     (tmp_path / "utils.py").write_text("raise SystemExit('the current folder shadowed the benchmark')\n")
     corpus = write_corpus(tmp_path / "corpus")
     questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] == "q_pass"])
-    done = run_in(tmp_path, "--corpus", str(corpus), "--questions", str(questions), "--strategy", "my_retriever:make",
-                  "--output", str(tmp_path / "r.json"))
-    assert done.returncode == 0, done.stderr
+    done = run_cli_subprocess("--corpus", str(corpus), "--questions", str(questions), "--strategy",
+                              "my_retriever:make", "--output", str(tmp_path / "r.json"), cwd=tmp_path)
+    assert done.code == 0, done.stderr
     assert json.loads((tmp_path / "r.json").read_text())["run"]["strategy"] == "my_retriever:make"

@@ -307,6 +307,7 @@ def test_losing_the_rename_race_keeps_the_winner(corpus_dir: Path, tmp_path: Pat
     assert [e.name for e in entries(cache)] == [first.key]  # no temporary folder left behind
 
 
+@pytest.mark.slow  # two real processes racing to store one entry
 def test_two_processes_at_once(corpus_dir: Path, tmp_path: Path):
     """Both runs miss and build; a file barrier holds each before its rename until both are there,
     so one rename must lose the race. Both runs succeed and the cache holds one whole entry."""
@@ -343,6 +344,7 @@ def test_two_processes_at_once(corpus_dir: Path, tmp_path: Path):
     assert hit.cache == "hit" and [[[c, round(s, 5)] for c, s in a] for a in answers(hit)] == results[0]["hits"]
 
 
+@pytest.mark.slow  # the full Kubernetes corpus indexed cold
 @needs_k8s
 def test_kubernetes_hit_retrieves_as_a_fresh_index(tmp_path: Path):
     from components.readers import load_questions

@@ -14,6 +14,8 @@ import pytest
 from tests.conftest import ROOT, clean_env, judge_env, wait_for_line, with_log_dir
 from tests.loopback import LoopbackServer, Reply
 
+pytestmark = pytest.mark.slow  # signals to a real process, and the process's own exit
+
 
 def start(out: Path, url: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(ROOT / "benchmark.py"), *with_log_dir(["--output", str(out)])],

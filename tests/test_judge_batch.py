@@ -475,6 +475,7 @@ def _start(tmp_path: Path, url: str, *args: str) -> subprocess.Popen:
 
 
 
+@pytest.mark.slow  # a signal from outside
 def test_sigint_while_polling_then_resume_collects_without_a_new_create(tmp_path: Path, few_questions: Path):
     with LoopbackServer(default=OK, batch_polls=10**6) as srv:
         proc = _start(tmp_path, srv.url, "--questions", str(few_questions))
@@ -502,6 +503,7 @@ def test_sigint_while_polling_then_resume_collects_without_a_new_create(tmp_path
     assert done["run"]["cost_usd"] == pytest.approx(0.0045)
 
 
+@pytest.mark.slow  # the process killed
 def test_killed_while_polling_then_resume_from_the_journal(tmp_path: Path, few_questions: Path):
     """SIGKILL (nothing written but the journal): the journal's batch line is enough to collect it."""
     with LoopbackServer(default=OK, batch_polls=10**6) as srv:
@@ -521,6 +523,7 @@ def test_killed_while_polling_then_resume_from_the_journal(tmp_path: Path, few_q
     assert [r["llm_grade"] for r in json.loads((tmp_path / "r.json").read_text())["results"]] == [8, 8, 8]
 
 
+@pytest.mark.slow  # a long end-to-end run: 10,000 questions
 def test_ten_thousand_questions_in_one_batch(tmp_path: Path):
     """The simulated large run (figures: bench/judge_batch.py): 10,000 questions, BM25 baseline on a
     tiny generated corpus, one batch. Its time is measured by bench/judge_batch.py, not here."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from components.judges.providers.openai import (ANSWER_MAX_TOKENS, DEFAULT_JUDGE
                                                 rate_limit_headers)
 from components.judges.retrieval_grader import RetrievalGrader, build_prompt
 from components.judges.settings import Settings
-from tests.conftest import ROOT, clean_env, judge_env, run_cli, with_log_dir
+from tests.conftest import clean_env, judge_env, run_cli
 from tests.loopback import LoopbackServer
 from tests.loopback_openai import GRADE, OpenAILoopback, Reply, error
 from utils.errors import InputError, JudgeError
@@ -125,15 +124,13 @@ def test_missing_sdk_is_one_line_naming_the_install(monkeypatch):
     assert Settings.from_env({}).judge == "offline"  # other judges never need it
 
 
-def test_missing_sdk_exits_2_from_the_cli(tmp_path: Path, few_questions: Path):
-    args = with_log_dir(["--questions", str(few_questions), "--output", str(tmp_path / "r.json")])
-    code = ("import runpy, sys; sys.modules['openai'] = None; "
-            f"sys.argv = ['benchmark.py', *{args!r}]; runpy.run_path('benchmark.py', run_name='__main__')")
-    env = openai_env("http://127.0.0.1:9/v1", "gpt-4.1")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2, proc.stderr
-    errors = [ln for ln in proc.stderr.splitlines() if "| ERROR" in ln]
-    assert len(errors) == 1 and errors[0].endswith(INSTALL_HINT), proc.stderr
+def test_missing_sdk_exits_2_from_the_cli(tmp_path: Path, few_questions: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "openai", None)  # `import openai` raises ImportError, as when it is absent
+    run = run_cli("--questions", str(few_questions), "--output", str(tmp_path / "r.json"),
+                  env=openai_env("http://127.0.0.1:9/v1", "gpt-4.1"))
+    assert run.code == 2, run.stderr
+    errors = [ln for ln in run.stderr.splitlines() if "| ERROR" in ln]
+    assert len(errors) == 1 and errors[0].endswith(INSTALL_HINT), run.stderr
     assert not (tmp_path / "r.json").exists()
 
 

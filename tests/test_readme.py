@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench.readme_commands import PAGES, Block, blocks, environment, make_workspace, run_block
-from tests.conftest import ROOT, TEST_CACHE_HOME, clean_env
+from tests.conftest import ROOT, TEST_CACHE_HOME, run_cli
 
 README = "README.md"
 MAX_README_LINES = 250
 # The README lines that install the project or run the tests: not run from a copy of the project.
 SETUP_LINES = [
     'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[test]"',
-    'python -m pytest -q -m "not slow"',
     "python -m pytest -q",
 ]
 INTERNAL = [
@@ -63,6 +60,7 @@ def test_the_readme_lines_not_run_here_are_only_the_install_and_test_lines():
     assert skipped == SETUP_LINES
 
 
+@pytest.mark.slow  # the README's shell blocks, each command a process in a copy of the project
 def test_readme_commands_run_as_written(tmp_path: Path):
     before = _snapshot(ROOT)
     project = make_workspace(tmp_path)
@@ -126,10 +124,9 @@ def test_links_of_the_pages_resolve(page: Path):
 
 
 def _help(*args: str) -> str:
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmark.py"), *args, "--help"], cwd=ROOT, env=clean_env(),
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    run = run_cli(*args, "--help")
+    assert run.code == 0, run.stderr
+    return run.stdout
 
 
 def test_the_options_page_names_every_flag_variable_and_exit_code():

@@ -3,7 +3,7 @@ run, the judge and the journal. Every row ran against the code before these fixe
 (35 of 35 rows; only the unit test of the redactor, not a row, passes), each for the reported
 reason (``OverflowError: cannot convert float infinity to integer``, ``type str doesn't define
 __round__``, the key in the results, no ``--resume`` …). To repeat that check, copy
-``tests/{conftest,loopback,test_reliability}.py`` into a worktree of that older code and run
+``tests/{conftest,in_process,loopback,test_reliability}.py`` into a worktree of that older code and run
 ``PYTHONPATH=. python -m pytest tests/test_reliability.py`` there (the old CLI has no --log-dir:
 accept and ignore it; the old judge sends thinking "disabled", which today's default Sonnet
 refuses: ``judge_env(..., BENCHMARK_SONNET_MODEL="claude-haiku-4-5")``).
@@ -14,9 +14,11 @@ questions file, a device, a symlink to one (``REFUSED`` in tests/test_output_saf
 /dev/zero`` and stdin from it (``HOSTILE_PAGES``, the front-matter table and ``QUESTION_ROWS`` in
 tests/test_input_bounds.py). The bounded chaos test is tests/test_chaos.py.
 
-The runs are real subprocesses (``python benchmark.py``) against a loopback judge
-(:class:`tests.loopback.LoopbackServer`) or the offline judge; plug-in retrievers are modules
-written to ``tmp_path`` and loaded with ``--strategy plug:make`` (``PYTHONPATH`` = tmp_path).
+The runs are ``benchmark.main`` in the test process (:func:`tests.conftest.run_cli`) against a
+loopback judge (:class:`tests.loopback.LoopbackServer`) or the offline judge; plug-in retrievers are
+modules written to ``tmp_path`` and loaded with ``--strategy plug:make`` (``PYTHONPATH`` = tmp_path).
+The cases whose point is the process (a signal, a thread left running, a plug-in that patches
+``os.fsync``) run ``python benchmark.py`` as a child and are marked ``slow``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, CliRun, clean_env, judge_env, mount_tmpfs, run_cli, unmount, wait_for_line
+from tests.conftest import (ROOT, CliRun, clean_env, judge_env, mount_tmpfs, run_cli, run_cli_subprocess, unmount,
+                            wait_for_line)
 from tests.loopback import LoopbackServer, Reply, error
 
 OK = Reply(text='{"grade": 8, "reasoning": "fine"}')
@@ -56,8 +59,10 @@ def _args(tmp_path: Path, args: tuple[str, ...]) -> list[str]:
     return [*args, *(() if "--strategy" in args else ("--strategy", "baseline")), "--log-dir", str(tmp_path / "logs")]
 
 
-def cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> CliRun:
-    return run_cli(*_args(tmp_path, args), env=env, timeout=timeout)
+def cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120,
+        process: bool = False) -> CliRun:
+    """The run in this process, or (``process``) in a child ``python benchmark.py``."""
+    return (run_cli_subprocess if process else run_cli)(*_args(tmp_path, args), env=env, timeout=timeout)
 
 
 def popen(tmp_path: Path, *args: str, env: dict[str, str]) -> subprocess.Popen:
@@ -155,13 +160,14 @@ def _indent(code: str, width: int = 8) -> str:
 
 
 def continue_command(stderr: str) -> list[str]:
-    """The command the last console line gives to continue the run, as argv for this Python."""
+    """The command the last console line gives to continue the run: its arguments after
+    ``python benchmark.py``."""
     last = stderr.strip().splitlines()[-1]
     m = re.search(r"(?:to continue(?: this run)?): (python benchmark\.py .*)$", last, re.I)
     assert m, f"the last console line gives no command to continue: {last!r}"
     words = shlex.split(m.group(1))
     assert words[:2] == ["python", "benchmark.py"] and "--resume" in words
-    return [sys.executable, str(ROOT / "benchmark.py"), *words[2:]]
+    return words[2:]
 
 
 # --------------------------------------------------------------------------- judge replies on question 3
@@ -286,7 +292,12 @@ PLUGIN_HANGS = {
 }
 
 
-@pytest.mark.parametrize("name", list(PLUGIN_HANGS))
+# the process's own exit is the point: benchmark.entry() ends it once the results are written
+IN_A_CHILD = {"non-daemon-thread-left-running"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in IN_A_CHILD else n
+                                  for n in PLUGIN_HANGS])
 def test_plugin_cannot_hang_the_run_or_forge_a_line(name: str, tmp_path: Path):
     top, index, retrieve, first_id, outcome = PLUGIN_HANGS[name]
     env = plugin(tmp_path, top=top, index=index, retrieve=retrieve)
@@ -299,7 +310,7 @@ def test_plugin_cannot_hang_the_run_or_forge_a_line(name: str, tmp_path: Path):
     with LoopbackServer(default=OK) as srv:
         try:
             run = cli(tmp_path, "--questions", str(qfile), "--output", str(out), "--strategy", "plug:make",
-                      env=judge_env(srv.url, **env), timeout=90)
+                      env=judge_env(srv.url, **env), timeout=90, process=name in IN_A_CHILD)
         except subprocess.TimeoutExpired:
             pytest.fail("the process did not end after writing its results")
     assert run.code == 0, run.stderr[-3000:]
@@ -346,6 +357,7 @@ FINAL_WRITE_SIGNALS = {
 }
 
 
+@pytest.mark.slow  # a signal to the process, and a plug-in that patches os.fsync: a child process
 @pytest.mark.parametrize("name", list(FINAL_WRITE_SIGNALS))
 def test_signal_during_the_final_write(name: str, tmp_path: Path, few_questions: Path):
     """Ctrl-C (or SIGTERM/SIGHUP, or two Ctrl-C) while the final write's temp file is open: no temp
@@ -355,7 +367,7 @@ def test_signal_during_the_final_write(name: str, tmp_path: Path, few_questions:
     out = tmp_path / "r.json"
     out.write_text(EARLIER)
     run = cli(tmp_path, "--questions", str(few_questions), "--output", str(out), "--strategy", "plug:make",
-              env=clean_env(HOOK_FILE=which, HOOK_SIGNALS=signals, **env))
+              env=clean_env(HOOK_FILE=which, HOOK_SIGNALS=signals, **env), process=True)
     assert run.code == 130, run.stderr[-3000:]
     assert not temp_files(tmp_path)
     text = out.read_text()
@@ -371,6 +383,7 @@ def test_signal_during_the_final_write(name: str, tmp_path: Path, few_questions:
     assert len(rows) == 3
 
 
+@pytest.mark.slow  # a signal from outside
 def test_sighup_mid_run_keeps_the_rows_and_names_the_command_to_continue(tmp_path: Path):
     """The terminal closes (SIGHUP) mid-run: exit 130, every row the console reported is kept, the
     last console line gives the command to continue, and that command finishes the run grading
@@ -398,7 +411,8 @@ def test_sighup_mid_run_keeps_the_rows_and_names_the_command_to_continue(tmp_pat
     assert resume_from.exists()
     graded = sum(1 for r in kept.values() if r["llm_grade"] is not None)
     with LoopbackServer(default=OK) as srv:
-        proc = subprocess.run(command, cwd=ROOT, env=judge_env(srv.url), capture_output=True, text=True, timeout=120)
+        proc = subprocess.run([sys.executable, str(ROOT / "benchmark.py"), *command], cwd=ROOT,
+                              env=judge_env(srv.url), capture_output=True, text=True, timeout=120)
         calls = len(srv.requests)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert calls == 6 - graded
@@ -425,6 +439,7 @@ WRAPPED_SIGNALS = {
 }
 
 
+@pytest.mark.slow  # a signal to the process
 @pytest.mark.parametrize("name", list(WRAPPED_SIGNALS))
 def test_a_signal_wrapped_in_another_exception_is_the_interrupt(name: str, tmp_path: Path, few_questions: Path):
     """Exit 130 "interrupted", not an internal error (exit 1), not a failed plug-in (exit 2); no
@@ -436,7 +451,7 @@ def test_a_signal_wrapped_in_another_exception_is_the_interrupt(name: str, tmp_p
     out.write_text(EARLIER)
     with LoopbackServer(default=OK) as srv:
         run = cli(tmp_path, "--questions", str(few_questions), "--output", str(out), "--strategy", "plug:make",
-                  *flags, env=judge_env(srv.url, BENCHMARK_BATCH_POLL_MAX="0.05", **env))
+                  *flags, env=judge_env(srv.url, BENCHMARK_BATCH_POLL_MAX="0.05", **env), process=True)
     assert run.code == 130, run.stderr[-3000:]
     assert "internal error" not in run.stderr and "failed (RuntimeError" not in run.stderr
     assert "WRAPPED-SIGNAL" not in run.stderr  # no console line reports the wrapper as an error
@@ -451,6 +466,7 @@ def test_a_signal_wrapped_in_another_exception_is_the_interrupt(name: str, tmp_p
         assert out.read_text() == EARLIER
 
 
+@pytest.mark.slow  # the process killed
 def test_sigkill_mid_loop_the_journal_holds_every_reported_question_and_resume_finishes(tmp_path: Path):
     questions = questions_file(tmp_path, 6)
     out = tmp_path / "r.json"
@@ -549,6 +565,7 @@ def test_redaction_covers_the_key_raw_and_escaped():
     assert not Redactor([""]) and redact("no key here") == "no key here"
 
 
+@pytest.mark.slow  # the process killed
 def test_key_with_quote_and_backslash_never_appears_in_the_journal(tmp_path: Path, few_questions: Path):
     echo = Reply(text=json.dumps({"grade": 5, "reasoning": f"the key was {ODD_KEY}"}))
     out = tmp_path / "r.json"
@@ -660,9 +677,9 @@ def test_budget_stopped_run_is_finished_by_resume(tmp_path: Path):
     at = command.index("--max-cost")  # the command repeats the budget; the user lifts it to finish
     command[at:at + 2] = []
     with LoopbackServer(default=priced) as srv:
-        proc = subprocess.run(command, cwd=ROOT, env=judge_env(srv.url), capture_output=True, text=True, timeout=120)
+        done = run_cli(*command, env=judge_env(srv.url))
         calls = len(srv.requests)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert done.code == 0, done.stderr[-3000:]
     assert calls == 3
     final = strict_json(out)
     assert final["run"]["status"] == "completed"

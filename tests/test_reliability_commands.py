@@ -470,7 +470,7 @@ SLOW_REPLIES = [
 @pytest.mark.parametrize("payload", [r[1] for r in SLOW_REPLIES], ids=[r[0] for r in SLOW_REPLIES])
 def test_the_deadline_covers_status_line_and_headers(payload):
     server = _SlowServer(payload)
-    provider = AnthropicProvider(ProviderConfig(api_key="sk-test", base_url=server.url, max_retries=1, timeout=1.0))
+    provider = AnthropicProvider(ProviderConfig(api_key="sk-test", base_url=server.url, max_retries=1, timeout=0.5))
     outcome: list[BaseException] = []
 
     def call() -> None:

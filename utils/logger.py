@@ -222,6 +222,8 @@ def add_sinks(level: str, log_file: Path | None, secrets: Iterable[str] = ()) ->
     Never raises: a log file that cannot be opened (its folder cannot be created, is read-only, a
     file or a FIFO is in the way) gives console-only logging and one warning line; a log file that
     fails later (a full disk) is closed with one warning line. ``log_file=None``: console only.
+    The console sink replaces loguru's default stderr sink; any other sink stays, and
+    :meth:`LogSinks.remove` removes only the sinks added here.
     """
     redact = Redactor(secrets)
     with contextlib.suppress(ValueError):  # loguru's own stderr sink, there until an application replaces it
@@ -250,12 +252,19 @@ def add_sinks(level: str, log_file: Path | None, secrets: Iterable[str] = ()) ->
 # --------------------------------------------------------------------------- log files: names, header, pruning
 
 # The name of every log file the command line opens; prune_logs removes no other file.
-LOG_NAME = re.compile(r"benchmark_\d{8}-\d{6}_\d+\.log")
+LOG_NAME = re.compile(r"benchmark_\d{8}-\d{6}_\d+(?:-\d+)?\.log")
 
 
 def log_file_path(folder: Path) -> Path:
-    """A new log file's path in ``folder``: ``benchmark_<local time>_<pid>.log`` (see :data:`LOG_NAME`)."""
-    return Path(folder) / f"benchmark_{datetime.now():%Y%m%d-%H%M%S}_{os.getpid()}.log"
+    """A new log file's path in ``folder``: ``benchmark_<local time>_<pid>.log``, or
+    ``benchmark_<local time>_<pid>-<n>.log`` when that file is there already (``benchmark.main``
+    called again by the same process within the second). See :data:`LOG_NAME`."""
+    stem = f"benchmark_{datetime.now():%Y%m%d-%H%M%S}_{os.getpid()}"
+    path, n = Path(folder) / f"{stem}.log", 1
+    while os.path.lexists(path):  # never raises: an unusable folder is add_sinks' to report
+        n += 1
+        path = Path(folder) / f"{stem}-{n}.log"
+    return path
 
 
 def log_header(argv: Iterable[str], details: Mapping[str, object] | None = None) -> None:

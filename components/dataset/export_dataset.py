@@ -38,7 +38,6 @@ from loguru import logger
 from components.core import Question, QuestionSet, ScoredChunk
 from components.core.questions import check_needles
 from components.dataset.context_index import ContextIndex, Positive
-from components.judges.settings import Settings
 from components.readers import load_questions
 from utils.errors import InputError
 from utils.output import check_output, strict_json_value, write_text_atomic
