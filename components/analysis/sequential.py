@@ -44,15 +44,17 @@ metric is tested on the paired differences d_i = new − baseline seen so far.
   (span: the largest possible |difference| of the metric). The RCIs of all looks cover the true
   mean difference simultaneously with probability ≈ 1 − α/m, so the interval at the look where
   judging stops is valid whatever the stopping rule.
-  *Why both statistics* (the small-sample remedy, chosen by the simulation in bench/sequential.py):
-  with the plain z statistic, skewed discrete differences (−3/0/+1 with probabilities .1/.6/.3)
-  declared a non-existent difference in about 6% of runs instead of 5%: the high early boundaries
-  sit far in the tail, where the Studentised mean of a skewed variable is far from normal. Student
-  quantiles, a later first look, and a sign-flip test at each look barely change that (a sign-flip
-  test assumes symmetric differences); Hall's correction removes it, but on sparse, symmetric
-  differences (pass indicators that rarely change) its skewness estimate follows the mean and
-  inflates false positives instead. Requiring both to reject keeps each one's protection; it costs
-  a little power only when the differences are skewed against the direction of the change.
+  *Why both statistics* (the small-sample remedy, chosen by the simulation in bench/sequential.py;
+  figures in docs/measured.md): with the plain z statistic, skewed discrete differences declared a
+  difference that was not there in about 6.5% of runs (−3/0/+1 with probabilities .1/.6/.3) and 9%
+  (−5/0/+1, .05/.7/.25) instead of 5%: the early boundaries sit far in the tail, where the
+  Studentised mean of a skewed variable is far from normal. Student quantiles, a first look at 3
+  blocks and a sign-flip test at each look (which assumes symmetric differences) leave 5.3-6.2% and
+  8-9%; Hall's correction alone brings them to 5.3% and 6.2%, but on sparse symmetric differences
+  (pass indicators that rarely change) its skewness estimate follows the mean and raises false
+  positives to 6.9%. Requiring both to reject keeps each one's protection (4.1% skewed, 5.2%
+  strongly skewed, 5.3% sparse, 4.7% normal), at a cost in judge calls only when the differences
+  are skewed against the direction of the change.
 - *Decision* (strict inequalities): without a margin, *better* when low > 0, *worse* when
   high < 0; with a non-inferiority margin M ≥ 0 (in the metric's unit, as ``compare --margin``),
   *non-inferior* when low > −M, *inferior* when high < −M. Otherwise *not yet*; at the last look,
