@@ -47,7 +47,7 @@ def test_look_counts_equal_blocks_of_a_tenth_at_least_five():
     assert Q.look_counts(3) == (3,)
     assert Q.look_counts(400, block=150) == (150, 300, 400)
     with pytest.raises(InputError):
-        Q.look_counts(0)
+        Q.plan(0)
     with pytest.raises(InputError):
         Q.block_size(10, 0)
 
@@ -194,6 +194,9 @@ def test_degenerate_variance_is_judged_by_the_exact_sign_flip_rule():
         ties = Q.look(np.zeros(400), design, 10, span=9)
         assert (ties.low, ties.high, ties.verdict, ties.estimate) == (0.0, 0.0, Q.SAME, 0.0)
         assert Q.look(np.zeros(400), design, 10, span=9, margin=0.5).verdict == Q.NON_INFERIOR
+        # identical runs and a margin of 0: not decided on ties before the end; at the end, as compare, they pass
+        assert Q.look(np.zeros(40), design, 1, span=9, margin=0.0).verdict == Q.NOT_YET
+        assert Q.look(np.zeros(400), design, 10, span=9, margin=0.0).verdict == Q.NON_INFERIOR
         # five equal losses at a single look: p = 2^-4 = 0.0625 > 0.05, as compare's exact test says
         few = Q.look([-2.0] * 5, Q.plan(5), 1, span=9)
         assert (few.low, few.high, few.verdict) == (-9.0, 9.0, Q.SAME)

@@ -58,7 +58,8 @@ metric is tested on the paired differences d_i = new − baseline seen so far.
 - *Decision* (strict inequalities): without a margin, *better* when low > 0, *worse* when
   high < 0; with a non-inferiority margin M ≥ 0 (in the metric's unit, as ``compare --margin``),
   *non-inferior* when low > −M, *inferior* when high < −M. Otherwise *not yet*; at the last look,
-  *no detectable difference* (without a margin) or *not shown non-inferior* (with one).
+  *no detectable difference* (without a margin) or *not shown non-inferior* (with one), except that
+  there low = −M is non-inferior, as for ``compare --margin`` (identical runs pass a margin of 0).
 - *Degenerate variance* (every difference equal to δ₀, or fewer than two): no spread to
   Studentise with, so the exact paired sign-flip test (Fisher 1935) decides: against any θ ≠ δ₀
   all n deviations have one sign and one size, p = 2^{1−n}; against θ = δ₀, p = 1. The RCI is
@@ -130,9 +131,7 @@ def block_size(questions: int, block: int | None = None) -> int:
 
 
 def look_counts(questions: int, block: int | None = None) -> tuple[int, ...]:
-    """Cumulative questions judged at each look: b, 2b, …, N (the last block may be smaller)."""
-    if questions < 1:
-        raise InputError("a sequential design needs at least 1 question: give a question set that is not empty")
+    """Cumulative questions judged at each look: b, 2b, …, N (the last block may be smaller); N ≥ 1."""
     b = block_size(questions, block)
     return tuple(min(k * b, questions) for k in range(1, math.ceil(questions / b) + 1))
 
@@ -237,6 +236,8 @@ def plan(questions: int, *, alpha: float = ALPHA, metrics: int = 1, block: int |
         raise InputError(f"alpha {alpha!r}: give a two-sided significance level between 0 and 1, e.g. 0.05")
     if metrics < 1:
         raise InputError(f"{metrics} gated metrics: a sequential comparison needs at least one metric to test")
+    if questions < 1:
+        raise InputError("a sequential design needs at least 1 question: give a question set that is not empty")
     if counts is None:
         looks = look_counts(questions, block)
     else:
@@ -328,12 +329,15 @@ def repeated_interval(m: Moments, design: Design, index: int, *, span: float) ->
     return np.clip(low, -span, span), np.clip(high, -span, span)
 
 
-def decide(low: np.ndarray | float, high: np.ndarray | float, margin: float | None = None) -> np.ndarray:
+def decide(low: np.ndarray | float, high: np.ndarray | float, margin: float | None = None,
+           final: bool = False) -> np.ndarray:
     """+1 (better, or non-inferior with a margin), −1 (worse / inferior) or 0 (not decided) from an
-    interval: low > 0 / high < 0, or low > −margin / high < −margin."""
+    interval: low > 0 / high < 0, or low > −margin / high < −margin. At the last look a lower bound
+    equal to −margin is non-inferior too, as in ``compare --margin`` (identical runs pass a margin of 0)."""
     threshold = 0.0 if margin is None else -float(margin)
     low, high = np.asarray(low), np.asarray(high)
-    return np.where(low > threshold, 1, np.where(high < threshold, -1, 0))
+    above = (low > threshold) | ((low == threshold) & (final and margin is not None))
+    return np.where(above, 1, np.where(high < threshold, -1, 0))
 
 
 @dataclass(frozen=True)
@@ -365,7 +369,8 @@ class Look:
         return self.n / self.questions
 
     def summary(self, digits: int = 2) -> str:
-        """"decided at look 3 of 10 after 120 questions: better, Δ +0.42, interval [+0.11, +0.73]"."""
+        """One line, e.g. 'decided at look 3 of 10 after 120 of 400 questions: better, Δ +0.42, interval
+        [+0.11, +0.73]'."""
         figures = (f"Δ {self.estimate:+.{digits}f}, interval [{self.low:+.{digits}f}, {self.high:+.{digits}f}]")
         where = f"look {self.look} of {self.looks} after {self.n} of {self.questions} questions"
         if self.decided:
@@ -395,8 +400,8 @@ def look(differences: Sequence[float] | np.ndarray, design: Design, index: int, 
         raise InputError(f"margin {margin!r}: give a non-inferiority margin of 0 or more, in the metric's unit")
     m = moments(d)
     low, high = (float(v) for v in repeated_interval(m, design, index, span=span))
-    code = int(decide(low, high, margin))
     final = index == design.looks
+    code = int(decide(low, high, margin, final))
     if margin is None:
         verdict = {1: BETTER, -1: WORSE}.get(code, SAME if final else NOT_YET)
     else:
