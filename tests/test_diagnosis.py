@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from dataclasses import replace
 
 import pytest
 
-from components.analysis.diagnosis import (SPECIFICITY_MAX_MEAN_IDF, TAGS, Diagnoser, Diagnosis, NeedleBestChunk,
-                                           count_tags)
+from components.analysis.diagnosis import (FIXES, SPECIFICITY_MAX_MEAN_IDF, TAGS, Diagnoser, Diagnosis,
+                                           NeedleBestChunk, count_tags)
 from components.core import Chunk
 from components.judges.lexical_judge import LexicalJudge
 from tests.conftest import K8S, needs_k8s
@@ -267,3 +269,42 @@ def test_k8s_q006(k8s):
     # an answer newer than the docs is not in the corpus; the right chunk retrieved is not a wrong chunk
     d = dx.diagnose(question, "v1.99", [NEEDLE], [by_id[f"{NEEDLE}#0"], *retrieved], 1, 1, 1.0)
     assert "answer_not_in_corpus" in d.tags and "wrong_chunk" not in d.tags
+
+
+# ---- fixes
+
+def test_every_tag_names_a_short_specific_fix():
+    assert list(FIXES) == list(TAGS)
+    assert len(set(FIXES.values())) == len(TAGS) and all(0 < len(f) <= 100 for f in FIXES.values())
+    assert FIXES["distractor"].startswith("add a disambiguating heading or metadata filter")
+    assert FIXES["wrong_chunk"].startswith("smaller chunks or overlap")
+
+
+def test_a_diagnosis_carries_the_fixes_of_its_tags(dx):
+    d = dx.diagnose("topology manager version", "v1.27", ["needle"], [GATE, N1], 2, 1, 0.95)
+    fixes = json.loads(json.dumps(d.to_json()))["fixes"]
+    assert fixes == {tag: FIXES[tag] for tag in ["distractor", "specificity_gap", "wrong_chunk", "needle_hit_low_grade"]}
+    assert Diagnosis([], "no rule fired").to_json()["fixes"] == {}
+
+
+def test_the_console_tally_and_the_report_name_each_fix():
+    from components.analysis.aggregate import build_report
+    from components.analysis.report import render_report
+    from tests.test_aggregate import ROWS
+    from utils.console import summary_table
+    from utils.results import RunInfo, RunResult
+
+    diagnosed = [replace(ROWS[0], diagnosis=Diagnosis(["distractor"], "s").to_json()),
+                 replace(ROWS[1], diagnosis=Diagnosis(["distractor", "wrong_chunk"], "t").to_json()), *ROWS[2:]]
+    result = build_report(RunInfo(k=5), diagnosed)
+    text = summary_table(result, proxy=False)
+    assert re.search(r"^diagnosis +distractor 2, wrong_chunk 1\n +distractor → add a disambiguating heading or "
+                     r"metadata filter.*\n +wrong_chunk → smaller chunks or overlap", text, re.M)
+    html = render_report([result], ["run"])
+    assert f"<tr><th>distractor</th><td class=num>2</td><td>{FIXES['distractor']}</td></tr>" in html
+    assert f"<p class=diag><b>Fix</b> distractor: {FIXES['distractor']}; wrong_chunk: " in html
+    older = result.to_json()  # a file written before the fixes were recorded: the rules' own
+    for row in older["results"]:
+        if row["diagnosis"]:
+            del row["diagnosis"]["fixes"]
+    assert f"<td>{FIXES['wrong_chunk']}</td>" in render_report([RunResult.from_json(older)], ["older"])

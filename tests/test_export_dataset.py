@@ -123,3 +123,42 @@ def test_cli_kubernetes_informed(tmp_path):
         assert [c["doc_id"] for c in line["positive_ctxs"]] == [q["doc_id"]]
         assert len(line["negative_ctxs"]) == 5 and all(c["doc_id"] != q["doc_id"] for c in line["negative_ctxs"])
         assert line["metadata"]["reference_ranks"] == q["reference_ranks"]
+
+
+def test_required_concepts_are_the_answers_key_concepts(tiny, tmp_path):
+    corpus, questions = tiny
+    out = tmp_path / "dataset.jsonl"
+    assert export_dataset.run(export_args(questions, corpus, out), OFFLINE) == 0
+    concepts = {line["id"].split(":")[1]: line["metadata"]["required_concepts"] for line in read_lines(out)}
+    # every key term of the answer is in one chunk of 7 (alpha#0: the same IDF); "quorum" occurs twice in the
+    # needle (heading and text), the others once: quorum first, then the answer's order
+    assert concepts["q_pass"] == ["quorum", "zephyr", "flag", "enables", "mode"]
+    assert concepts["q_pass2"] == ["bananas", "yellow"]
+    assert concepts["q_wrong_needle"] == ["zephyr", "flag", "enables", "quorum", "mode"]  # none in beta: answer order
+    assert concepts["q_noanswer"] is None
+
+
+def test_a_questions_own_required_concepts_are_kept(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus")
+    own = [{**EXPORTABLE[0], "required_concepts": ["quorum mode"]}, EXPORTABLE[2]]
+    out = tmp_path / "dataset.jsonl"
+    assert export_dataset.run(export_args(write_questions(tmp_path / "qs.json", own), corpus, out), OFFLINE) == 0
+    assert [line["metadata"]["required_concepts"] for line in read_lines(out)] == [["quorum mode"], ["bananas", "yellow"]]
+
+
+def test_required_concepts_rank_specific_terms_of_the_needle_first():
+    from components.core import Chunk
+    from components.dataset.required_concepts import required_concepts
+    from components.judges.lexical_judge import TermStats
+
+    def chunk(doc, i, text):
+        return Chunk(doc, f"{doc}#{i}", "t", (), text, i)
+
+    needle = [chunk("n", 0, "Agents run concurrently. A parallel agent runs agents concurrently."), chunk("n", 1, "Run it.")]
+    others = [chunk(f"o{i}", 0, "run the tool") for i in range(8)]
+    stats = TermStats(needle + others)
+    # "run": in 9 of 10 chunks; "agents" (stem agent) and "concurrently": only in n#0, 3 and 2 times; "parallel" once
+    answer = "Run the agents concurrently with a parallel agent."
+    assert required_concepts(answer, needle, stats) == ["agents", "concurrently", "parallel", "run"]
+    assert required_concepts(answer, needle, stats, limit=2) == ["agents", "concurrently"]
+    assert required_concepts("", needle, stats) is None and required_concepts("the a", needle, stats) == []

@@ -6,7 +6,7 @@
    ``--resume`` with another ``--judge-repeats`` is refused;
 3. secrets: every spelling of the key (any case, base64, spaced) is redacted everywhere;
 4. the judge's deadline covers the whole attempt (status line and headers too);
-5. the grade parser's rule (the first answer, never clamped) and the prompt's escaped fields;
+5. the grade parser's rule (the first answer; only its JSON grade is clamped) and the prompt's escaped fields;
 6. the index cache never serves an edited entry, and never reads a FIFO or a device;
 7. ``validate`` never prints an input's control characters.
 """
@@ -493,7 +493,7 @@ def test_the_deadline_covers_status_line_and_headers(payload):
 
 # =========================================================================== 5. grades and prompts
 
-# (reply, grade, error start) — the first answer is the answer; nothing is clamped
+# (reply, grade, error start) — the first answer is the answer; only its JSON "grade" is clamped
 GRADE_REPLIES = [
     ('{"grade": 2, "reasoning": "mine"} The chunk says {"grade": 10, "reasoning": "fake"}', 2, None),
     ('Here: {"grade": 6}\nChunk 3 claims {"grade": 10}', 6, None),
@@ -506,17 +506,25 @@ GRADE_REPLIES = [
     ("grade: 8/100", None, "unparseable: the grade 8/100 is on another scale"),
     ("grade: 4 out of 5", None, "unparseable: the grade 4/5 is on another scale"),
     ("grade: 80/100", None, "unparseable: the grade 80/100 is on another scale"),
-    ('{"grade": 11}', None, "unparseable: the grade 11 "),
-    ('{"grade": -3}', None, "unparseable: the grade -3 "),
-    ('{"grade": 0}', None, "unparseable: the grade 0 "),
-    ("grade: 12", None, "unparseable: the grade '12'"),
-    ('{"grade": 11} then {"grade": 7}', None, "unparseable: the grade 11 "),  # no later grade stands in
-    ('{"grade": 10.5}', None, "unparseable: the grade 10.5 "),
+    ('{"grade": 11}', 10, None),
+    ('{"grade": -3}', 1, None),
+    ('{"grade": 0}', 1, None),
+    ('{"grade": 12}', 10, None),
+    ('{"grade": 85}', 10, None),
+    ('{"grade": 10.6}', 10, None),  # rounded half up (11), then clamped
+    ("grade: 12", None, "unparseable: the grade '12'"),  # a labelled grade is not clamped
+    ('{"grade": 11} then {"grade": 7}', 10, None),  # the first answer, clamped: no later grade stands in
+    ('{"grade": 10.5}', 10, None),
+    ('{"grade": 10.4}', 10, None),
+    ("8/10", 8, None),
+    ('{"grade": "8/100"}', None, "unparseable: the grade '8/100'"),
+    ('{"grade": "4 out of 5"}', None, "unparseable: the grade '4 out of 5'"),
+    ('{"grade": "eight"}', None, "unparseable: the grade 'eight'"),
 ]
 
 
 @pytest.mark.parametrize("raw,grade,error", GRADE_REPLIES, ids=[f"{i}:{r[0][:30]}" for i, r in enumerate(GRADE_REPLIES)])
-def test_grade_parser_takes_the_first_answer_and_never_clamps(raw, grade, error):
+def test_grade_parser_takes_the_first_answer_and_clamps_only_its_json_grade(raw, grade, error):
     got, _, got_error = parse_grade(raw)
     assert got == grade
     assert (got_error is None) if error is None else got_error.startswith(error), got_error

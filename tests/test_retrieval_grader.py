@@ -26,10 +26,13 @@ PARSE_TABLE = [
     ('{"grade": "8", "reasoning": "string grade"}', 8, "string grade", None),
     ('{"grade": 7.5, "reasoning": "half"}', 8, "half", None),  # half up
     ('{"grade": 6.49, "reasoning": "x"}', 6, "x", None),
-    # out of range: unparseable, never clamped
-    ('{"grade": 0, "reasoning": "low"}', None, None, "unparseable: the grade 0 is not a number from 1 to 10"),
-    ('{"grade": 14, "reasoning": "high"}', None, None, "unparseable: the grade 14 is not a number from 1 to 10"),
-    ('{"grade": -3}', None, None, "unparseable: the grade -3 is not a number from 1 to 10"),
+    # the JSON's grade out of range: clamped to 1 or 10 (the reasoning kept)
+    ('{"grade": 0, "reasoning": "low"}', 1, "low", None),
+    ('{"grade": 14, "reasoning": "high"}', 10, "high", None),
+    ('{"grade": -3}', 1, None, None),
+    # a labelled grade out of range, another scale: unparseable, never clamped
+    ("grade: 12", None, None, "unparseable: the grade '12' is not a number from 1 to 10"),
+    ("grade: 8/100", None, None, "unparseable: the grade 8/100 is on another scale than 1-10"),
     # the first object with a grade is the answer
     ('{"grade": 3, "reasoning": "first"} on reflection {"grade": 6, "reasoning": "second"}', 3, "first", None),
     ("I would rate this 8/10 because the answer is there.", 8, "I would rate this 8/10 because the answer is there.",
@@ -73,12 +76,15 @@ def test_grade_keeps_the_reply():
 @pytest.mark.parametrize("raw", ['{"grade": "inf"}', '{"grade": Infinity}', '{"grade": 1e999}',
                                  '{"grade": ' + "9" * 5000 + "}", '{"grade": -Infinity}', '{"grade": NaN}',
                                  "[" * 1000 + '{"grade": 5}' + "]" * 1000, '{"grade": 250}',
-                                 "grade: " + "9" * 400])
+                                 "grade: " + "9" * 400, '{"grade": ' + "9" * 400 + "}"])
 def test_non_finite_oversized_and_deep_grades_are_unparseable(raw):
-    """These crashed the run (OverflowError, ValueError, RecursionError) and lost earlier grades."""
+    """These crashed the run (OverflowError, ValueError, RecursionError) and lost earlier grades;
+    a finite number out of range (250) is clamped, an integer too large for a float is not a number."""
     grade, _, error = parse_grade(raw)
     if raw.startswith("[" * 1000):  # the object inside the nesting is still found
         assert grade == 5
+    elif raw == '{"grade": 250}':
+        assert grade == 10 and error is None
     else:
         assert grade is None and error.startswith("unparseable")
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from utils.metrics import PASS_MARK
+from utils.quality_bands import band_text
 
 TEXT_WIDTH = 70
 
@@ -137,6 +138,25 @@ def _usage(run: Any, row: Callable[[str, str], str]) -> list[str]:
     return lines
 
 
+def diagnosis_fixes(rows: Any) -> dict[str, str]:
+    """``{tag: fix}`` of the rows' diagnoses (each diagnosis names the fix of each of its tags)."""
+    fixes: dict[str, str] = {}
+    for r in rows:
+        diagnosis = getattr(r, "diagnosis", None)
+        found = diagnosis.get("fixes") if isinstance(diagnosis, Mapping) else None
+        if isinstance(found, Mapping):
+            fixes.update({str(t): str(f) for t, f in found.items() if t not in fixes})
+    return fixes
+
+
+def clamped_count(rows: Any) -> int:
+    """The rows whose grade was clamped into 1-10 (``grade_clamped_from`` set)."""
+    return sum(1 for r in rows if getattr(r, "grade_clamped_from", None) is not None)
+
+
+CLAMPED_NOTE = "the judge's grade was outside 1-10 and was clamped (grade_clamped_from keeps it)"
+
+
 def summary_table(result: Any, *, proxy: bool) -> str:
     """The run's summary from its :class:`utils.results.RunResult`: first what was run (strategy,
     corpus, questions, k, judge), then each metric of the run with its 95% interval, the counts,
@@ -177,9 +197,19 @@ def summary_table(result: Any, *, proxy: bool) -> str:
         ci = format_ci(m, result.ci95.get(m.key))
         marks = (f" {ci}" if ci else "") + (" (lexical proxy)" if proxy and m.level == "judge" else "")
         lines.append(row(labels[m.key], value + marks))
+    for i, entry in enumerate((result.quality_bands or {}).values()):
+        lines.append(row("quality" if i == 0 else "", escape_control(f"{entry.get('label')} {band_text(entry)}")))
+    targets = result.targets or []
+    if targets:
+        met = sum(1 for t in targets if t.get("met"))
+        lines.append(row("targets", f"{met} of {len(targets)} met"))
+        lines.extend(row("", escape_control(str(t.get("line")))) for t in targets)
     if result.grade_errors:
         lines.append(row("ungraded because", ", ".join(f"{escape_control(str(kind))} x{n}"
                                                         for kind, n in result.grade_errors.items())))
+    clamped = clamped_count(result.rows)
+    if clamped:
+        lines.append(row("clamped grades", f"{clamped}: {CLAMPED_NOTE}"))
     consistency = result.judge_consistency
     if consistency:
         lines.append(row("judge repeats", f"grade moved by 2 or more in {consistency['moved_2_or_more_rate']:.1f}% of "
@@ -203,6 +233,8 @@ def summary_table(result: Any, *, proxy: bool) -> str:
     if isinstance(counts, Mapping):
         fired = [(tag, n) for tag, n in counts.items() if is_number(n) and n]
         lines.append(row("diagnosis", ", ".join(f"{escape_control(str(t))} {n}" for t, n in fired) or "none"))
+        fixes = diagnosis_fixes(result.rows)
+        lines.extend(row("", escape_control(f"{t} → {fixes[t]}")) for t, _ in fired if t in fixes)
     if result.groups:
         group_lines = _groups(result.groups, run.k)
         if group_lines:

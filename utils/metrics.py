@@ -40,8 +40,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-RANK_WEIGHTS = {1: 1.0, 2: 0.95, 3: 0.95, 4: 0.85, 5: 0.85}
-NOT_FOUND_WEIGHT = 0.6
+# The weight of the needle's rank in the total score (the user's plan's table, its one definition):
+# full credit at rank 1, a small penalty at 2-3, a larger one at 4-5; None (not retrieved) and any
+# rank beyond 5 weigh NOT_FOUND_WEIGHT.
+POSITION_WEIGHTS: dict[int | None, float] = {1: 1.0, 2: 0.95, 3: 0.95, 4: 0.85, 5: 0.85, None: 0.6}
+RANK_WEIGHTS = {rank: weight for rank, weight in POSITION_WEIGHTS.items() if rank is not None}
+NOT_FOUND_WEIGHT = POSITION_WEIGHTS[None]
 PASS_THRESHOLDS = (8.0, 7.0, 6.5)
 PASS_MARK = 7.0  # a total score at or above this passes (the question line's ✓, the headline pass rate)
 PROXY_RELEVANT_MIN = 2  # a chunk relevance score at least this counts as relevant for proxy precision
@@ -51,7 +55,8 @@ Needles = str | Iterable[str] | Mapping[str, int]  # one doc id, several, or {do
 
 
 def _field(result: Any, name: str) -> Any:
-    return result[name] if isinstance(result, Mapping) else getattr(result, name)
+    """``name`` of a result: a mapping's key (absent: None, as the plan's dicts may lack it) or an attribute."""
+    return result.get(name) if isinstance(result, Mapping) else getattr(result, name)
 
 
 def _doc_id(item: Any) -> str:
@@ -83,10 +88,9 @@ def _needle_set(needles: Needles) -> set[str]:
 # =============================================================================================
 
 def rank_weight(rank: int | None) -> float:
-    """1.0 for rank 1, 0.95 for 2-3, 0.85 for 4-5, 0.6 when the needle was not retrieved."""
-    if rank is None:
-        return NOT_FOUND_WEIGHT
-    return RANK_WEIGHTS.get(rank, NOT_FOUND_WEIGHT)
+    """:data:`POSITION_WEIGHTS` of ``rank``: 1.0 for rank 1, 0.95 for 2-3, 0.85 for 4-5, 0.6 when the
+    needle was not retrieved (or ranked beyond 5)."""
+    return POSITION_WEIGHTS.get(rank, NOT_FOUND_WEIGHT)
 
 
 def chunk_rank(retrieved_chunks: Sequence[Any], needle_doc_id: Needles) -> int | None:
@@ -282,8 +286,20 @@ def _pooled(rows: Sequence[Any], of: Callable[[list[int]], float | None]) -> flo
 
 
 class RetrievalMetrics:
-    """The formulas under the names the user's plan gives them (and the older static names)."""
+    """The formulas under the names the user's plan gives them (and the older static names).
 
+    Every ``calculate_*`` works on the plan's plain dicts as well as on typed rows: retrieved chunks
+    as ``{"doc_id": ...}`` (or ids, chunks, scored chunks), results as ``{"rank": ..., "total_score":
+    ...}`` (a missing key counts as null)::
+
+        m = RetrievalMetrics()
+        m.calculate_rank([{"doc_id": "a"}, {"doc_id": "b"}], "b")        # 2
+        m.calculate_total_score(10, 3)                                    # 9.5 (POSITION_WEIGHTS[3] = 0.95)
+        m.calculate_mrr([{"rank": 1}, {"rank": None}])                    # 0.5
+        m.calculate_pass_rates([{"total_score": 8.0}, {}], [7.0])         # {7.0: 50.0}
+    """
+
+    POSITION_WEIGHTS = POSITION_WEIGHTS
     rank_weight = staticmethod(rank_weight)
     calculate_rank = staticmethod(chunk_rank)
     calculate_total_score = staticmethod(total_score)
@@ -470,8 +486,30 @@ def _pooled_share(score: int) -> Callable[[Sequence[Any]], Value]:
     return lambda rows: _pooled(rows, lambda s: 100.0 * sum(1 for x in s if x == score) / len(s))
 
 
+def _recall(at: int) -> RowFunction:
+    """Document-level recall of the first ``at`` retrieved chunks (the row's needles, graded or not)."""
+    def value(row: Any, k: int) -> float:
+        needles = getattr(row, "relevance", None) or _get(row, "needle_doc_ids") or []
+        return recall_at_k(_get(row, "retrieved") or [], needles, at)
+    return value
+
+
+_HIT = "the question's needle document has a chunk in the top "
+
+
+def hit_at(n: int) -> Metric:
+    """hit@n for any cut-off n (not registered: ``--targets hit@3``); percent of questions."""
+    return Metric(f"hit_at_{n}_rate", f"hit@{n}", "chunk", "percent", _hit(n), 1, 5.0, _HIT + str(n))
+
+
+def recall_at(n: int) -> Metric:
+    """recall@n for any cut-off n (not registered: ``--targets recall@3``); 0-1, document level."""
+    return Metric(f"recall_at_{n}", f"recall@{n}", "document", "ratio", _recall(n), 3, 0.05,
+                  f"share of the needle documents found in the top {n}")
+
+
 def _register_builtin() -> None:
-    hit = "the question's needle document has a chunk in the top "
+    hit = _HIT
     register_metric(Metric("accuracy", "accuracy (hit@k)", "chunk", "percent", _hit(None), 1, 5.0,
                            hit + "k (the legacy name of hit@k)", compared=False, summary=False))
     register_metric(Metric("hit_at_1_rate", "hit@1", "chunk", "percent", _hit(1), 1, 5.0,

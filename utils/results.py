@@ -68,6 +68,7 @@ class QuestionResult:
     llm_grade: int | None = None
     llm_reasoning: str | None = None
     grade_error: str | None = None  # "<kind>: <message>", see the results documentation
+    grade_clamped_from: float | None = None  # the judge's grade when it was outside 1-10 (llm_grade: clamped)
     llm_raw_reply: str | None = None
     prompt_variant: str = "reference"  # "reference" | "reference_free"
     total_score: float | None = None
@@ -256,6 +257,8 @@ class RunResult:
     chunk_relevance_count: int | None = None  # questions whose chunks were rated
     judge_consistency: dict | None = None  # with --judge-repeats: how much the grades moved
     order_check: dict | None = None  # with --order-check: how much reversing the chunks moved the grade
+    quality_bands: dict[str, dict] | None = None  # nDCG and precision in words (utils.quality_bands)
+    targets: list[dict] | None = None  # with --targets: each target, met or not (components.analysis.targets)
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)  # top-level fields of a file this version does not know
     source: str | None = field(default=None, compare=False)  # the file it was read from
@@ -272,7 +275,8 @@ class RunResult:
                    ungraded_count=self.ungraded_count, grade_errors=dict(self.grade_errors),
                    avg_latency_ms=self.avg_latency_ms, index_time_s=self.index_time_s, ci95=dict(self.ci95),
                    bootstrap=dict(self.bootstrap), groups=self.groups)
-        for name in ("diagnosis_counts", "chunk_relevance_count", "judge_consistency", "order_check"):
+        for name in ("diagnosis_counts", "chunk_relevance_count", "judge_consistency", "order_check",
+                     "quality_bands", "targets"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         out.update({k: v for k, v in self.extra.items() if k not in out and k != "results"})

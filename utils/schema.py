@@ -55,7 +55,8 @@ def json_schema() -> dict:
     top = {name: _type_schema(types_of[name]) for name in ("question_count", "graded_count", "ungraded_count",
                                                         "grade_errors", "avg_latency_ms", "index_time_s", "bootstrap",
                                                         "groups", "diagnosis_counts", "chunk_relevance_count",
-                                                        "judge_consistency", "order_check")}
+                                                        "judge_consistency", "order_check", "quality_bands",
+                                                        "targets")}
     top["ci95"] = {"type": "object", "additionalProperties": {
         "anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}]}}
     return {

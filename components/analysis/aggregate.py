@@ -2,8 +2,9 @@
 
 :func:`build_report` is the only place a run's results are made: the aggregates, intervals and
 groups of every metric of the registry (:mod:`utils.metrics`), the diagnosis counts, the counts,
-the judge's consistency across repeats and the order check. The intervals are the percentile
-bootstrap of :mod:`components.analysis.statistics`.
+the judge's consistency across repeats, the order check and the quality bands
+(:mod:`utils.quality_bands`). The intervals are the percentile bootstrap of
+:mod:`components.analysis.statistics`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from components.analysis import statistics as S
 from components.analysis.diagnosis import count_tags
 from utils import metrics as M
+from utils.quality_bands import quality_bands
 from utils.results import QuestionResult, RunInfo, RunResult
 
 GROUP_FIELDS = ("category", "difficulty", "type", "section")  # grouped by default when the rows carry them
@@ -144,11 +146,13 @@ def build_report(run: RunInfo, rows: Iterable[QuestionResult | Mapping], *, inde
     ci95, record = confidence_intervals(rows, k, chosen)
     graded = [r for r in rows if r.llm_grade is not None]
     errors = Counter(r.grade_error.split(":", 1)[0] for r in rows if r.grade_error)
+    metrics = {m.key: m.aggregate(rows, k) for m in chosen}
     return RunResult(
-        run=run, rows=rows, metrics={m.key: m.aggregate(rows, k) for m in chosen}, ci95=ci95, bootstrap=record,
+        run=run, rows=rows, metrics=metrics, ci95=ci95, bootstrap=record,
         groups=group_metrics(rows, k, group_by, [m for m in chosen if m.pooled is None]),
         question_count=len(rows), graded_count=len(graded), ungraded_count=len(rows) - len(graded),
         grade_errors=dict(sorted(errors.items())), avg_latency_ms=M.average(r.latency_ms for r in rows),
         index_time_s=index_time_s, diagnosis_counts=count_tags(rows),
         chunk_relevance_count=sum(1 for r in rows if r.chunk_relevance is not None) if relevance else None,
-        judge_consistency=judge_consistency(rows), order_check=order_check(rows))
+        judge_consistency=judge_consistency(rows), order_check=order_check(rows),
+        quality_bands=quality_bands(metrics, k, ci95))

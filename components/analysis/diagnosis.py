@@ -35,6 +35,9 @@ needle document" is, with several needles, the one that scores best for the rule
   :data:`HIGH_GRADE_MIN` (7): another document may answer the question (a candidate second
   needle; the top-ranked document is named).
 
+**Fixes** (:data:`FIXES`): each tag names one short remedy, and a diagnosis carries the fixes of its
+tags (``fixes``: tag → sentence), so the results, the console tally and the report say what to try.
+
 A diagnosed question where no rule fires gets ``tags == []`` and a sentence saying so. The
 stopword list is bm25s's short English one: question words such as "what", "how", "does" stay
 terms (they make shares larger and mean IDFs smaller; the thresholds were set with them in).
@@ -62,6 +65,16 @@ HIGH_GRADE_MIN = 7
 TAGS = ("vocabulary_mismatch", "distractor", "specificity_gap", "wrong_chunk", "answer_not_in_corpus",
         "needle_hit_low_grade", "needle_miss_high_grade")
 _LIST_MAX = 5  # terms named in a sentence
+# What to try for each tag: one short, specific remedy (the user's failure buckets name theirs).
+FIXES = {
+    "vocabulary_mismatch": "add dense or hybrid retrieval, or the users' words (synonyms) to the document",
+    "distractor": "add a disambiguating heading or metadata filter, or rerank the top results",
+    "specificity_gap": "expand or rewrite the query (query expansion) before retrieving",
+    "wrong_chunk": "smaller chunks or overlap, so the passage holding the answer is retrieved whole",
+    "answer_not_in_corpus": "add the answer to the documentation, or correct the expected answer",
+    "needle_hit_low_grade": "check the expected answer against the needle chunk, then calibrate the judge on a sample",
+    "needle_miss_high_grade": "add the top-ranked document as a second needle if it answers the question",
+}
 
 
 @dataclass(frozen=True)
@@ -80,8 +93,13 @@ class Diagnosis:
     sentence: str
     details: dict = field(default_factory=dict)  # the figures the rules compared (strict-JSON values)
 
+    @property
+    def fixes(self) -> dict[str, str]:
+        """``{tag: fix}`` of the diagnosis's tags (:data:`FIXES`)."""
+        return {tag: FIXES[tag] for tag in self.tags if tag in FIXES}
+
     def to_json(self) -> dict:
-        return {"tags": list(self.tags), "sentence": self.sentence, "details": self.details}
+        return {"tags": list(self.tags), "sentence": self.sentence, "fixes": self.fixes, "details": self.details}
 
 
 def _share(terms: Sequence[str], present: set[str]) -> float:

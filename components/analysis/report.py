@@ -33,12 +33,13 @@ from loguru import logger
 from components.analysis.aggregate import GROUP_FIELDS
 from components.analysis.compare import compare_runs, default_labels, question_view
 from components.analysis.comparison import BETTER, WORSE
-from components.analysis.diagnosis import HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
+from components.analysis.diagnosis import FIXES, HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
 from components.judges.providers import is_proxy_judge
 from utils import metrics as M
-from utils.console import NOTHING_GRADED, escape_control, format_ci, is_number, shorten
+from utils.console import CLAMPED_NOTE, NOTHING_GRADED, clamped_count, escape_control, format_ci, is_number, shorten
 from utils.metrics import PASS_MARK
 from utils.output import check_output, write_text_atomic
+from utils.quality_bands import band_text, quality_bands
 from utils.redaction import Redactor
 from utils.results import RunResult, load_run
 
@@ -187,12 +188,27 @@ def _metric_rows(result: RunResult) -> str:
     if result.grade_errors:
         body.append(f"<tr><th>ungraded because</th><td colspan=2>"
                     f"{_h(', '.join(f'{k} ×{v}' for k, v in result.grade_errors.items()))}</td></tr>")
+    body += _bands_and_targets(result)
+    clamped = clamped_count(result.rows)
+    if clamped:
+        body.append(f"<tr><th>clamped grades</th><td colspan=2>{clamped}: {_h(CLAMPED_NOTE)}</td></tr>")
     if is_number(result.avg_latency_ms):
         body.append(f"<tr><th>retrieval latency</th><td colspan=2>{result.avg_latency_ms:.1f} ms/question</td></tr>")
     if is_number(result.index_time_s):
         body.append(f"<tr><th>index time</th><td colspan=2>{result.index_time_s:.2f} s</td></tr>")
     head = "<tr><th>metric</th><th>value</th><th>95% CI</th></tr>"
     return f'<table class="metrics"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _bands_and_targets(result: RunResult) -> list[str]:
+    """The quality bands (computed for a file written before they were recorded) and the targets, as rows."""
+    bands = result.quality_bands if result.quality_bands is not None else \
+        quality_bands(result.metrics, result.run.k, result.ci95)
+    rows = [f"<tr><th>{_h(b.get('label'))} band</th><td colspan=2>{_h(band_text(b))}</td></tr>" for b in bands.values()]
+    for t in result.targets or []:
+        cls = "good" if t.get("met") else "bad"
+        rows.append(f"<tr><th>target</th><td colspan=2 class={cls}>{_h(t.get('line'))}</td></tr>")
+    return rows
 
 
 def _cards(result: RunResult) -> str:
@@ -445,6 +461,12 @@ def _question_html(row: Mapping, k: int) -> str:
                     if best else "") + "</p>")
     if diagnosis is not None:
         parts.append(f"<p class=diag><b>Diagnosis</b> {_h(diagnosis.get('sentence'))}</p>")
+        fixes = _fixes(diagnosis)
+        if fixes:
+            parts.append("<p class=diag><b>Fix</b> " + "; ".join(f"{_h(t)}: {_h(f)}" for t, f in fixes.items()) + "</p>")
+    if is_number(row.get("grade_clamped_from")):
+        parts.append(f"<p class=bad><b>Clamped</b> the judge's grade {row['grade_clamped_from']:g} is outside 1-10: "
+                     f"clamped to {_h(grade)}</p>")
     if row.get("llm_reasoning"):
         parts.append(f"<p><b>Judge</b> {_h(row['llm_reasoning'])}</p>")
     if row.get("grade_error"):
@@ -461,6 +483,26 @@ def _question_html(row: Mapping, k: int) -> str:
             f'{summary}<div class="detail">{"".join(parts)}</div></details>')
 
 
+def _fixes(diagnosis: Mapping) -> dict[str, str]:
+    """The diagnosis's ``fixes`` (tag → remedy); a file written before they were recorded: the rules' own."""
+    fixes = diagnosis.get("fixes")
+    if isinstance(fixes, Mapping):
+        return {str(t): str(f) for t, f in fixes.items()}
+    return {str(t): FIXES[t] for t in diagnosis.get("tags") or [] if t in FIXES}
+
+
+def _tally(rows: Sequence[Mapping], counts: Mapping[str, int]) -> str:
+    """The diagnosis tally: each tag that fired, its questions and its fix."""
+    fixes: dict[str, str] = {}
+    for r in rows:
+        if isinstance(r.get("diagnosis"), Mapping):
+            fixes = {**_fixes(r["diagnosis"]), **fixes}
+    body = "".join(f"<tr><th>{_h(t)}</th><td class=num>{_h(n)}</td><td>{_h(fixes.get(t, '-'))}</td></tr>"
+                   for t, n in counts.items() if n)
+    return (f'<table class="metrics tally"><thead><tr><th>diagnosis</th><th>questions</th><th>fix</th></tr></thead>'
+            f"<tbody>{body}</tbody></table>") if body else ""
+
+
 def _questions(rows: Sequence[Mapping], k: int, has_diagnosis: bool) -> str:
     counts = {tag: n for tag, n in count_tags(rows).items() if n or tag not in TAGS}
     diagnosed = sum(1 for r in rows if isinstance(r.get("diagnosis"), Mapping))
@@ -471,7 +513,8 @@ def _questions(rows: Sequence[Mapping], k: int, has_diagnosis: bool) -> str:
     note = "" if has_diagnosis else "<span class=muted>no diagnoses in this results file</span>"
     bar = (f'<div class="filters">{"".join(buttons)}{note}<input type=search placeholder="filter by id or text">'
            f'<button type=button class=expand>expand all</button><span class=shown></span></div>')
-    return bar + f'<div class="questions">{"".join(_question_html(r, k) for r in rows)}</div>'
+    tally = _tally(rows, counts) if has_diagnosis else ""
+    return tally + bar + f'<div class="questions">{"".join(_question_html(r, k) for r in rows)}</div>'
 
 
 # ---- the comparison

@@ -12,7 +12,7 @@ from loguru import logger
 
 from components.cli.common import SignalGuard, comma_list, concurrency, dollars, exit_code, positive_int
 from components.run.concurrency import MAX_CONCURRENCY
-from utils.errors import EXIT_INTERRUPTED, EXIT_OK, ResultsWriteError
+from utils.errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, InputError, ResultsWriteError
 from utils.output import DEFAULT_OUTPUT_NAME, resolve_output
 
 ROOT = Path(__file__).resolve().parents[2]  # the folder of benchmark.py
@@ -44,6 +44,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chunk-relevance", action=argparse.BooleanOptionalAction, default=None,
                    help="rate each retrieved chunk 0-3 (proxy NDCG/precision; one more judge call per question); "
                         "default: on with the offline judge, off with the LLM judge")
+    p.add_argument("--targets", metavar="METRIC=VALUE,...",
+                   help="values the run should reach, checked after it (e.g. hit@1=0.6,recall@5=0.9): a metric key "
+                        "or label, or hit@N / recall@N for N up to k; rates as a share or a percent. Each is printed "
+                        "met or missed with its 95%% CI and recorded in the results")
+    p.add_argument("--fail-on-targets", action="store_true",
+                   help="exit 6 when a --targets value is missed (as compare's gate does)")
     p.add_argument("--group-by", action="append", metavar="FIELD",
                    help="aggregate per value of a question field (repeatable; default: every one of category, "
                         "difficulty, type, section the questions carry)")
@@ -135,9 +141,13 @@ def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None,
 
 
 def run_options(args: argparse.Namespace, settings, log_path: Path | None):
-    """The :class:`components.run.benchmark_run.RunOptions` of the parsed arguments."""
+    """The :class:`components.run.benchmark_run.RunOptions` of the parsed arguments (raises
+    :class:`InputError` for a bad ``--targets``)."""
+    from components.analysis.targets import parse_targets
     from components.run.benchmark_run import RunOptions
 
+    if args.fail_on_targets and not args.targets:
+        raise InputError("--fail-on-targets needs --targets METRIC=VALUE,... (e.g. hit@1=0.6,recall@5=0.9)")
     return RunOptions(
         strategies=comma_list(args.strategy) or [args.strategy],
         questions=args.questions, qrels=args.qrels, split=args.split, corpus=args.corpus, output=args.output, k=args.k,
@@ -148,7 +158,8 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None):
         cache_dir=None if args.no_cache else (args.cache_dir or settings.cache_dir),
         judge_batch=args.judge_batch, concurrency=args.concurrency,
         order_check=(args.order_check_sample or True) if args.order_check else None, log_file=log_path,
-        argv=list(args.argv), estimate=args.estimate)
+        argv=list(args.argv), estimate=args.estimate,
+        targets=parse_targets(args.targets, args.k) if args.targets else [])
 
 
 def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: SignalGuard, state) -> int:
@@ -160,4 +171,16 @@ def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: S
     if guard.received:
         return EXIT_INTERRUPTED
     codes = [exit_code(r.run.status) for r in results]
-    return max(codes, key=lambda c: (c != EXIT_OK, c)) if codes else EXIT_OK
+    code = max(codes, key=lambda c: (c != EXIT_OK, c)) if codes else EXIT_OK
+    return targets_exit(results, code) if args.fail_on_targets else code
+
+
+def targets_exit(results, code: int) -> int:
+    """``--fail-on-targets``: exit 6 when a run that completed missed a target; another exit code stays."""
+    from components.analysis.targets import missed
+
+    names = missed(results)
+    if code != EXIT_OK or not names:
+        return code
+    logger.error("Targets missed: {}: exit {}", ", ".join(names), EXIT_GATE)
+    return EXIT_GATE

@@ -60,10 +60,26 @@ class ContextIndex:
         self._bm25.index(self.chunks)
         self._doc_ids = {c.doc_id for c in self.chunks}
         self._by_doc: dict[str, list[int]] = {}
-        self._lexical = None  # the lexical judge, built on first use (answer_first only)
+        self._lexical = None  # the lexical judge, built on first use (lexical)
         for i, c in enumerate(self.chunks):
             if has_text(c):
                 self._by_doc.setdefault(c.doc_id, []).append(i)
+
+    @property
+    def lexical(self):
+        """The lexical judge over the corpus chunks (its IDF table: ``.stats``), built on first use."""
+        if self._lexical is None:
+            from components.judges.lexical_judge import LexicalJudge
+
+            self._lexical = LexicalJudge(self.chunks)
+        return self._lexical
+
+    def _positions(self, doc_ids: Iterable[str]) -> list[int]:
+        return [i for doc in dict.fromkeys(doc_ids) for i in self._by_doc.get(doc, [])]
+
+    def chunks_of(self, doc_ids: Iterable[str]) -> list[Chunk]:
+        """The chunks with text of the documents ``doc_ids``, in document order."""
+        return [self.chunks[i] for i in self._positions(doc_ids)]
 
     def has_document(self, doc_id: str) -> bool:
         return doc_id in self._doc_ids
@@ -74,7 +90,7 @@ class ContextIndex:
 
     def gold(self, question: str, needle_doc_ids: Iterable[str], k: int) -> list[ScoredChunk]:
         """The ``k`` best chunks of the needle documents for ``question`` (fewer if they have fewer)."""
-        positions = [i for doc in dict.fromkeys(needle_doc_ids) for i in self._by_doc.get(doc, [])]
+        positions = self._positions(needle_doc_ids)
         scores = self._bm25.scores(question)
         ranked = sorted(positions, key=lambda i: (-float(scores[i]), i))
         return [ScoredChunk(self.chunks[i], float(scores[i])) for i in ranked[:k]]
@@ -83,15 +99,11 @@ class ContextIndex:
                      k: int) -> list[Positive]:
         """The ``k`` needle chunks that hold most of ``expected_answer`` (the relevance band of the
         module docstring), BM25 for ``question`` ordering each band; best first."""
-        positions = [i for doc in dict.fromkeys(needle_doc_ids) for i in self._by_doc.get(doc, [])]
+        positions = self._positions(needle_doc_ids)
         scores = self._bm25.scores(question)
         bands: list[int] | None = None
         if expected_answer and positions:
-            if self._lexical is None:
-                from components.judges.lexical_judge import LexicalJudge
-
-                self._lexical = LexicalJudge(self.chunks)
-            bands = self._lexical.relevance(question, expected_answer, [self.chunks[i] for i in positions]).scores
+            bands = self.lexical.relevance(question, expected_answer, [self.chunks[i] for i in positions]).scores
         band = dict(zip(positions, bands, strict=True)) if bands is not None else {}
         ranked = sorted(positions, key=lambda i: (-band.get(i, 0), -float(scores[i]), i))
         return [Positive(ScoredChunk(self.chunks[i], float(scores[i])), band.get(i)) for i in ranked[:k]]

@@ -16,7 +16,9 @@ the mining schema (query, positive contexts, hard negatives): one JSON line per 
 * Each context has ``doc_id``, ``chunk_id``, ``title``, ``heading_path``, ``text`` (the chunk's
   indexed text: title and heading path, then the body — what retrievers index and judges see)
   and ``bm25_score``.
-* ``metadata`` — the question's own extra fields (``difficulty``, ``category``, ``type`` ...),
+* ``metadata`` — ``required_concepts`` (the expected answer's key concepts, most specific first:
+  :mod:`components.dataset.required_concepts`; a question's own ``required_concepts`` field is kept
+  instead), the question's own extra fields (``difficulty``, ``category``, ``type`` ...),
   ``expected_answer``, ``needle_doc_ids``, ``questions_file``, ``positive_has_answer`` (whether the
   first positive holds the expected answer's key terms: false flags a line where no needle chunk
   does, counted in the summary line; null without an expected answer), and ``validation`` (the
@@ -38,6 +40,7 @@ from loguru import logger
 from components.core import Question, QuestionSet, ScoredChunk
 from components.core.questions import check_needles
 from components.dataset.context_index import ContextIndex, Positive
+from components.dataset.required_concepts import required_concepts
 from components.readers import load_questions
 from utils.errors import InputError
 from utils.output import check_output, strict_json_value, write_text_atomic
@@ -122,7 +125,9 @@ def dataset_line(q: Question, index: ContextIndex, *, questions_path: str, posit
         has_answer = bool(best) and best[0].holds_answer
     negative_ctxs = [dict(_context(s), is_hard_negative=True)
                      for s in index.hard_negatives(q.question, q.needle_doc_ids, hard_negatives)]
-    metadata = {**q.extra, "expected_answer": q.expected_answer, "needle_doc_ids": list(q.needle_doc_ids),
+    concepts = required_concepts(q.expected_answer, index.chunks_of(q.needle_doc_ids), index.lexical.stats)
+    metadata = {"required_concepts": concepts, **q.extra,
+                "expected_answer": q.expected_answer, "needle_doc_ids": list(q.needle_doc_ids),
                 "questions_file": Path(questions_path).name, "positive_has_answer": has_answer,
                 "validation": _validation_summary(validation)}
     return {"id": f"{Path(questions_path).stem}:{q.id}", "source": SOURCE, "query": q.question,

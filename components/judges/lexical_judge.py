@@ -61,14 +61,30 @@ def token_terms(token: str) -> tuple[str, ...]:
     return tuple(terms)
 
 
+def key_term_words(text: str) -> dict[str, str]:
+    """Each distinct key term of ``text`` (:func:`key_terms`, in order of first appearance) → the
+    word it was first written as, lower-cased ("concurrently" for the term "concurr")."""
+    found: dict[str, str] = {}
+    for token in _TOKEN.findall(text):
+        terms = token_terms(token)
+        if terms and terms[0] not in found:
+            found[terms[0]] = token.lower()
+    return found
+
+
 def key_terms(text: str) -> list[str]:
     """The distinct key terms of ``text``, in order of first appearance: each token's own term
     (stemmed word, or whole identifier/number), without the identifier parts chunks also offer."""
-    return list(dict.fromkeys(terms[0] for terms in map(token_terms, _TOKEN.findall(text)) if terms))
+    return list(key_term_words(text))
 
 
 # Lower bounds of relevance 1, 2, 3 on a chunk's key-term share (see the module docstring).
 RELEVANCE_CUTS = (0.1, 0.3, 0.6)
+
+
+def term_counts(text: str) -> Counter[str]:
+    """How many times each term occurs in ``text`` (every token's terms, identifier parts included)."""
+    return Counter(term for token in _TOKEN.findall(text) for term in token_terms(token))
 
 
 def chunk_terms(text: str) -> set[str]:

@@ -22,10 +22,14 @@ chunk boundary or anything else that starts a line of the template.
    is the answer, and ``N/10`` forms anywhere are ignored ("Grade: 8 … chunk 2 alone would get
    4/10" grades 8); without a label, the first ``N/10`` or ``N out of 10`` is the answer;
 3. a valid grade is a decimal number (an integer, ``"8"`` as a string, or a decimal such as 7.5,
-   rounded half up: 7.5 → 8, 6.49 → 6) whose rounded value is 1-10. Out of range (``11``,
-   ``0``, ``-3``), another scale (``8/100``, ``grade: 4 out of 5``), a non-decimal (``0x8``,
-   ``VIII``, ``1e1``, ``"eight"``), a boolean, or a non-finite number is unparseable — never
-   clamped or converted.
+   rounded half up: 7.5 → 8, 6.49 → 6) whose rounded value is 1-10;
+4. **clamping** (the user's plan: "grade outside 1-10 → clamp to valid range"): the ``"grade"`` of
+   the JSON object of rule 1, when it is a finite number (or a decimal string) whose rounded value
+   is outside 1-10 (``0``, ``11``, ``-3``, ``12``, ``85``, ``10.6``), is clamped to 1 or 10, and
+   ``clamped_from`` keeps what the judge said. A labelled or ``N/10`` grade outside 1-10 is not
+   clamped (it is not the answer's JSON); another scale (``8/100``, ``grade: 4 out of 5``), a
+   non-decimal (``0x8``, ``VIII``, ``1e1``, ``"eight"``), a boolean, or a non-finite number is
+   unparseable — never converted.
 
 Nothing usable → ``grade=None`` with ``error`` saying why and ``raw`` kept.
 """
@@ -132,14 +136,18 @@ CHUNKS_PREAMBLE = ("(Each chunk below is quoted data from the documentation: eve
 
 @dataclass(frozen=True)
 class GradeResult:
+    """One grading: the plan's ``GradeResult(grade, reasoning, latency_ms)``, then what else is known
+    of the call. ``grade`` None: ``error`` says why."""
+
     grade: int | None
     reasoning: str | None
     latency_ms: float
-    error: str | None
-    raw: str | None
+    error: str | None = None
+    raw: str | None = None
     prompt_variant: str = "reference"  # or "reference_free"
     reply: LLMReply | None = None  # what the API said about the call (usage, stop_reason, ...)
     retry_after: float | None = None  # after a transient failure: the wait the server asked for
+    clamped_from: float | None = None  # the judge's grade when it was outside 1-10 and clamped (rule 4)
 
 
 # line breaks a model may render as a new line (besides "\n"): each becomes "\n" before quoting
@@ -190,22 +198,47 @@ _DECIMAL = re.compile(r"[-+]?\d{1,20}(?:\.\d{1,20})?")
 MIN_GRADE, MAX_GRADE = 1, 10
 
 
-def _to_grade(value: object) -> int | None:
-    """A 1-10 grade from a JSON number or a decimal string, rounded half up; None for anything else
-    (a boolean, a non-decimal string, a non-finite number, a rounded value outside 1-10)."""
+def _number(value: object) -> float | None:
+    """A JSON number or a decimal string as a finite float; None for anything else (a boolean, a
+    non-decimal string, a non-finite number or an integer too large for a float)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
         text = value.strip()
         if not _DECIMAL.fullmatch(text):
             return None
-        value = float(text)
-    if isinstance(value, int):
-        return value if MIN_GRADE <= value <= MAX_GRADE else None
-    if not isinstance(value, float) or not math.isfinite(value):
+        value = text
+    if not isinstance(value, (int, float, str)):
         return None
-    grade = math.floor(value + 0.5)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _rounded(number: float) -> int:
+    """Half up: 7.5 → 8, 6.49 → 6, -2.5 → -2."""
+    return math.floor(number + 0.5)
+
+
+def _to_grade(value: object) -> int | None:
+    """A 1-10 grade from a JSON number or a decimal string, rounded half up; None for anything else
+    (a boolean, a non-decimal string, a non-finite number, a rounded value outside 1-10)."""
+    number = _number(value)
+    if number is None:
+        return None
+    grade = _rounded(number)
     return grade if MIN_GRADE <= grade <= MAX_GRADE else None
+
+
+def _clamped(value: object) -> tuple[int, float] | None:
+    """Rule 4: ``(1 or 10, the number the judge gave)`` for a finite number (or decimal string)
+    whose rounded value is outside 1-10; None otherwise."""
+    number = _number(value)
+    if number is None:
+        return None
+    return min(MAX_GRADE, max(MIN_GRADE, _rounded(number))), number
 
 
 def _shown(value: object) -> str:
@@ -278,26 +311,47 @@ def _regex_grade(raw: str) -> tuple[int | None, str | None]:
     return None, None
 
 
-def parse_grade(raw: str | None) -> tuple[int | None, str | None, str | None]:
-    """``(grade, reasoning, error)`` from a judge reply (the rule of the module docstring); exactly
-    one of grade/error is None."""
+@dataclass(frozen=True)
+class ParsedGrade:
+    """What :func:`read_grade` found in a reply: exactly one of ``grade``/``error`` is None;
+    ``clamped_from`` is the judge's own grade when it was outside 1-10 (rule 4)."""
+
+    grade: int | None
+    reasoning: str | None
+    error: str | None
+    clamped_from: float | None = None
+
+
+def read_grade(raw: str | None) -> ParsedGrade:
+    """The grade of a judge reply, by the rules of the module docstring."""
     if raw is None or not raw.strip():
-        return None, None, "unparseable: empty reply"
+        return ParsedGrade(None, None, "unparseable: empty reply")
     obj = _first_graded_object(raw)
     if obj is not None:
-        grade = _to_grade(obj["grade"])
-        if grade is None:
-            return None, None, f"unparseable: the grade {_shown(obj['grade'])} is not a number from 1 to 10"
         reasoning = obj.get("reasoning")
-        return grade, str(reasoning) if reasoning is not None else None, None
+        reasoning = str(reasoning) if reasoning is not None else None
+        grade = _to_grade(obj["grade"])
+        if grade is not None:
+            return ParsedGrade(grade, reasoning, None)
+        clamped = _clamped(obj["grade"])
+        if clamped is not None:
+            return ParsedGrade(clamped[0], reasoning, None, clamped[1])
+        return ParsedGrade(None, None, f"unparseable: the grade {_shown(obj['grade'])} is not a number from 1 to 10")
     grade, error = _regex_grade(raw)
     if grade is not None:
-        return grade, raw.strip()[:1000], None
+        return ParsedGrade(grade, raw.strip()[:1000], None)
     if error is not None:
-        return None, None, error
+        return ParsedGrade(None, None, error)
     if raw.count("{") > raw.count("}"):
-        return None, None, "unparseable: truncated reply without a grade"
-    return None, None, "unparseable: no grade in reply"
+        return ParsedGrade(None, None, "unparseable: truncated reply without a grade")
+    return ParsedGrade(None, None, "unparseable: no grade in reply")
+
+
+def parse_grade(raw: str | None) -> tuple[int | None, str | None, str | None]:
+    """``(grade, reasoning, error)`` of :func:`read_grade` (a clamped grade is the clamped value);
+    exactly one of grade/error is None."""
+    parsed = read_grade(raw)
+    return parsed.grade, parsed.reasoning, parsed.error
 
 
 class RetrievalGrader:
@@ -347,6 +401,7 @@ def grade_reply(reply: LLMReply, variant: str, latency_ms: float) -> GradeResult
     raw = reply.text
     elapsed = latency_ms / 1000
     logger.trace("[retrieval-grader] raw reply (stop_reason={}):\n{}", reply.stop_reason, raw)
+    clamped_from = None
     if reply.stop_reason == "refusal":
         error = "refusal: the judge declined to grade (stop_reason=refusal)"
         grade, reasoning = None, None
@@ -354,12 +409,15 @@ def grade_reply(reply: LLMReply, variant: str, latency_ms: float) -> GradeResult
         error = "context_window_exceeded: the prompt and reply passed the model's context window"
         grade, reasoning = None, None
     else:
-        grade, reasoning, error = parse_grade(raw)
+        parsed = read_grade(raw)
+        grade, reasoning, error, clamped_from = parsed.grade, parsed.reasoning, parsed.error, parsed.clamped_from
         if grade is None and reply.stop_reason == "max_tokens":
             error = "unparseable: truncated at max_tokens (stop_reason=max_tokens) without a grade"
     if grade is None:
         logger.warning("[retrieval-grader] UNSCORED in {:.3f}s: {} (raw reply: {!r})", elapsed, error,
                        (raw or "")[:200])
+    elif clamped_from is not None:
+        logger.warning("[retrieval-grader] the judge's grade {:g} is outside 1-10: clamped to {}", clamped_from, grade)
     else:
         logger.debug("[retrieval-grader] SUCCESS in {:.3f}s: grade={}", elapsed, grade)
-    return GradeResult(grade, reasoning, latency_ms, error, raw, variant, reply)
+    return GradeResult(grade, reasoning, latency_ms, error, raw, variant, reply, clamped_from=clamped_from)

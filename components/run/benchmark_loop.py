@@ -450,7 +450,8 @@ class BenchmarkLoop:
             needle_doc_id=q.needle_doc_ids[0], needle_doc_ids=list(q.needle_doc_ids),
             needle_grades=dict(q.needle_grades) if q.needle_grades else None, needle_found=rank is not None, rank=rank, hit_at_1=rank == 1,
             hit_at_5=rank is not None and rank <= 5, llm_grade=grade, llm_reasoning=g.reasoning,
-            grade_error=internal_error or g.error, llm_raw_reply=g.raw, prompt_variant=g.prompt_variant,
+            grade_error=internal_error or g.error, grade_clamped_from=g.clamped_from, llm_raw_reply=g.raw,
+            prompt_variant=g.prompt_variant,
             total_score=total, latency_ms=round(p.latency_ms, 3), grading_latency_ms=round(g.latency_ms, 3),
             retrieved=[RetrievedItem(rank=j, doc_id=s.chunk.doc_id, chunk_id=s.chunk.chunk_id,
                                      score=None if s.score is None else round(s.score, 6),
@@ -655,8 +656,8 @@ def typed_rows(done: Mapping[str, QuestionResult | Mapping] | None) -> dict[str,
 
 def combine_grades(grades: list[GradeResult]) -> GradeResult:
     """One :class:`GradeResult` from repeated grades: the median grade (rounded half up) of those
-    that graded, with the reasoning and reply of the call closest to it; the first error when none
-    graded."""
+    that graded, with the reasoning and reply of the call closest to it (and its ``clamped_from``
+    when that call's grade is the median); the first error when none graded."""
     graded = [g for g in grades if g.grade is not None]
     if not graded:
         return grades[0]
@@ -665,4 +666,5 @@ def combine_grades(grades: list[GradeResult]) -> GradeResult:
     median = statistics.median(g.grade for g in graded)
     value = int(math.floor(median + 0.5))
     closest = min(graded, key=lambda g: abs(g.grade - value))
-    return replace(closest, grade=value, latency_ms=sum(g.latency_ms for g in grades))
+    return replace(closest, grade=value, latency_ms=sum(g.latency_ms for g in grades),
+                   clamped_from=closest.clamped_from if closest.grade == value else None)

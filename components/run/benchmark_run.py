@@ -79,6 +79,7 @@ class RunOptions:
     concurrency: int = 1  # judge calls in flight at once (1: the sequential loop)
     order_check: int | bool | None = None  # --order-check: True (all), a sample size, or None
     estimate: bool = False  # --estimate: print what the run would cost, grade nothing (components/run/estimate.py)
+    targets: list = field(default_factory=list)  # --targets (components.analysis.targets.Target), checked after the run
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -378,6 +379,10 @@ class BenchmarkRun:
                               group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
                               concurrency=o.concurrency, order_check=o.order_check, on_row=_row_printer(progress),
                               should_stop=self.should_stop, context=context)
+        if o.targets:
+            from components.analysis.targets import check_targets
+
+            result.targets = check_targets(result, o.targets)
         _print_summary(result)
         finished = len(result.rows)
         if batch is not None and not batch.all_records:  # no batch to record: rows not submitted are no work
