@@ -96,7 +96,9 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
       environment's judge (``settings`` overrides the environment entirely);
     - ``k`` chunks per question; ``judge_repeats`` grades per question; ``chunk_relevance`` rate
       each chunk 0-3 (None: only with the offline judge, which does it for free);
-      ``max_cost_usd`` stop grading before the judge's cost would pass it; ``group_by`` question
+      ``max_cost_usd`` stop grading before the LLM calls' cost could pass it (each call made only when
+      its worst case, a reply at its output cap, fits: :mod:`components.run.budget`; an
+      :class:`InputError` when one call's worst case is over it); ``group_by`` question
       fields to aggregate by; ``keep_text`` keep the chunks' text in the rows; ``cache_dir`` an index
       cache folder (None: no cache);
     - ``on_row(row, i, n)`` is called after each question, in order; ``should_stop()`` is asked

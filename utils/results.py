@@ -217,6 +217,8 @@ class RunInfo:
     # --judge-batch: each batch (id, status, processing_status, request_counts, retry, resumed,
     # custom_ids {custom id: question id}); null in a sequential run
     judge_batch: list[dict] | None = None
+    # --max-cost: {spent_usd, calls, refused, overrun_usd, overrun_calls} (components/run/budget.py); null without
+    budget: dict | None = None
     extra: dict = field(default_factory=dict)  # fields of a file this version does not know, kept
 
     def to_json(self) -> dict:

@@ -39,7 +39,7 @@ from components.judges.retrieval_grader import PROMPT_SHA256
 from components.judges.settings import Settings
 from components.judges.setup import check_models
 from components.readers import load_questions
-from components.run.evaluation import Judging, RunContext, evaluate, prepare, selected_questions
+from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
 from components.run.journal import Journal, read_rows
 from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
@@ -269,10 +269,8 @@ class BenchmarkRun:
         if previous is not None and len(strategies) > 1:
             raise InputError("--resume continues one run: give the one --strategy it was run with")
         setup = check_models(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
-        if o.max_cost_usd is not None and setup.judge is not None \
-                and setup.judge_provider.prices.price_for(setup.judge.model) is None:
-            raise InputError(f"--max-cost needs the price of {setup.judge.model}, which the {setup.judge_provider.name} "
-                             "provider's price table does not have: add it there, or run without --max-cost")
+        if o.max_cost_usd is not None:  # a budget that cannot pay for one call is refused before any work
+            check_budget(o.max_cost_usd, setup, rewrites=any(s.rewrites_queries for s in strategies))
         return strategies, qset, questions, previous, setup
 
     # ------------------------------------------------------------------ the whole command
@@ -389,11 +387,16 @@ class BenchmarkRun:
     def _check_budget(self, strategy: Strategy, label: str, prepared, judging: Judging, questions: list,
                       previous) -> None:
         """With ``--max-cost``: the run's estimated cost, said before the first judge call (a warning
-        when it is over the budget; the budget still stops grading when it is spent)."""
+        when the budget will not grade every question; the budget still stops grading when it is spent)."""
+        from components.run.budget import worst_usd
         from components.run.estimate import over_budget
 
         est = self._estimate(strategy, label, prepared, judging, questions, previous)
-        warning = over_budget(est, self.o.max_cost_usd)
+        calls = sum(r.calls for r in est.roles)
+        setup = judging.setup
+        reserve = worst_usd(setup.judge_provider.model(setup.judge),
+                            sum(r.input_tokens for r in est.roles) // calls) if calls else None
+        warning = over_budget(est, self.o.max_cost_usd, reserve)
         if warning:
             logger.warning("{}", warning)
         else:

@@ -225,6 +225,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     if judging is None:
         judging = load_judging(settings, prepared.chunks, rewrites_queries=rewrites, chunk_relevance=chunk_relevance)
     setup = judging.setup
+    if max_cost_usd is not None:  # before the first call
+        check_budget(max_cost_usd, setup, rewrites=rewrites)
     rewriter = None
     if rewrites and setup.rewriter is not None:
         from components.run.query_rewriter import QueryRewriter
@@ -259,6 +261,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         status = "rate_limited"
     elif loop.budget_exhausted:
         status = "budget_exhausted"
+    if loop.budget is not None:
+        loop.budget.report()
     judge_info = judging.judge_info("judge", judge_repeats, loop.judge_usage.models)
     if context.batch is not None:
         judge_info = replace(judge_info, mode="batch")
@@ -290,6 +294,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         cost_note=cost_note or None, max_cost_usd=max_cost_usd, recovered=loop.recovered,
         resumed_from=context.resumed_from, resumed_rows=len(context.done), journal=context.journal,
         runs_dir=context.runs_dir, selection=context.selection, index=prepared.index_info,
+        budget=loop.budget.to_json() if loop.budget is not None else None,
         judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None)
     result = build_report(run, loop.results, index_time_s=round(prepared.index_s, 3), group_by=group_by,
                           relevance=judging.relevance is not None)
@@ -297,6 +302,27 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)
     return result
+
+
+def check_budget(max_cost_usd: float, setup: JudgeSetup, *, rewrites: bool = False) -> None:
+    """Before the first call: refuse a ``--max-cost`` that the models of ``setup`` (the judge's; the
+    rewriter's with ``rewrites``) cannot be bounded by, or that cannot pay for one call of them
+    (:func:`components.run.budget.check_max_cost`). Raises :class:`InputError`."""
+    from components.run.budget import check_max_cost
+
+    roles = {"judge": (setup.judge_provider, setup.judge)}
+    if rewrites:
+        roles["query rewriter"] = (setup.rewriter_provider, setup.rewriter)
+    llms = {}
+    for role, (provider, choice) in roles.items():
+        if choice is None:  # a judge that calls no model costs nothing
+            continue
+        try:
+            llms[role] = provider.model(choice)
+        except NotImplementedError:
+            raise InputError(f"--max-cost cannot bound the calls of the {provider.name} {role}: it has no model "
+                             "client to price them with: run without --max-cost") from None
+    check_max_cost(max_cost_usd, llms)
 
 
 def order_check_sample(questions: Sequence[Question], order_check: int | bool | None, seed: int = 0) -> list[str]:
