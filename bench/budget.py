@@ -13,9 +13,9 @@ set (cycled), BM25, at each ``--concurrency``:
    overrun, against its bound — the calls in flight when the first such reply came back, each
    4,000 tokens over its reservation.
 
-Each cell: the calls made, what they cost (as the replies reported), the budget, and whether the
-spend stayed within it (cases 1-2: it must; case 3: within the bound). Prints a table and writes
-``bench/out/budget.json``.
+Each cell: the calls made, what they cost (as the replies reported), the budget, whether the
+spend stayed within it (cases 1-2: it must; case 3: within the bound), and the most calls the budget
+let be in flight together. Prints a table and writes ``bench/out/budget.json``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def one(n: int, concurrency: int, completion_tokens: int, max_cost: float, delay
             "graded": sum(r.llm_grade is not None for r in rows), "spent_usd": round(spent, 6), "budget_usd": max_cost,
             "within_budget": spent <= max_cost, "bound_usd": round(bound, 6), "within_bound": spent <= bound + 1e-9,
             "overrun_usd": loop.budget.to_json()["overrun_usd"], "overrun_calls": loop.budget.overrun_calls,
-            "peak_in_flight": loop.gate.peak if loop.gate is not None else 1, "wall_s": round(wall, 2)}
+            "peak_in_flight": loop.budget.peak, "wall_s": round(wall, 2)}
 
 
 def main() -> int:

@@ -40,6 +40,7 @@ READABLE_SCHEMAS = (1, 2)
 MAX_RESULTS_BYTES = 1 << 30  # a results file larger than this is refused (1 GiB)
 MAX_READ_DEPTH = 64  # JSON nested deeper than this in a results file is refused
 _FIX = "pass a results file written by benchmark.py"
+RETRIEVAL_ERROR = "retrieval_error"  # the grade_error kind of a question whose retrieval failed
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,12 @@ class QuestionResult:
     # --order-check: the grade of the same chunks shown in reverse order (null: not checked)
     llm_grade_reversed: int | None = None
     order_check_error: str | None = None
+
+    @property
+    def retrieval_failed(self) -> bool:
+        """Whether the retriever failed (or passed its deadline) on this question: ``grade_error``
+        ``retrieval_error: …``."""
+        return (self.grade_error or "").startswith(RETRIEVAL_ERROR + ":")
 
     @property
     def relevance(self) -> dict[str, int]:
@@ -188,7 +195,8 @@ class CorpusInfo:
 class RunInfo:
     started_at: str | None = None
     finished_at: str | None = None
-    status: str | None = None  # completed | interrupted | judge_failed | rate_limited | budget_exhausted
+    # completed | interrupted | retrieval_failed | judge_failed | rate_limited | budget_exhausted
+    status: str | None = None
     strategy: str | None = None
     k: int = 5
     quick: bool = False

@@ -67,7 +67,8 @@ exit codes:
   0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
   3 the judge or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
   4 --max-cost reached · 5 the results could not be written (the journal keeps the run) ·
-  6 compare's gate failed (--fail-on, --margin, --fail-on-regressions: one FAIL line per check) · 130 interrupted
+  6 compare's gate failed (--fail-on, --margin, --fail-on-regressions: one FAIL line per check) ·
+  7 the retriever failed on every question (status retrieval_failed) · 130 interrupted
 """
 
 

@@ -44,11 +44,12 @@ from components.judges.llm import TRANSIENT_KINDS, LLMReply
 from components.judges.retrieval_grader import GradeResult
 from components.run.budget import Budget, BudgetRefused, through
 from components.run.concurrency import Gate
+from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, RetrievalDeadline, RetrievalTimeout
 from components.run.query_rewriter import QueryRewriter, RewriteResult
 from utils.console import escape_control
 from utils.errors import JudgeError
 from utils.metrics import RetrievalMetrics as M
-from utils.results import QuestionResult, RetrievedItem
+from utils.results import RETRIEVAL_ERROR, QuestionResult, RetrievedItem
 
 MAX_RETRY_WAIT_S = 60.0  # the retry pass waits the longest retry-after seen, at most this
 BREAKER_THRESHOLD = 3  # consecutive rate-limit/overload failures that open the circuit breaker
@@ -153,11 +154,14 @@ class BenchmarkLoop:
                  keep_text: bool = True,
                  retry_wait_max_s: float = MAX_RETRY_WAIT_S,
                  on_row: Callable[[QuestionResult, int, int], None] | None = None,
-                 concurrency: int = 1, order_check: Collection[str] = ()) -> None:
+                 concurrency: int = 1, order_check: Collection[str] = (),
+                 retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S) -> None:
         self.should_stop = should_stop
         # --max-cost: every LLM call of the loop goes through it (components/run/budget.py)
         self.budget = Budget(max_cost_usd, should_stop) if max_cost_usd is not None else None
         self.retriever, self.judge, self.k = retriever, through(self.budget, judge), k
+        self.deadline = RetrievalDeadline(retrieval_timeout, should_stop)  # components/run/retrieval_deadline.py
+        self._retrieval_errors: dict[str, str] = {}  # each retrieval error → the first question it failed
         self.rewriter = through(self.budget, rewriter)
         self.record = record
         self.annotate = annotate
@@ -334,19 +338,32 @@ class BenchmarkLoop:
             if error is not None:
                 return error
             query = p.rewrite.query_used
+        def read() -> list[ScoredChunk]:  # cut at k while reading: a plug-in's endless iterator must not grow
+            return [_as_scored(x) for x in itertools.islice(self.retriever.retrieve(query, self.k), self.k)]
+
         start = time.perf_counter()
         try:
-            raw = self.retriever.retrieve(query, self.k)
-            # cut at k while reading: a plug-in's endless iterator must not grow without bound
-            p.retrieved = [_as_scored(x) for x in itertools.islice(raw, self.k)]
+            p.retrieved = self.deadline.call(read, f"[{escape_control(p.q.id)}] retrieve()")
+        except RetrievalTimeout as err:  # logged, naming the abandoned thread
+            p.latency_ms = (time.perf_counter() - start) * 1000
+            return f"{RETRIEVAL_ERROR}: timeout: {err}"
         except (Exception, SystemExit) as err:
             self.stop_if_signalled(err)
             p.latency_ms = (time.perf_counter() - start) * 1000
-            logger.opt(exception=err).error("[{}] retrieval failed: {}: {}", escape_control(p.q.id),
-                                            type(err).__name__, escape_control(str(err)[:300]))
-            return f"retrieval_error: {type(err).__name__}: {err}"
+            error = f"{type(err).__name__}: {err}"
+            self._log_retrieval_failure(p.q.id, err, error)
+            return f"{RETRIEVAL_ERROR}: {error}"
         p.latency_ms = (time.perf_counter() - start) * 1000
         return None
+
+    def _log_retrieval_failure(self, qid: str, err: BaseException, error: str) -> None:
+        """One line per question whose retrieval failed; the traceback with the first question an
+        error failed, not again for each question the same error fails."""
+        with self._lock:
+            first = self._retrieval_errors.setdefault(error, qid)
+        line = "[{}] retrieval failed: {}" + ("" if first == qid else " (as for question {}: traceback logged there)")
+        logger.opt(exception=err if first == qid else None).error(line, escape_control(qid),
+                                                                 escape_control(error[:300]), escape_control(first))
 
     def _retrieved(self, i: int, n: int, p: Partial, rewritten=None) -> tuple[str | None, int | None, list[Chunk]]:
         """Retrieval of one question, in the calling (main) thread: ``(error, rank, chunks)``."""

@@ -41,6 +41,7 @@ from components.judges.setup import check_models
 from components.readers import load_questions
 from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
 from components.run.journal import Journal, read_rows
+from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
 from utils.console import Progress, escape_control, question_line, summary_table
@@ -79,6 +80,7 @@ class RunOptions:
     concurrency: int = 1  # judge calls in flight at once (1: the sequential loop)
     order_check: int | bool | None = None  # --order-check: True (all), a sample size, or None
     estimate: bool = False  # --estimate: print what the run would cost, grade nothing (components/run/estimate.py)
+    retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S  # --retrieval-timeout; None: no deadline
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -374,7 +376,8 @@ class BenchmarkRun:
             result = evaluate(prepared, (qset, questions), k=o.k, judging=judging, settings=self.settings,
                               name=strategy.name, judge_repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd,
                               group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
-                              concurrency=o.concurrency, order_check=o.order_check, on_row=_row_printer(progress),
+                              concurrency=o.concurrency, order_check=o.order_check,
+                              retrieval_timeout=o.retrieval_timeout, on_row=_row_printer(progress),
                               should_stop=self.should_stop, context=context)
         _print_summary(result)
         finished = len(result.rows)

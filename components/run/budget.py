@@ -108,6 +108,8 @@ class Budget:
         self.max_usd, self.should_stop = max_usd, should_stop
         self.spent = 0.0  # the settled calls, as priced (a reply without usage at its worst case)
         self.reserved = 0.0  # the worst cases of the calls in flight
+        self.in_flight = 0  # calls admitted and not returned (a call waiting for room is not one)
+        self.peak = 0  # the most calls that were in flight together
         self.calls = 0  # settled calls
         self.overrun_usd = 0.0  # what replies past their cap cost beyond their reservations
         self.overrun_calls = 0
@@ -149,6 +151,8 @@ class Budget:
                     raise BudgetRefused(self.refused)
                 if self.spent + self.reserved + want.usd <= self.max_usd:
                     self.reserved += want.usd
+                    self.in_flight += 1
+                    self.peak = max(self.peak, self.in_flight)
                     return want
                 if self.should_stop():
                     raise KeyboardInterrupt("stop requested")
@@ -161,6 +165,7 @@ class Budget:
         output = (reply.output_tokens or 0) if reply is not None else 0
         with self._cond:
             self.reserved = max(0.0, self.reserved - reservation.usd)
+            self.in_flight -= 1
             self.spent += cost
             self.calls += reply is not None
             if output > self._largest.get(reservation.model, 0):

@@ -39,8 +39,10 @@ from components.readers.questions_json import parse_questions
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.concurrency import check_concurrency
 from components.run.index_cache import PreparedIndex, prepare_index
+from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check_retrieval_timeout
 from utils.errors import InputError
-from utils.results import CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
+from utils.console import escape_control
+from utils.results import RETRIEVAL_ERROR, CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
 from utils.versions import package_versions
 
 PACKAGES = ("bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")  # and each provider's (its module)
@@ -203,6 +205,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
              group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: Path | None = None,
              rewrites_queries: bool | None = None, concurrency: int = 1,
              order_check: int | bool | None = None, order_check_seed: int = 0,
+             retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
              should_stop: Callable[[], bool] | None = None, context: RunContext | None = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
@@ -215,6 +218,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     should_stop = should_stop or (lambda: False)
     context = context or RunContext()
     check_concurrency(concurrency)
+    check_retrieval_timeout(retrieval_timeout)
     qset, selected = questions_from(questions)
     settings = settings or (judging.settings if judging is not None else Settings.from_env({}))
     prepared, label = prepare(retriever, corpus, cache_dir=cache_dir, name=name,
@@ -236,7 +240,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
                          repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
                          retry_wait_max_s=settings.retry_wait_max_s, on_row=on_row, concurrency=concurrency,
-                         order_check=order_check_sample(selected, order_check, order_check_seed))
+                         order_check=order_check_sample(selected, order_check, order_check_seed),
+                         retrieval_timeout=retrieval_timeout)
     started = now()
     status = "completed"
     try:
@@ -253,8 +258,14 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         status = "interrupted"
     if should_stop():
         status = "interrupted"
+    ran = [r for r in loop.results if r.question_id not in context.done]  # this run's rows, not --resume's
+    failed = [r.grade_error for r in ran if r.retrieval_failed]
     if status == "interrupted":
         logger.warning("Interrupted after {} of {} questions: writing what is done", len(loop.results), len(selected))
+    elif ran and len(failed) == len(ran):
+        status = "retrieval_failed"
+        logger.error("The retriever failed on every question ({}; first: {}): fix it and run again (traceback in "
+                     "the log file)", len(ran), escape_control(failed[0][len(RETRIEVAL_ERROR) + 2:][:300]))
     elif loop.judge_failure is not None or loop.rewriter_failure is not None:
         status = "judge_failed"
     elif loop.rate_limited is not None:
