@@ -31,6 +31,8 @@ REJECTED = [
     ("url-no-host", {**OK, "ANTHROPIC_BASE_URL": "http://"}, "http(s) URL with a host"),
     ("url-ftp", {**OK, "ANTHROPIC_BASE_URL": "ftp://x"}, "http(s) URL with a host"),
     ("url-bad-port", {**OK, "ANTHROPIC_BASE_URL": "http://127.0.0.1:99999"}, "ANTHROPIC_BASE_URL"),
+    ("url-empty-port", {**OK, "ANTHROPIC_BASE_URL": "http://127.0.0.1:/v1"}, "ANTHROPIC_BASE_URL='http://127.0.0.1:/v1' "
+                                                                            "has an empty port"),
     ("url-space", {**OK, "ANTHROPIC_BASE_URL": "http://127.0.0.1:8080 "}, "ANTHROPIC_BASE_URL"),
     ("timeout-inf", {"BENCHMARK_JUDGE_TIMEOUT": "inf"}, "BENCHMARK_JUDGE_TIMEOUT='inf'"),
     ("timeout-1e20", {"BENCHMARK_JUDGE_TIMEOUT": "1e20"}, "at most 600"),

@@ -29,8 +29,8 @@ class JudgeError(BenchmarkError):
 
     ``kind`` is a short stable token recorded in ``grade_error`` (``timeout``, ``rate_limit``,
     ``overloaded``, ``server_error``, ``connection``, ``bad_response``, ``auth``, ``not_found``,
-    ``bad_request``, ``context_window_exceeded``). ``fatal`` errors stop all further judge calls (exit 3); transient ones
-    only cost the current question its grade.
+    ``bad_request``, ``redirect``, ``context_window_exceeded``). ``fatal`` errors stop all further judge
+    calls (exit 3); transient ones only cost the current question its grade.
     """
 
     exit_code = EXIT_JUDGE
