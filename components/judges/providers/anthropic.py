@@ -209,6 +209,10 @@ class AnthropicProvider(SDKProvider):
     def missing_key(cls) -> str:
         return "ANTHROPIC_API_KEY"
 
+    @classmethod
+    def knows_model(cls, model_id: str) -> bool:
+        return builtin_capabilities(model_id) is not None or super().knows_model(model_id)
+
     # ------------------------------------------------------------------ the SDK client
 
     def sdk(self):

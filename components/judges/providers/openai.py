@@ -379,6 +379,10 @@ class OpenAIProvider(SDKProvider):
         return "OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)"
 
     @classmethod
+    def knows_model(cls, model_id: str) -> bool:
+        return family_of(model_id) is not None or super().knows_model(model_id)
+
+    @classmethod
     def configure(cls, env: Mapping[str, str], models: Mapping[str, str]) -> ProviderConfig:
         key = env.get("OPENAI_API_KEY") or None
         base_url = env.get("OPENAI_BASE_URL") or None
