@@ -21,9 +21,7 @@ let be in flight together. Prints a table and writes ``bench/out/budget.json``.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import logging
 import sys
 import time
 from pathlib import Path
@@ -34,24 +32,13 @@ REPLIES = (("150 tokens", 150), ("at the cap", CAP), ("past the cap", 20_000))
 
 
 def one(n: int, concurrency: int, completion_tokens: int, max_cost: float, delay: float) -> dict:
-    from loguru import logger
-
-    from components.core import Question, resolve_strategy
-    from components.core.chunking import chunk_corpus
+    from bench.loop_inputs import loop_inputs
     from components.judges.providers.openai import OpenAIProvider, ProviderConfig
     from components.judges.retrieval_grader import RetrievalGrader
-    from components.readers import load_questions
-    from components.readers.builtin import builtin_corpus
     from components.run.benchmark_loop import BenchmarkLoop
     from tests.loopback_openai import OpenAILoopback, Reply
 
-    logger.remove()
-    logging.getLogger("httpx2").setLevel(logging.WARNING)
-    base = load_questions(ROOT / "questions.json").questions
-    questions = [Question(f"{q.id}-{i}", q.question, q.expected_answer, q.needle_doc_ids)
-                 for i, q in zip(range(n), itertools.cycle(base))]
-    retriever = resolve_strategy("baseline").factory()
-    retriever.index(chunk_corpus(builtin_corpus().documents))
+    questions, retriever = loop_inputs(n)
     usage = {"prompt_tokens": 1000, "completion_tokens": completion_tokens, "total_tokens": 1000 + completion_tokens}
     with OpenAILoopback(default=Reply(usage=usage, delay=delay)) as server:
         provider = OpenAIProvider(ProviderConfig(api_key="bench-key", base_url=server.url, timeout=30))
