@@ -106,7 +106,7 @@ def _unused_model(spec: str, judge: str, named: str, env: Mapping[str, str]) -> 
         key = "" if owners[0].configured(env) else f", with {owners[0].missing_key()} set"
         fix = f"did you mean BENCHMARK_JUDGE_MODEL={owners[0].name}/{model}{key}?"
     else:
-        fix = f"write it as <provider>/<model> ({' or '.join(n for n, c in known.items() if c.calls_models)})"
+        fix = f"write it as <provider>/<model> ({' or '.join(sorted(n for n, c in known.items() if c.calls_models))})"
     if named:
         fix = f"unset BENCHMARK_JUDGE_MODEL, or unset BENCHMARK_JUDGE: {fix}"
     return (f"BENCHMARK_JUDGE_MODEL={spec!r} cannot be used: it names no provider, and the judge is then the {judge} "
