@@ -15,9 +15,7 @@ Prints the medians over the repeats and writes ``bench/out/concurrency.json``.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import logging
 import statistics
 import sys
 import time
@@ -27,24 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def one(n: int, concurrency: int, delay: float) -> dict:
-    from loguru import logger
-
-    from components.core import Question, resolve_strategy
-    from components.core.chunking import chunk_corpus
+    from bench.loop_inputs import loop_inputs
     from components.judges.providers.anthropic import AnthropicProvider, ProviderConfig
     from components.judges.retrieval_grader import RetrievalGrader
-    from components.readers import load_questions
-    from components.readers.builtin import builtin_corpus
     from components.run.benchmark_loop import BenchmarkLoop
     from tests.loopback import LoopbackServer, Reply
 
-    logger.remove()
-    logging.getLogger("httpx2").setLevel(logging.WARNING)
-    base = load_questions(ROOT / "questions.json").questions
-    questions = [Question(f"{q.id}-{i}", q.question, q.expected_answer, q.needle_doc_ids)
-                 for i, q in zip(range(n), itertools.cycle(base))]
-    retriever = resolve_strategy("baseline").factory()
-    retriever.index(chunk_corpus(builtin_corpus().documents))
+    questions, retriever = loop_inputs(n)
     with LoopbackServer(default=Reply(delay=delay)) as server:
         provider = AnthropicProvider(ProviderConfig(api_key="bench-key", base_url=server.url, timeout=30))
         judge = RetrievalGrader(provider.model(provider.check_model_settings("claude-sonnet-5-5")))

@@ -45,6 +45,7 @@ from components.judges.providers import ModelChoice, Provider, Variable, provide
 from components.judges.settings import Settings
 from components.readers import load_questions as load_queries  # any questions format, BEIR's with qrels=/split=
 from components.run.evaluation import evaluate as _evaluate
+from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from utils.errors import BenchmarkError, InputError, JudgeError
 from utils.metrics import Metric, metrics, register_metric
 from utils.results import QuestionResult, RunInfo, RunResult, load_run
@@ -83,7 +84,8 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
              judge: str | None = None, settings: Settings | None = None, name: str | None = None,
              judge_repeats: int = 1, chunk_relevance: bool | None = None, max_cost_usd: float | None = None,
              group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: str | os.PathLike | None = None,
-             concurrency: int = 1, order_check: int | bool | None = None, on_row: Callable[[QuestionResult, int, int], None] | None = None,
+             concurrency: int = 1, order_check: int | bool | None = None, retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
+             on_row: Callable[[QuestionResult, int, int], None] | None = None,
              should_stop: Callable[[], bool] | None = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
 
@@ -96,9 +98,15 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
       environment's judge (``settings`` overrides the environment entirely);
     - ``k`` chunks per question; ``judge_repeats`` grades per question; ``chunk_relevance`` rate
       each chunk 0-3 (None: only with the offline judge, which does it for free);
-      ``max_cost_usd`` stop grading before the judge's cost would pass it; ``group_by`` question
+      ``max_cost_usd`` stop grading before the LLM calls' cost could pass it (each call made only when
+      its worst case, a reply at its output cap, fits: :mod:`components.run.budget`; an
+      :class:`InputError` when one call's worst case is over it); ``group_by`` question
       fields to aggregate by; ``keep_text`` keep the chunks' text in the rows; ``cache_dir`` an index
       cache folder (None: no cache);
+    - ``retrieval_timeout``: seconds each ``retrieve()`` may take (default 60): past it the question
+      gets a ``retrieval_error: timeout: …`` row, its thread is abandoned (named in the log) and the
+      run goes on; None or 0: no deadline, ``retrieve()`` called in this thread
+      (:mod:`components.run.retrieval_deadline`, which says what a retriever must not do);
     - ``on_row(row, i, n)`` is called after each question, in order; ``should_stop()`` is asked
       before each retrieval and each judge call (return True to end the run ``interrupted``).
 
@@ -108,7 +116,8 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
     return _evaluate(retriever, questions, corpus, k=k, settings=_settings(judge, settings), name=name,
                      judge_repeats=judge_repeats, chunk_relevance=chunk_relevance, max_cost_usd=max_cost_usd,
                      group_by=group_by, keep_text=keep_text, cache_dir=Path(cache_dir) if cache_dir else None,
-                     concurrency=concurrency, order_check=order_check, on_row=on_row, should_stop=should_stop)
+                     concurrency=concurrency, order_check=order_check, retrieval_timeout=retrieval_timeout,
+                     on_row=on_row, should_stop=should_stop)
 
 
 def _as_result(run: RunResult | str | os.PathLike | Mapping) -> RunResult:

@@ -90,21 +90,25 @@ def test_a_relevance_call_admitted_after_the_breaker_opened_is_not_made():
 
 def test_the_budget_is_checked_again_when_the_gate_admits_a_grading_call():
     """``--max-cost`` with calls in flight: what other calls spent while this one waited for its slot
-    counts before it is made (spent $1 in 1 call, budget $2: one more fits; spent $1.90 by the time
-    the gate admits it: it does not)."""
+    counts before it is made (budget $2; the call's worst case is max_tokens 100 at $10,000 per million
+    output tokens = $1 plus its input; spent $0.10: it fits; spent $1.90 by the time the gate admits
+    it: it does not)."""
+    from components.judges.providers.scripted import Script
+    from components.judges.retrieval_grader import RetrievalGrader
     from components.run.concurrency import Gate
+    from utils.pricing import Price
 
-    judge = Judge()
-    loop = BenchmarkLoop(Retriever(), judge, max_cost_usd=2.0, concurrency=2)
-    loop.judge_usage.calls, loop.judge_usage.cost_usd = 1, 1.0
+    script = Script('{"grade": 8}', output_cap=100, price=Price(0.0, 10_000.0))
+    loop = BenchmarkLoop(Retriever(), RetrievalGrader(script), max_cost_usd=2.0, concurrency=2)
+    loop.budget.spent, loop.budget.calls = 0.1, 1
 
     class SpentWhileWaiting(Gate):
         def acquire(self) -> None:
-            loop.judge_usage.cost_usd = 1.9
+            loop.budget.spent = 1.9
             super().acquire()
 
     loop.gate = SpentWhileWaiting(2)
     result = loop._grade_once(QUESTIONS[0], [CHUNK])
-    assert judge.questions == [] and result.grade is None
-    assert result.error == "budget: --max-cost $2 reached (spent $1.9000 in 1 calls)"
+    assert script.prompts == [] and result.grade is None
+    assert result.error == "budget: --max-cost $2 reached (spent $1.9000 in 1 calls; the next call may cost up to $1.0000)"
     assert loop.budget_exhausted and loop.gate.in_flight == 0

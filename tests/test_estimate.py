@@ -163,12 +163,15 @@ def test_cli_estimate_sends_no_judge_call_and_writes_nothing(tmp_path: Path, few
 def test_cli_max_cost_over_the_estimate_warns_then_the_budget_stops_grading(tmp_path: Path, few_questions: Path):
     out = tmp_path / "results.json"
     priced = Reply(text='{"grade": 8, "reasoning": "fine"}', usage={"input_tokens": 1000, "output_tokens": 100})
-    with LoopbackServer(default=priced) as server:  # $0.003 a call; the estimate (real prompt sizes) is higher
-        done = run_cli("--questions", str(few_questions), "--strategy", "baseline", "--max-cost", "0.004",
+    # $0.003 a call; the estimate (real prompt sizes) is higher ($0.0193); each call first reserves its worst case
+    # (max_tokens 1024 at $10/M plus its prompt: $0.0157 for the first), so $0.016 pays for one
+    with LoopbackServer(default=priced) as server:
+        done = run_cli("--questions", str(few_questions), "--strategy", "baseline", "--max-cost", "0.016",
                        "--output", str(out), env=judge_env(server.url))
         calls = len(server.requests)
     warnings = [line for line in done.stderr.splitlines() if "the estimated cost of this run" in line]
-    assert len(warnings) == 1 and "over --max-cost $0.004" in warnings[0] and "of 3 question(s)" in warnings[0]
+    assert len(warnings) == 1 and "over --max-cost $0.016" in warnings[0] and "of 3 question(s)" in warnings[0]
+    assert "after about 1 of 3 question(s)" in warnings[0]  # the reserve for one call's worst case counted
     first_call = done.stderr.index("[1/3]")
     assert done.stderr.index("the estimated cost of this run") < first_call  # said before the first judge call
     assert done.code == 4 and calls == 1  # then the budget stops grading, as without the estimate

@@ -155,3 +155,83 @@ def test_bad_gate_options_are_one_line_and_exit_2(tmp_path: Path, args, words):
     errors = [line for line in run.stderr.splitlines() if "| ERROR" in line]
     assert run.code == 2 and len(errors) == 1 and words in errors[0], run.stderr
     assert run.stdout == ""
+
+
+# --------------------------------------------------------------------------- what cannot be judged fails
+
+
+def graded(ranks: list[int | None], strategy: str, grade: int | None) -> dict:
+    """Results whose rows carry a grade (None: the judge failed on every question)."""
+    doc = results(ranks, strategy)
+    for r in doc["results"]:
+        r["llm_grade"] = grade
+        r["total_score"] = None if grade is None else float(grade) * (1.0 if r["rank"] == 1 else 0.95)
+        r["grade_error"] = None if grade is not None else "judge_unusable: not graded after an earlier auth error"
+    return doc
+
+
+def test_a_run_holding_few_of_the_baseline_questions_fails_naming_how_many_are_missing(tmp_path: Path):
+    """5 of the baseline's 40 questions, each lost (Δ −1 on every one, CI [−1, −1]) is not "worse" with 5
+    pairs (p = 2/32): the verdict alone passed it. The ids the run lacks fail the gate."""
+    base, few = write(tmp_path, results([1] * 40, "base"), results([None] * 5, "few"))
+    run = run_cli("compare", base, few, "--fail-on", "worse")
+    assert run.code == EXIT_GATE, run.stdout[-3000:] + run.stderr[-2000:]
+    fails = [line for line in gate_lines(run.stdout) if line.startswith("FAIL")]
+    assert fails == ["FAIL  questions, few vs base: few holds 5 of the baseline's 40 question ids, 35 missing "
+                     "(--min-overlap 1 needs 40)"]
+    relaxed = run_cli("compare", base, few, "--fail-on", "worse", "--min-overlap", "0.1")  # 4 of 40 needed
+    assert relaxed.code == 0, relaxed.stdout[-3000:]
+    assert "pass  questions, few vs base: few holds 5 of the baseline's 40 question ids, 35 missing " \
+           "(--min-overlap 0.1 needs 4)" in gate_lines(relaxed.stdout)
+    same = run_cli("compare", base, base, "--fail-on", "worse")  # every id shared: no line for it
+    assert same.code == 0 and not any(line.split()[1] == "questions" for line in gate_lines(same.stdout))
+
+
+def test_ids_are_counted_not_graded_pairs():
+    """A run holding every id passes the overlap whatever was graded; one holding 38 of 40 needs 0.95."""
+    base = graded([1] * 40, "base", 8)
+    comparison = compare_runs([base, graded([1] * 40, "new", None)])
+    assert not [c for c in comparison.gate(worse=["mrr"]).checks if c.rule == "overlap"]
+    short = compare_runs([base, graded([1] * 38, "short", 8)])
+    assert not short.gate(worse=["mrr"]).passed and short.gate(worse=["mrr"], min_overlap=0.95).passed
+    assert not short.gate(worse=["mrr"], min_overlap=0.96).passed  # 39 needed
+    with pytest.raises(InputError, match="from 0 to 1"):
+        short.gate(worse=["mrr"], min_overlap=1.5)
+
+
+def test_a_named_metric_that_cannot_be_judged_fails(tmp_path: Path):
+    """The new run's judge failed: its grade and total cannot be compared. Named, they fail the gate
+    with a line saying why; in the default set (--fail-on worse alone) they stay "not gated"."""
+    base, failed = write(tmp_path, graded([1] * N, "base", 8), graded([1] * N, "failed", None))
+    run = run_cli("compare", base, failed, "--fail-on", "worse:grade,total")
+    assert run.code == EXIT_GATE, run.stdout[-3000:] + run.stderr[-2000:]
+    assert gate_lines(run.stdout) == [
+        "FAIL  avg_llm_grade (avg grade), failed vs base: cannot be judged: not comparable (no question has it in "
+        "both runs); a metric the gate names must be judged",
+        "FAIL  avg_total_score (avg total), failed vs base: cannot be judged: not comparable (no question has it "
+        "in both runs); a metric the gate names must be judged"]
+    margin = run_cli("compare", base, failed, "--margin", "grade=1")
+    assert margin.code == EXIT_GATE and gate_lines(margin.stdout)[0].startswith("FAIL  avg_llm_grade")
+    default = run_cli("compare", base, failed, "--fail-on", "worse")
+    assert default.code == 0, default.stdout[-3000:]
+    assert sum(line.startswith("not gated  avg_llm_grade") for line in gate_lines(default.stdout)) == 1
+
+
+def test_a_gate_that_judges_nothing_fails(tmp_path: Path):
+    base, other = write(tmp_path, BASE, BETTER)  # nothing graded in either run
+    run = run_cli("compare", base, other, "--metrics", "avg_llm_grade,pass_rate_7", "--fail-on", "worse")
+    assert run.code == EXIT_GATE, run.stdout[-3000:]
+    lines = gate_lines(run.stdout)
+    assert [line.split()[0] for line in lines] == ["not", "not", "FAIL"]
+    assert lines[-1].startswith("FAIL  nothing judged: none of the gate's checks could be judged")
+    assert "Gate failed: nothing_judged (1 failing check(s)): exit 6" in run.stderr
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--fail-on", "worse", "--min-overlap", "1.5"], "from 0 to 1"),
+    (["--min-overlap", "0.9"], "relaxes the gate"),
+])
+def test_bad_min_overlap_is_one_line_and_exit_2(tmp_path: Path, args, words):
+    base, worse = write(tmp_path, BASE, WORSE)
+    run = run_cli("compare", base, worse, *args)
+    assert run.code == 2 and words in run.stderr and run.stdout == ""

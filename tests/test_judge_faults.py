@@ -33,6 +33,9 @@ SCENARIOS = {
     "401-mid-run": ([OK, error(401, "authentication_error")], OK, [None, "auth", "judge_unusable"], 3, 2),
     "404-unknown-model": ([], error(404, "not_found_error", "model not found"),
                           ["not_found", "judge_unusable", "judge_unusable"], 3, 1),
+    # a redirect (a login page, a proxy) is reported as one, with where to, and not followed
+    "302-mid-run": ([OK, Reply(status=302, headers={"location": "http://127.0.0.1:9/sso/login"})], OK,
+                    [None, "redirect", "judge_unusable"], 3, 2),
 }
 
 
@@ -71,10 +74,13 @@ def test_fault(name: str, tmp_path: Path, few_questions: Path):
     elif exit_code == 3:
         assert data["run"]["status"] == "judge_failed"
         assert data["run"]["judge_failure"].startswith(kinds[kinds.index("judge_unusable") - 1])
-        fix = "ANTHROPIC_API_KEY" if name.startswith("401") else "BENCHMARK_SONNET_MODEL"
+        fix = {"401": "ANTHROPIC_API_KEY", "302": "ANTHROPIC_BASE_URL"}.get(name[:3], "BENCHMARK_SONNET_MODEL")
         assert fix in run.stderr
     else:
         assert data["run"]["status"] == "completed"
+    if name.startswith("302"):
+        assert "redirected the request (302) to http://127.0.0.1:9/sso/login" in data["run"]["judge_failure"]
+        assert "does not know model" not in run.stderr
     recovered = {"529-and-500-bursts": 1, "dropped-connections": 1}.get(name, 0)
     assert data["run"]["recovered"] == recovered
     assert sum(bool(r["recovered"]) for r in rows) == recovered

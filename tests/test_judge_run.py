@@ -100,17 +100,18 @@ def test_max_cost_stops_grading_and_resume_finishes(tmp_path: Path):
     data = json.loads((Path(__file__).parent.parent / "questions.json").read_text())
     questions.write_text(json.dumps({"questions": data["questions"][:6]}))
     out = tmp_path / "r.json"
-    # each call costs 1000 * 2e-6 + 100 * 1e-5 = $0.003; a $0.0075 budget allows 2 calls
-    # (before the 3rd: spent 0.006 + mean 0.003 = 0.009 > 0.0075)
+    # each call costs 1000 * 2e-6 + 100 * 1e-5 = $0.003; before it is made, its worst case is reserved:
+    # max_tokens 1024 * 1e-5 + its prompt's characters / 4 * 2e-6 (prompts of 1,983-3,621 tokens here:
+    # $0.0142-$0.0175). A $0.019 budget allows 2 calls (the 3rd: spent 0.006 + its worst case > 0.019)
     with LoopbackServer(default=OK) as srv:
-        run = run_cli("--questions", str(questions), "--output", str(out), "--max-cost", "0.0075",
+        run = run_cli("--questions", str(questions), "--output", str(out), "--max-cost", "0.019",
                       env=judge_env(srv.url))
         assert len(srv.requests) == 2
     assert run.code == 4, run.stderr
     result = json.loads(out.read_text())
     assert result["run"]["status"] == "budget_exhausted" and len(result["results"]) == 6
     assert [r["llm_grade"] for r in result["results"]] == [8, 8, None, None, None, None]
-    assert all(r["grade_error"].startswith("budget: --max-cost $0.0075") for r in result["results"][2:])
+    assert all(r["grade_error"].startswith("budget: --max-cost $0.019 reached") for r in result["results"][2:])
     assert all(r["rank"] is not None or r["retrieved"] for r in result["results"][2:])  # still retrieved
     assert "--resume" in run.stderr
     with LoopbackServer(default=OK) as srv:

@@ -554,3 +554,23 @@ def test_cli_bad_setup_is_one_line_and_exit_2(tmp_path: Path, few_questions: Pat
     errors = [ln for ln in run.stderr.splitlines() if "| ERROR" in ln]
     assert len(errors) == 1 and words in errors[0], run.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+def test_an_empty_port_is_refused_at_once_naming_the_variable(tmp_path: Path, few_questions: Path):
+    with pytest.raises(InputError, match="OPENAI_BASE_URL='http://127.0.0.1:/v1' has an empty port"):
+        Settings.from_env({"BENCHMARK_JUDGE_MODEL": f"openai/{LOCAL}", "OPENAI_BASE_URL": "http://127.0.0.1:/v1"})
+    run = run_cli("--questions", str(few_questions), "--output", str(tmp_path / "r.json"),
+                  env=openai_env("http://127.0.0.1:/v1"))
+    assert run.code == 2 and "OPENAI_BASE_URL" in run.stderr and "empty port" in run.stderr, run.stderr[-2000:]
+    assert "Judge settings" not in run.stderr  # refused before any call
+
+
+def test_a_redirect_at_start_up_says_so_and_where_to(tmp_path: Path, few_questions: Path):
+    with OpenAILoopback(models=None, models_status=302) as server:
+        run = run_cli("--questions", str(few_questions), "--output", str(tmp_path / "r.json"),
+                      env=openai_env(server.url))
+        assert server.requests == []  # no chat completion, and the redirect was not followed
+    assert run.code == 3, run.stderr[-2000:]
+    line = next(x for x in run.stderr.splitlines() if "| ERROR" in x)
+    assert "redirected the request (302)" in line and "set OPENAI_BASE_URL" in line
+    assert "does not know model" not in run.stderr

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from components.judges.settings import Settings
-from tests.conftest import SENTINEL_KEY, judge_env, run_cli
+from tests.conftest import SENTINEL_KEY, clean_env, judge_env, run_cli
 from tests.loopback import LoopbackServer
 from utils.errors import InputError
 
@@ -31,6 +31,8 @@ REJECTED = [
     ("url-no-host", {**OK, "ANTHROPIC_BASE_URL": "http://"}, "http(s) URL with a host"),
     ("url-ftp", {**OK, "ANTHROPIC_BASE_URL": "ftp://x"}, "http(s) URL with a host"),
     ("url-bad-port", {**OK, "ANTHROPIC_BASE_URL": "http://127.0.0.1:99999"}, "ANTHROPIC_BASE_URL"),
+    ("url-empty-port", {**OK, "ANTHROPIC_BASE_URL": "http://127.0.0.1:/v1"}, "ANTHROPIC_BASE_URL='http://127.0.0.1:/v1' "
+                                                                            "has an empty port"),
     ("url-space", {**OK, "ANTHROPIC_BASE_URL": "http://127.0.0.1:8080 "}, "ANTHROPIC_BASE_URL"),
     ("timeout-inf", {"BENCHMARK_JUDGE_TIMEOUT": "inf"}, "BENCHMARK_JUDGE_TIMEOUT='inf'"),
     ("timeout-1e20", {"BENCHMARK_JUDGE_TIMEOUT": "1e20"}, "at most 600"),
@@ -131,3 +133,35 @@ def test_an_auth_token_instead_of_the_key(tmp_path):
         sent = [r.headers.get("authorization") for r in srv.requests if r.path.endswith("/v1/messages")]
     assert run.code == 0, run.stderr
     assert sent and all(h == f"Bearer {token}" for h in sent) and token not in run.stderr
+
+
+@pytest.mark.parametrize("env,fix", [
+    ({"BENCHMARK_JUDGE_MODEL": "gpt-5.4-mini"}, "did you mean BENCHMARK_JUDGE_MODEL=openai/gpt-5.4-mini, with "
+                                                "OPENAI_API_KEY"),
+    ({"BENCHMARK_JUDGE_MODEL": "gpt-5.4-mini", "OPENAI_API_KEY": KEY}, "did you mean "
+                                                                       "BENCHMARK_JUDGE_MODEL=openai/gpt-5.4-mini?"),
+    ({"BENCHMARK_JUDGE_MODEL": "claude-opus-5-5"}, "did you mean BENCHMARK_JUDGE_MODEL=anthropic/claude-opus-5-5, "
+                                                   "with ANTHROPIC_API_KEY set?"),
+    ({"BENCHMARK_JUDGE_MODEL": "llama3"}, "write it as <provider>/<model> (anthropic or openai)"),
+    ({"BENCHMARK_JUDGE_MODEL": "gpt-4o", "BENCHMARK_JUDGE": "offline"}, "unset BENCHMARK_JUDGE_MODEL, or unset "
+                                                                       "BENCHMARK_JUDGE"),
+])
+def test_a_judge_model_that_cannot_be_used_is_refused_with_a_did_you_mean(env, fix):
+    """A model without its provider used to leave the offline judge grading, without a word."""
+    with pytest.raises(InputError) as err:
+        Settings.from_env(env)
+    text = str(err.value)
+    assert text.startswith(f"BENCHMARK_JUDGE_MODEL={env['BENCHMARK_JUDGE_MODEL']!r} cannot be used: it names no "
+                           "provider, and the judge is then the offline judge") and fix in text, text
+    assert KEY not in text
+
+
+def test_a_model_its_provider_can_use_is_kept():
+    assert Settings.from_env({"BENCHMARK_JUDGE_MODEL": "claude-opus-5-5", **OK}).judge_model == "claude-opus-5-5"
+    assert Settings.from_env({}).judge == "offline"  # no judge variable at all: the offline judge, as before
+
+
+def test_cli_exits_2_on_a_model_without_its_provider(tmp_path):
+    run = run_cli("--output", str(tmp_path / "r.json"), env=clean_env(BENCHMARK_JUDGE_MODEL="gpt-5.4-mini"))
+    assert run.code == 2 and "did you mean BENCHMARK_JUDGE_MODEL=openai/gpt-5.4-mini" in run.stderr, run.stderr
+    assert not (tmp_path / "r.json").exists()

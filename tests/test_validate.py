@@ -214,7 +214,7 @@ def test_llm_path_through_run(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(validate, "make_judge", fake_make_judge)
     out = tmp_path / "v.json"
-    assert validate_command.run(validate_args(questions, corpus, out), ANTHROPIC) == 0
+    assert validate_command.run(validate_args(questions, corpus, out), ANTHROPIC) == 3  # a check the judge did not grade
     report = strict_load(out.read_text())
     assert seen["settings"] is ANTHROPIC and seen["chunks"] == 7  # 6 documents, alpha has 2 chunks
     assert report["judge"]["label"] == "llm" and report["judge"]["model"] == "claude-test-1"
@@ -222,7 +222,8 @@ def test_llm_path_through_run(tmp_path, monkeypatch, capsys):
     assert first["sufficiency"]["grades"] == [9]
     overloaded = "overloaded: judge overloaded (529)"
     assert first["necessity"]["grades"] == [None] and first["necessity"]["errors"] == [overloaded]
-    assert first["verdict"] == "fail" and first["reasons"] == [f"necessity: not graded ({overloaded})"]
+    assert first["verdict"] == "not_graded" and first["reasons"] == [f"necessity: not graded ({overloaded})"]
+    assert report["status"] == "judge_failed" and report["summary"]["not_graded_count"] == 1
     # the LLM judge grades a question without expected answer (reference-free): a warning, not a failure
     assert second["verdict"] == "fail" and second["flags"] == ["no_expected_answer"]
     assert second["sufficiency"]["grades"] == [2] and second["necessity"]["grades"] == [8]
@@ -245,7 +246,7 @@ def test_fatal_judge_error_stops_and_exits_3(tmp_path):
     assert code == 3
     report = strict_load(out.read_text())
     assert report["status"] == "judge_failed" and report["judge_failure"].startswith("auth: ")
-    assert [q["verdict"] for q in report["questions"]] == ["fail", "fail"]
+    assert [q["verdict"] for q in report["questions"]] == ["not_graded", "not_graded"]
     assert report["questions"][1]["reasons"][0].startswith("not checked: the judge failed (auth:")
     assert not clean.exists()  # an incomplete validation writes no clean file
 
@@ -345,3 +346,40 @@ def test_llm_path_against_the_loopback_server(tmp_path):
     assert report["judge"]["label"] == "llm" and report["judge"]["model"] == "claude-sonnet-5-5"
     for q in report["questions"]:
         assert (q["verdict"], q["sufficiency"]["grades"], q["necessity"]["grades"]) == ("pass", [9], [2])
+
+
+def test_a_judge_that_answers_every_call_429_or_500_grades_nothing_and_writes_no_clean_file(tmp_path):
+    """Through the real SDK against a loopback API answering 429 and 500: exit 3 as a run's judge
+    failure, no clean file, every question "not_graded" (never "fail"), and the console says so; after
+    3 questions in a row the judge is not called again."""
+    from tests.conftest import judge_env
+    from tests.loopback import LoopbackServer, error
+
+    corpus = write_corpus(tmp_path / "corpus")
+    ids = ("q_pass", "q_pass2", "q_noanswer")
+    questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ids])
+    out, clean = tmp_path / "v.json", tmp_path / "clean.json"
+    busy = [error(429, "rate_limit_error", "slow down"), error(500, "api_error", "boom")]
+    with LoopbackServer(script=lambda n, body: busy[n % 2]) as srv:
+        run = run_cli("validate", str(questions), "--corpus", str(tmp_path / "corpus"), "--json", str(out),
+                      "--write-clean", str(clean), env=judge_env(srv.url))
+        calls = len(srv.requests)
+    assert run.code == 3, run.stderr[-3000:]
+    assert not clean.exists()
+    report = strict_load(out.read_text())
+    assert report["status"] == "judge_failed"
+    assert [q["verdict"] for q in report["questions"]] == ["not_graded"] * 3
+    assert report["summary"]["not_graded_count"] == 3 and report["summary"]["fail_count"] == 0
+    assert "3 of 3 question(s) were not graded" in run.stderr and "--write-clean skipped" in run.stderr
+    assert "0 pass, 0 fail, 3 not graded" in run.stdout
+    assert calls == 3 * 2 * 3  # 3 questions × 2 checks × the SDK's 3 attempts, then no more
+
+
+def test_the_judge_is_not_called_after_three_questions_in_a_row_not_graded(tmp_path):
+    index, qset = index_and_questions(tmp_path, {"q_pass", "q_pass2", "q_noanswer", "q_generic"})
+    down = "server_error: judge server error (500) after 3 attempts"
+    judge = ScriptedJudge(*[down] * 6)
+    run = validate.validate_questions(qset.questions, index, judge, k=2)
+    assert len(judge.calls) == 6 and [i.verdict for i in run.items] == ["not_graded"] * len(qset.questions)
+    assert run.status == "judge_failed" and run.judge_failure.startswith("the judge's calls failed for 3 questions")
+    assert run.items[-1].not_checked.startswith("not checked: the judge failed")

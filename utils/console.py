@@ -210,6 +210,10 @@ def summary_table(result: Any, *, proxy: bool) -> str:
     clamped = clamped_count(result.rows)
     if clamped:
         lines.append(row("clamped grades", f"{clamped}: {CLAMPED_NOTE}"))
+    failed = [r.grade_error for r in result.rows if r.retrieval_failed]
+    if failed:  # the first error once, however many questions it failed
+        lines.append(row("retrieval failed", f"{len(failed)} of {result.question_count} questions (first: "
+                                             f"{escape_control(failed[0].split(': ', 1)[-1][:200])})"))
     consistency = result.judge_consistency
     if consistency:
         lines.append(row("judge repeats", f"grade moved by 2 or more in {consistency['moved_2_or_more_rate']:.1f}% of "

@@ -9,6 +9,7 @@ from __future__ import annotations
 # The exit codes of every command: one source (the exceptions carry theirs as ``exit_code``).
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_JUDGE, EXIT_BUDGET, EXIT_WRITE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 EXIT_GATE = 6  # compare's CI gate (--fail-on, --margin, --fail-on-regressions) failed
+EXIT_RETRIEVAL = 7  # the retriever failed on every question of a run
 
 
 class BenchmarkError(Exception):
@@ -28,8 +29,8 @@ class JudgeError(BenchmarkError):
 
     ``kind`` is a short stable token recorded in ``grade_error`` (``timeout``, ``rate_limit``,
     ``overloaded``, ``server_error``, ``connection``, ``bad_response``, ``auth``, ``not_found``,
-    ``bad_request``, ``context_window_exceeded``). ``fatal`` errors stop all further judge calls (exit 3); transient ones
-    only cost the current question its grade.
+    ``bad_request``, ``redirect``, ``context_window_exceeded``). ``fatal`` errors stop all further judge
+    calls (exit 3); transient ones only cost the current question its grade.
     """
 
     exit_code = EXIT_JUDGE

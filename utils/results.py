@@ -40,6 +40,7 @@ READABLE_SCHEMAS = (1, 2)
 MAX_RESULTS_BYTES = 1 << 30  # a results file larger than this is refused (1 GiB)
 MAX_READ_DEPTH = 64  # JSON nested deeper than this in a results file is refused
 _FIX = "pass a results file written by benchmark.py"
+RETRIEVAL_ERROR = "retrieval_error"  # the grade_error kind of a question whose retrieval failed
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,12 @@ class QuestionResult:
     # --order-check: the grade of the same chunks shown in reverse order (null: not checked)
     llm_grade_reversed: int | None = None
     order_check_error: str | None = None
+
+    @property
+    def retrieval_failed(self) -> bool:
+        """Whether the retriever failed (or passed its deadline) on this question: ``grade_error``
+        ``retrieval_error: …``."""
+        return (self.grade_error or "").startswith(RETRIEVAL_ERROR + ":")
 
     @property
     def relevance(self) -> dict[str, int]:
@@ -189,7 +196,8 @@ class CorpusInfo:
 class RunInfo:
     started_at: str | None = None
     finished_at: str | None = None
-    status: str | None = None  # completed | interrupted | judge_failed | rate_limited | budget_exhausted
+    # completed | interrupted | retrieval_failed | judge_failed | rate_limited | budget_exhausted
+    status: str | None = None
     strategy: str | None = None
     k: int = 5
     quick: bool = False
@@ -218,6 +226,8 @@ class RunInfo:
     # --judge-batch: each batch (id, status, processing_status, request_counts, retry, resumed,
     # custom_ids {custom id: question id}); null in a sequential run
     judge_batch: list[dict] | None = None
+    # --max-cost: {spent_usd, calls, refused, overrun_usd, overrun_calls} (components/run/budget.py); null without
+    budget: dict | None = None
     extra: dict = field(default_factory=dict)  # fields of a file this version does not know, kept
 
     def to_json(self) -> dict:

@@ -78,6 +78,9 @@ def check_base_url(name: str, url: str, example: str) -> None:
         raise InputError(f"{name}={shown!r} is not an http(s) URL with a host ({err}): {fix}") from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise InputError(f"{name}={shown!r} is not an http(s) URL with a host: {fix}")
+    if parts.netloc.endswith(":"):  # urlsplit reads "host:" as no port at all; the client would fail later
+        raise InputError(f"{name}={shown!r} has an empty port (nothing after the ':'): give the port, or drop the "
+                         f"':': {fix}")
 
 
 def check_model_id(name: str, value: str, example: str) -> None:

@@ -78,14 +78,15 @@ class Comparison:
     power: float = POWER
     bootstrap_seed: int = S.BOOTSTRAP_SEED
     permutation_seed: int = S.PERMUTATION_SEED
+    shared_ids: dict[str, int] = field(default_factory=dict)  # label → how many of the baseline's question ids it holds
 
     def specs(self) -> list[M.Metric]:
         return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
 
     def gate(self, *, worse: Sequence[str] | bool = False, margins: dict[str, float] | None = None,
-             regressions: int | None = None):
+             regressions: int | None = None, min_overlap: float = 1.0):
         """The CI gate on this comparison: :func:`components.analysis.gate.check_gate`."""
-        return check_gate(self, worse=worse, margins=margins, regressions=regressions)
+        return check_gate(self, worse=worse, margins=margins, regressions=regressions, min_overlap=min_overlap)
 
     def __str__(self) -> str:
         return format_comparison(self)
@@ -472,8 +473,9 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
                 questions_needed=r["questions_needed"]))
         worse, better = _changes(views[0], v) if kind == "run" else ([], [])
         comparisons.append(PairComparison(labels[0], label, kind, results, worse, better))
+    shared = {label: sum(1 for q in rows[0] if q in r) for label, r in zip(labels[1:], rows[1:])}
     return Comparison(summaries, common, left_out, warnings, comparisons, k, [s.key for s in specs], alpha, power,
-                      bootstrap_seed, permutation_seed)
+                      bootstrap_seed, permutation_seed, shared)
 
 
 # ---- the table ----------------------------------------------------------------------------------
@@ -642,11 +644,11 @@ def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
 def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: Path | None = None, top: int = 10,
                   alpha: float = ALPHA, metrics: Sequence[str] | None = None, worse: Sequence[str] | bool = False,
                   margins: Mapping[str, float] | None = None, regressions: int | None = None,
-                  secrets: Iterable[str] = ()):
+                  min_overlap: float = 1.0, secrets: Iterable[str] = ()):
     """``compare``'s work: read ``runs`` (results files or run ids, the first the baseline; TREC or
     ranx run files beside them as rank-only systems judged by ``qrels``), compare ``metrics`` (keys;
     default: the registry's compared ones), print the comparison and the gate's lines when one is
-    asked for (``worse``, ``margins``, ``regressions``: :meth:`Comparison.gate`), write ``json_path``
+    asked for (``worse``, ``margins``, ``regressions``, ``min_overlap``: :meth:`Comparison.gate`), write ``json_path``
     with ``secrets`` redacted. Returns the gate's :class:`components.analysis.gate.GateResult`, or
     ``None`` without a gate. Raises :class:`InputError`."""
     margins = dict(margins or {})
@@ -667,7 +669,8 @@ def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: 
     for warning in comparison.warnings:
         logger.debug("compare warning: {}", warning)
     sys.stdout.write(format_comparison(comparison, top=top))
-    result = comparison.gate(worse=worse, margins=margins, regressions=regressions) if gating else None
+    result = comparison.gate(worse=worse, margins=margins, regressions=regressions,
+                             min_overlap=min_overlap) if gating else None
     if result is not None:
         sys.stdout.write("\n" + str(result))
     sys.stdout.flush()

@@ -13,8 +13,17 @@ files after the first; reference systems and TREC runs are not gated):
 - ``--fail-on-regressions N``: fail when more than N questions lost their rank-1 hit (chunk
   rank 1 in the baseline, not in the other run).
 
-A metric that is not comparable (no question has it in both runs, e.g. the grade when nothing was
-graded) or has no interval cannot be judged: it is named in a ``not gated`` line and does not fail.
+What the gate cannot judge does not pass it:
+
+- a metric that cannot be judged (not comparable: no question has it in both runs, e.g. the grade
+  when the judge graded nothing; or no interval) **fails** the gate when it was named — in
+  ``--fail-on worse:a,b`` or ``--margin`` — with a ``FAIL`` line saying why; one of the default set
+  (``--fail-on worse`` alone) is named in a ``not gated`` line and does not fail;
+- when no check at all could be judged, the gate fails (one ``FAIL`` line);
+- every gated run must hold the baseline's question ids (ids counted, not graded pairs): all of
+  them by default, at least ``min_overlap`` of them (``--min-overlap 0.9``) when relaxed; a run
+  holding fewer fails, its line naming how many are missing (a run holding them all adds no line).
+
 Metric names are the registry's keys (:mod:`utils.metrics`) or the short :data:`ALIASES`.
 :func:`check_gate` returns a :class:`GateResult`; the command exits :data:`utils.errors.EXIT_GATE`
 when it failed.
@@ -33,6 +42,7 @@ from utils.errors import InputError
 ALIASES = {"ndcg": "ndcg_at_k", "map": "map_at_k", "recall": "recall_at_k", "hit1": "hit_at_1_rate",
            "hit5": "hit_at_5_rate", "grade": "avg_llm_grade", "total": "avg_total_score", "pass7": "pass_rate_7"}
 WORSE_RULE = "worse"
+NOT_JUDGED = "not comparable (no question has it in both runs)"
 _EXAMPLES = 5  # question ids named in a regressions line
 
 
@@ -82,8 +92,8 @@ class GateCheck:
 
     other: str  # the run compared with the baseline
     baseline: str
-    rule: str  # "worse" | "margin" | "regressions"
-    metric: str | None  # the metric key (None for regressions)
+    rule: str  # "worse" | "margin" | "regressions" | "overlap" | "nothing_judged"
+    metric: str | None  # the metric key (None for the other rules)
     failed: bool
     gated: bool  # False: the metric could not be judged (not comparable, no interval)
     line: str
@@ -133,11 +143,18 @@ def _figures(spec: M.Metric, r: MetricResult) -> str:
     return f"Δ {_fmt(r.delta, spec.digits)}, 95% CI {ci}, {_p(r)}, n {r.n}"
 
 
-def _worse(pc: PairComparison, spec: M.Metric, r: MetricResult, alpha: float, k: int) -> GateCheck:
+def _unjudged(pc: PairComparison, rule: str, spec: M.Metric, head: str, why: str, named: bool) -> GateCheck:
+    """The check of a metric that cannot be judged: a ``FAIL`` when the gate named it, else ``not gated``."""
+    if named:
+        return GateCheck(pc.other, pc.baseline, rule, spec.key, True, False,
+                         f"FAIL  {head}: cannot be judged: {why}; a metric the gate names must be judged")
+    return GateCheck(pc.other, pc.baseline, rule, spec.key, False, False, f"not gated  {head}: {why}")
+
+
+def _worse(pc: PairComparison, spec: M.Metric, r: MetricResult, alpha: float, k: int, named: bool) -> GateCheck:
     head = f"{spec.key} ({spec.label_at(k)}), {pc.other} vs {pc.baseline}"
     if r.verdict == NOT_COMPARABLE:
-        return GateCheck(pc.other, pc.baseline, WORSE_RULE, spec.key, False, False,
-                         f"not gated  {head}: not comparable (no question has it in both runs)")
+        return _unjudged(pc, WORSE_RULE, spec, head, NOT_JUDGED, named)
     failed = r.verdict == WORSE
     what = f"worse (p below α {alpha:g})" if failed else r.verdict
     return GateCheck(pc.other, pc.baseline, WORSE_RULE, spec.key, failed, True,
@@ -148,14 +165,27 @@ def _margin(pc: PairComparison, spec: M.Metric, r: MetricResult, margin: float, 
     head = f"{spec.key} ({spec.label_at(k)}), {pc.other} vs {pc.baseline}"
     unit = " points" if spec.unit == "percent" else ""
     if r.ci95 is None:
-        why = "not comparable (no question has it in both runs)" if r.n == 0 else f"no interval with {r.n} question(s)"
-        return GateCheck(pc.other, pc.baseline, "margin", spec.key, False, False, f"not gated  {head}: {why}")
+        return _unjudged(pc, "margin", spec, head, NOT_JUDGED if r.n == 0 else f"no interval with {r.n} question(s)",
+                         named=True)
     lower = r.ci95[0]
     failed = lower < -margin
     relation = "below" if failed else "within"
     return GateCheck(pc.other, pc.baseline, "margin", spec.key, failed, True,
                      f"{'FAIL' if failed else 'pass'}  {head}: the CI's lower bound {_fmt(lower, spec.digits)} is "
                      f"{relation} the margin −{margin:g}{unit}: {_figures(spec, r)}")
+
+
+def _overlap(pc: PairComparison, total: int, shared: int, min_overlap: float) -> GateCheck | None:
+    """Whether ``pc.other`` holds enough of the baseline's ``total`` question ids (it holds ``shared``);
+    None when it holds them all."""
+    if shared >= total:
+        return None
+    need = math.ceil(min_overlap * total - 1e-9)
+    failed = shared < need
+    return GateCheck(pc.other, pc.baseline, "overlap", None, failed, True,
+                     f"{'FAIL' if failed else 'pass'}  questions, {pc.other} vs {pc.baseline}: {pc.other} holds {shared} "
+                     f"of the baseline's {total} question ids, {total - shared} missing (--min-overlap "
+                     f"{min_overlap:g} needs {need})")
 
 
 def _regressions(pc: PairComparison, allowed: int) -> GateCheck:
@@ -173,15 +203,27 @@ def gated_metrics(worse: Sequence[str] | bool, margins: Mapping[str, float]) -> 
     return list(dict.fromkeys([*named, *margins]))
 
 
+def check_min_overlap(value: float) -> float:
+    """``--min-overlap``: the share of the baseline's question ids a gated run must hold, from 0 to 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InputError(f"--min-overlap {value!r}: give the share of the baseline's question ids a run must hold, "
+                         "from 0 to 1 (e.g. 0.9; default 1: all of them)")
+    return float(value)
+
+
 def check_gate(comparison: "Comparison", *, worse: Sequence[str] | bool = False,
-               margins: Mapping[str, float] | None = None, regressions: int | None = None) -> GateResult:
+               margins: Mapping[str, float] | None = None, regressions: int | None = None,
+               min_overlap: float = 1.0) -> GateResult:
     """The gate on ``comparison`` (see the module docstring): ``worse`` True (every compared metric)
     or metric keys (or :data:`ALIASES`); ``margins`` {metric key: margin}; ``regressions`` the most questions allowed to
-    lose their rank-1 hit (None: not checked). A metric with a margin is judged by the margin only.
-    Raises :class:`InputError` for a metric the comparison did not compare.
+    lose their rank-1 hit (None: not checked); ``min_overlap`` the share of the baseline's question
+    ids each gated run must hold (default 1: all). A metric with a margin is judged by the margin only.
+    Raises :class:`InputError` for a metric the comparison did not compare, or a ``min_overlap``
+    outside 0-1.
 
     ``comparison`` is a :class:`components.analysis.compare.Comparison`, named in the annotation
     without an import: that module imports this one (for ``Comparison.gate``)."""
+    min_overlap = check_min_overlap(min_overlap)
     margins = {ALIASES.get(key, key): value for key, value in (margins or {}).items()}
     names = list(comparison.metrics) if worse is True else [ALIASES.get(n, n) for n in worse or []]
     for key in [*names, *margins]:
@@ -193,12 +235,20 @@ def check_gate(comparison: "Comparison", *, worse: Sequence[str] | bool = False,
     for pc in comparison.comparisons:
         if pc.kind != "run":
             continue
+        overlap = _overlap(pc, comparison.runs[0].question_count, comparison.shared_ids.get(pc.other, 0), min_overlap)
+        if overlap is not None:
+            checks.append(overlap)
         by_key = {r.metric: r for r in pc.metrics}
         for key in comparison.metrics:
             if key in margins:
                 checks.append(_margin(pc, specs[key], by_key[key], margins[key], comparison.k))
             elif key in names:
-                checks.append(_worse(pc, specs[key], by_key[key], comparison.alpha, comparison.k))
+                checks.append(_worse(pc, specs[key], by_key[key], comparison.alpha, comparison.k, worse is not True))
         if regressions is not None:
             checks.append(_regressions(pc, regressions))
+    judged = [c for c in checks if c.gated and c.rule != "overlap"]
+    if checks and not judged and not any(c.failed for c in checks):
+        checks.append(GateCheck(checks[0].other, checks[0].baseline, "nothing_judged", None, True, False,
+                                "FAIL  nothing judged: none of the gate's checks could be judged (every one is "
+                                "not gated above): the gate does not pass on nothing"))
     return GateResult(checks)

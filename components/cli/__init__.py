@@ -68,7 +68,8 @@ exit codes:
   3 the judge or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
   4 --max-cost reached · 5 the results could not be written (the journal keeps the run) ·
   6 a gate failed: compare's (--fail-on, --margin, --fail-on-regressions: one FAIL line per check) or a run's
-    --fail-on-targets · 130 interrupted
+    --fail-on-targets ·
+  7 the retriever failed on every question (status retrieval_failed) · 130 interrupted
 """
 
 

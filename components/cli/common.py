@@ -11,12 +11,14 @@ import signal
 from pathlib import Path
 
 from components.run.concurrency import check_concurrency
-from utils.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK, InputError
+from components.run.retrieval_deadline import check_retrieval_timeout
+from utils.errors import (EXIT_BUDGET, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK, EXIT_RETRIEVAL,
+                          InputError)
 from utils.output import remove_temp_files
 
 LOG_DIR = Path("logs")  # --log-dir's default: in the current folder, like every output
 STATUS_EXIT = {"completed": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "judge_failed": EXIT_JUDGE,
-               "rate_limited": EXIT_JUDGE, "budget_exhausted": EXIT_BUDGET}
+               "rate_limited": EXIT_JUDGE, "budget_exhausted": EXIT_BUDGET, "retrieval_failed": EXIT_RETRIEVAL}
 
 GENERAL_VARIABLES = (
     ("BENCHMARK_JUDGE", "the judge's provider: {providers} (default: the default provider when its key is set, "
@@ -99,6 +101,15 @@ def dollars(text: str) -> float:
     if not 0 <= value < 1e9:
         raise argparse.ArgumentTypeError(f"{text} must be a finite amount of dollars, 0 or more")
     return value
+
+
+def timeout_seconds(text: str) -> float:
+    """A number of seconds, 0 or more (``--retrieval-timeout``: 0 is none)."""
+    try:
+        return check_retrieval_timeout(float(text)) or 0.0
+    except (ValueError, InputError) as err:
+        raise argparse.ArgumentTypeError(str(err) if isinstance(err, InputError) else
+                                         f"{text!r} is not a number of seconds") from None
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:

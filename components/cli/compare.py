@@ -9,7 +9,7 @@ from pathlib import Path
 from loguru import logger
 
 from components.analysis.compare import ALPHA, compare_files
-from components.analysis.gate import gated_metrics, parse_fail_on, parse_margins
+from components.analysis.gate import check_min_overlap, gated_metrics, parse_fail_on, parse_margins
 from components.cli.common import comma_list
 from utils import metrics as M
 from utils.errors import EXIT_GATE, EXIT_OK, InputError
@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "-MARGIN (the metric's unit: points for rates); repeatable")
     gate.add_argument("--fail-on-regressions", type=int, default=None, metavar="N",
                       help="fail when more than N questions lost their rank-1 hit")
+    gate.add_argument("--min-overlap", type=float, default=None, metavar="SHARE",
+                      help="the share of the baseline's question ids each gated run must hold, 0 to 1 (default 1: "
+                           "all of them); a run holding fewer fails the gate")
 
 
 def _check(args: argparse.Namespace) -> tuple[list[str] | bool, dict[str, float]]:
@@ -51,6 +54,11 @@ def _check(args: argparse.Namespace) -> tuple[list[str] | bool, dict[str, float]
     margins = parse_margins(args.margin)
     if args.fail_on_regressions is not None and args.fail_on_regressions < 0:
         raise InputError(f"--fail-on-regressions {args.fail_on_regressions} is negative: give 0 or more")
+    if args.min_overlap is not None:
+        check_min_overlap(args.min_overlap)
+        if not worse and not margins and args.fail_on_regressions is None:
+            raise InputError("--min-overlap relaxes the gate: give it with --fail-on, --margin or "
+                             "--fail-on-regressions")
     return worse, margins
 
 
@@ -58,7 +66,8 @@ def run(args: argparse.Namespace, settings) -> int:
     worse, margins = _check(args)
     result = compare_files(args.runs, qrels=args.qrels, json_path=args.json, top=args.top, alpha=args.alpha,
                            metrics=_metrics(args.metrics, worse, margins), worse=worse, margins=margins,
-                           regressions=args.fail_on_regressions, secrets=settings.secrets)
+                           regressions=args.fail_on_regressions,
+                           min_overlap=1.0 if args.min_overlap is None else args.min_overlap, secrets=settings.secrets)
     if result is None:
         return EXIT_OK
     if result.passed:

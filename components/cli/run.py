@@ -10,8 +10,10 @@ from pathlib import Path
 
 from loguru import logger
 
-from components.cli.common import SignalGuard, comma_list, concurrency, dollars, exit_code, positive_int
+from components.cli.common import (SignalGuard, comma_list, concurrency, dollars, exit_code, positive_int,
+                                   timeout_seconds)
 from components.run.concurrency import MAX_CONCURRENCY
+from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from utils.errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, InputError, ResultsWriteError
 from utils.output import DEFAULT_OUTPUT_NAME, resolve_output
 
@@ -40,6 +42,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="build every request the run would send (retrieval runs, the judge is not called), count "
                         "its tokens and print what it would cost per role, sequentially and as a batch; writes nothing")
     _add_judging_arguments(p)
+    p.add_argument("--retrieval-timeout", type=timeout_seconds, default=DEFAULT_RETRIEVAL_TIMEOUT_S,
+                   metavar="SECONDS",
+                   help="seconds each retrieve() may take (default %(default)g): past it the question is written with "
+                        "a retrieval error, its thread abandoned, and the run goes on; 0: no deadline (retrieve() "
+                        "then runs in the main thread)")
     p.add_argument("--no-text", action="store_true", help="leave the retrieved chunks' text out of the results")
     p.add_argument("--chunk-relevance", action=argparse.BooleanOptionalAction, default=None,
                    help="rate each retrieved chunk 0-3 (proxy NDCG/precision; one more judge call per question); "
@@ -158,7 +165,7 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None):
         cache_dir=None if args.no_cache else (args.cache_dir or settings.cache_dir),
         judge_batch=args.judge_batch, concurrency=args.concurrency,
         order_check=(args.order_check_sample or True) if args.order_check else None, log_file=log_path,
-        argv=list(args.argv), estimate=args.estimate,
+        argv=list(args.argv), estimate=args.estimate, retrieval_timeout=args.retrieval_timeout or None,
         targets=parse_targets(args.targets, args.k) if args.targets else [])
 
 

@@ -27,6 +27,13 @@ A question passes when it has no failing flag and both checks pass. ``--write-cl
 the passing questions in the input's own format (the same top-level object with its
 ``questions`` list filtered, ``question_count`` updated when present; or a bare list).
 
+A question the judge did not grade — its calls failed (429, 5xx, a timeout, a lost connection, a
+bad reply: :data:`CALL_FAILURES`, after the SDK's own retries), or it was not checked after the
+judge failed — is ``not_graded``, never ``fail``. The validation then ends ``judge_failed`` (exit 3,
+like a run whose judge failed), says how many questions were not graded, and ``--write-clean``
+writes nothing (it would drop questions nobody graded). After :data:`FAILED_IN_A_ROW` questions in a
+row not graded, the judge is not called again: the rest are not checked.
+
 The lexical judge's necessity check is unreliable on a single-topic corpus (random chunks of other
 documents share the topic's generic words: "pod", "container"): with it, the console says so once
 when a question fails necessity, and ``--write-clean`` refuses to drop a question that fails only
@@ -48,6 +55,7 @@ from loguru import logger
 
 from components.core import Chunk, Question, QuestionSet
 from components.dataset.context_index import ContextIndex
+from components.judges.llm import TRANSIENT_KINDS
 from components.judges.providers import default_provider
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from components.judges.settings import Settings
@@ -58,6 +66,9 @@ from utils.errors import InputError, JudgeError
 from utils.output import check_output, write_json_atomic
 from utils.redaction import Redactor
 
+CALL_FAILURES = TRANSIENT_KINDS | {"bad_response", "client_error", "error"}  # a call that brought back no reply
+FAILED_IN_A_ROW = 3  # questions in a row the judge's calls failed for: it is not called again
+NOT_GRADED = "not_graded"
 SUFFICIENCY_MIN = 7
 NECESSITY_MAX = 3
 VALIDATION_VERSION = 1
@@ -107,6 +118,12 @@ class CheckResult:
         return statistics.stdev(self.graded) if len(self.graded) >= 2 else None
 
     @property
+    def judge_failed(self) -> bool:
+        """Whether the judge's calls failed on every repeat (no grade; each error a :data:`CALL_FAILURES` kind)."""
+        return self.grade is None and bool(self.errors) and all(e.split(":", 1)[0] in CALL_FAILURES
+                                                                 for e in self.errors)
+
+    @property
     def passed(self) -> bool | None:
         if self.grade is None:
             return None
@@ -147,6 +164,10 @@ class QuestionValidation:
 
     @property
     def verdict(self) -> str:
+        """``pass``, ``fail``, or ``not_graded`` (the judge did not grade it: module docstring)."""
+        if self.not_checked is not None or any(c is not None and c.judge_failed for c in (self.sufficiency,
+                                                                                       self.necessity)):
+            return NOT_GRADED
         return "fail" if self.reasons else "pass"
 
     def to_json(self, judge_label: str) -> dict:
@@ -224,6 +245,7 @@ def validate_questions(questions: Sequence[Question], index: ContextIndex, judge
     stops it too (status ``interrupted``; only the finished questions are recorded)."""
     run = ValidationRun()
     all_flags = question_flags(questions, index)
+    in_a_row = 0  # questions in a row the judge's calls failed for
     for n, (q, flags) in enumerate(zip(questions, all_flags, strict=True), start=1):
         if run.judge_failure is not None:
             run.items.append(QuestionValidation(q, flags, None, None, f"not checked: the judge failed "
@@ -250,7 +272,24 @@ def validate_questions(questions: Sequence[Question], index: ContextIndex, judge
         run.items.append(item)
         logger.info("[validate] {}/{} {}: {}{}", n, len(questions), escape_control(q.id), item.verdict,
                     f" ({escape_control('; '.join(item.reasons))})" if item.reasons else "")
+        in_a_row = in_a_row + 1 if item.verdict == NOT_GRADED else 0
+        if in_a_row >= FAILED_IN_A_ROW and run.judge_failure is None:
+            run.judge_failure = f"the judge's calls failed for {in_a_row} questions in a row ({_first_error(item)})"
+            logger.error("[validate] the judge is not called again: {}", run.judge_failure)
+    ungraded = [item for item in run.items if item.verdict == NOT_GRADED]
+    if ungraded:
+        run.status = "judge_failed"
+        run.judge_failure = run.judge_failure or f"the judge's calls failed ({_first_error(ungraded[0])})"
+        logger.error("[validate] {} of {} question(s) were not graded ({}): fix the judge and run validate again",
+                     len(ungraded), len(questions), run.judge_failure)
     return run
+
+
+def _first_error(item: QuestionValidation) -> str:
+    """The first error of a question the judge did not grade."""
+    if item.not_checked is not None:
+        return item.not_checked
+    return next(e for c in (item.sufficiency, item.necessity) if c is not None and c.judge_failed for e in c.errors)
 
 
 # --------------------------------------------------------------------------- outputs
@@ -290,6 +329,7 @@ def build_report(qset: QuestionSet, corpus_info: dict, judge_info: dict, run: Va
             "checked_count": len(items),
             "pass_count": sum(1 for i in items if i.verdict == "pass"),
             "fail_count": sum(1 for i in items if i.verdict == "fail"),
+            "not_graded_count": sum(1 for i in items if i.verdict == NOT_GRADED),
             "flag_counts": dict(sorted(flag_counts.items())),
             "judge_consistency": judge_consistency(items, repeats),
         },
@@ -318,8 +358,9 @@ def table(items: Sequence[QuestionValidation], summary: dict, judge_label: str) 
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows]
     flags = ", ".join(f"{code} x{n}" for code, n in summary["flag_counts"].items()) or "none"
-    lines.append(f"{summary['checked_count']} questions: {summary['pass_count']} pass, {summary['fail_count']} fail "
-                 f"(judge: {judge_label}; flags: {flags}; sufficiency >= {SUFFICIENCY_MIN}, necessity <= "
+    ungraded = f", {summary['not_graded_count']} not graded" if summary.get("not_graded_count") else ""
+    lines.append(f"{summary['checked_count']} questions: {summary['pass_count']} pass, {summary['fail_count']} fail"
+                 f"{ungraded} (judge: {judge_label}; flags: {flags}; sufficiency >= {SUFFICIENCY_MIN}, necessity <= "
                  f"{NECESSITY_MAX})")
     consistency = summary["judge_consistency"]
     if consistency is not None and consistency["checks"]:
@@ -425,7 +466,9 @@ def _write_clean(qset: QuestionSet, result: ValidationRun, path: Path, json_path
     """``--write-clean``: the passing questions to ``path``, unless the validation did not complete
     or would drop ``necessity_only`` (the lexical judge's unreliable failures; refused)."""
     if result.status != "completed":
-        logger.warning("--write-clean skipped: the validation is {}", result.status)
+        ungraded = sum(1 for item in result.items if item.verdict == NOT_GRADED)
+        why = f": {ungraded} question(s) were not graded" if ungraded else ""
+        logger.warning("--write-clean skipped: the validation is {}{} ({} is not written)", result.status, why, path)
     elif necessity_only:
         raise InputError(f"--write-clean would drop {len(necessity_only)} question(s) that fail only necessity "
                          f"({_ids(necessity_only)}), which the offline lexical judge cannot judge reliably on a "

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from utils.pricing import Price
+
 TRANSIENT_KINDS = frozenset({"timeout", "rate_limit", "overloaded", "server_error", "connection"})
 
 
@@ -32,14 +34,29 @@ class LLMReply:
     rate_limit: dict | None = None
 
 
+@dataclass(frozen=True)
+class OutputCap:
+    """The output-token cap a request sends: the parameter as the API names it, and its value."""
+
+    parameter: str  # "max_tokens" | "max_completion_tokens"
+    tokens: int
+
+
 class LLM(Protocol):
     """A model to call, its request settings already chosen.
 
     ``complete`` sends ``prompt`` as one user message and returns the :class:`LLMReply`; every
     failure raises :class:`utils.errors.JudgeError` (``fatal`` or transient). Tests pass scripted
-    objects with this shape."""
+    objects with this shape.
+
+    What ``--max-cost`` reads to bound a call before it is made (:mod:`components.run.budget`):
+    ``output_cap``, the :class:`OutputCap` the next request sends, and ``price``, the model's
+    :class:`~utils.pricing.Price` (None when the provider's price table has none). A client that has
+    neither can be called, but not under ``--max-cost``."""
 
     model: str  # the model id requested
+    output_cap: OutputCap | None
+    price: Price | None
 
     def complete(self, prompt: str) -> LLMReply: ...
 

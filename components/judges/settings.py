@@ -63,6 +63,8 @@ class Settings:
                              "providers: set one of them, or make them agree")
         judge = named or spec_provider or default_judge(env)
         judge_cls = provider_class(judge)
+        if judge_spec and not judge_cls.calls_models:  # the model would be dropped without a word
+            raise InputError(_unused_model(judge_spec, judge, named, env))
         judge_model = _role_model(judge_cls, "judge", spec_model, env)
         rewriter, rewriter_model = _rewriter(env, judge_cls)
         declared = {v.name for c in providers().values() for v in c.variables}
@@ -87,6 +89,28 @@ class Settings:
                 and all(models[r] == (self.judge_model if r == "judge" else self.rewriter_model) for r in models):
             return self.judge_config
         return provider_class(name).configure(self.env, models)
+
+
+def _unused_model(spec: str, judge: str, named: str, env: Mapping[str, str]) -> str:
+    """The message for ``BENCHMARK_JUDGE_MODEL=spec`` when the judge it leaves (``judge``) calls no
+    model: why that judge, and the ``<provider>/<model>`` it probably meant."""
+    known = providers()
+    default = next((cls for cls in known.values() if cls.is_default), None)
+    if named:
+        why = f"BENCHMARK_JUDGE={named}"
+    else:
+        why = f"no {default.missing_key()}" if default is not None and not default.configured(env) else "no key"
+    _, model = _split_model(spec)
+    owners = [cls for cls in known.values() if cls.calls_models and model and cls.knows_model(model)]
+    if owners:
+        key = "" if owners[0].configured(env) else f", with {owners[0].missing_key()} set"
+        fix = f"did you mean BENCHMARK_JUDGE_MODEL={owners[0].name}/{model}{key}?"
+    else:
+        fix = f"write it as <provider>/<model> ({' or '.join(sorted(n for n, c in known.items() if c.calls_models))})"
+    if named:
+        fix = f"unset BENCHMARK_JUDGE_MODEL, or unset BENCHMARK_JUDGE: {fix}"
+    return (f"BENCHMARK_JUDGE_MODEL={spec!r} cannot be used: it names no provider, and the judge is then the {judge} "
+            f"judge ({why}), which calls no model: {fix}")
 
 
 def _split_model(spec: str) -> tuple[str | None, str | None]:

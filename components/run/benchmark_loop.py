@@ -15,8 +15,10 @@ Nothing graded is lost:
   been received, an error is the interrupt, so the question in progress is abandoned (it runs on
   ``--resume``) rather than recorded with an error the signal caused;
 * a fatal judge (or rewriter) error stops further calls: the remaining rows are written ungraded;
-* ``budget`` (``--max-cost``) is asked before each judge call; once it says no, the remaining rows
-  are retrieved and written ungraded with ``grade_error: "budget: …"``;
+* every LLM call (grades, repeats, chunk relevance, the order check, the rewriter) goes through the
+  ``--max-cost`` budget (:mod:`components.run.budget`: each call's worst case reserved, refused when
+  it does not fit); once it refuses, the remaining rows are retrieved and written ungraded with
+  ``grade_error: "budget: …"``;
 * :meth:`BenchmarkLoop.retry_transient` gives the rows whose grade failed transiently one more
   sequential pass after the loop.
 """
@@ -37,14 +39,17 @@ from typing import Any, Protocol
 from loguru import logger
 
 from components.core import Chunk, Question, Retriever, ScoredChunk
+from components.judges.chunk_relevance import RelevanceResult
 from components.judges.llm import TRANSIENT_KINDS, LLMReply
 from components.judges.retrieval_grader import GradeResult
+from components.run.budget import Budget, BudgetRefused, through
 from components.run.concurrency import Gate
+from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, RetrievalDeadline, RetrievalTimeout
 from components.run.query_rewriter import QueryRewriter, RewriteResult
 from utils.console import escape_control
 from utils.errors import JudgeError
 from utils.metrics import RetrievalMetrics as M
-from utils.results import QuestionResult, RetrievedItem
+from utils.results import RETRIEVAL_ERROR, QuestionResult, RetrievedItem
 
 MAX_RETRY_WAIT_S = 60.0  # the retry pass waits the longest retry-after seen, at most this
 BREAKER_THRESHOLD = 3  # consecutive rate-limit/overload failures that open the circuit breaker
@@ -115,24 +120,6 @@ class Usage:
         return dict(self.__dict__)
 
 
-class Budget:
-    """``--max-cost``: before each judge call, stop when spent + the mean cost per call so far
-    would pass ``max_usd``."""
-
-    def __init__(self, max_usd: float, usage: Usage) -> None:
-        self.max_usd, self.usage = max_usd, usage
-
-    def allows_next_call(self, in_flight: int = 0) -> bool:
-        """Whether one more call fits, counting ``in_flight`` calls not yet paid at the mean cost."""
-        spent = self.usage.cost_usd or 0.0
-        mean = spent / self.usage.calls if self.usage.calls else 0.0
-        return spent + mean * (1 + in_flight) <= self.max_usd
-
-    def reason(self) -> str:
-        spent = self.usage.cost_usd or 0.0
-        return f"budget: --max-cost ${self.max_usd:g} reached (spent ${spent:.4f} in {self.usage.calls} calls)"
-
-
 @dataclass(frozen=True)
 class NotCalled:
     """What :meth:`BenchmarkLoop._call` gives for a call it did not make: ``instead``, the refusal."""
@@ -167,23 +154,26 @@ class BenchmarkLoop:
                  keep_text: bool = True,
                  retry_wait_max_s: float = MAX_RETRY_WAIT_S,
                  on_row: Callable[[QuestionResult, int, int], None] | None = None,
-                 concurrency: int = 1, order_check: Collection[str] = ()) -> None:
-        self.retriever, self.judge, self.k = retriever, judge, k
-        self.rewriter = rewriter
+                 concurrency: int = 1, order_check: Collection[str] = (),
+                 retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S) -> None:
         self.should_stop = should_stop
+        # --max-cost: every LLM call of the loop goes through it (components/run/budget.py)
+        self.budget = Budget(max_cost_usd, should_stop) if max_cost_usd is not None else None
+        self.retriever, self.judge, self.k = retriever, through(self.budget, judge), k
+        self.deadline = RetrievalDeadline(retrieval_timeout, should_stop)  # components/run/retrieval_deadline.py
+        self._retrieval_errors: dict[str, str] = {}  # each retrieval error → the first question it failed
+        self.rewriter = through(self.budget, rewriter)
         self.record = record
         self.annotate = annotate
-        self.relevance_judge = relevance_judge
+        self.relevance_judge = through(self.budget, relevance_judge)
         self.repeats = max(1, repeats)
         self.keep_text = keep_text
         self.retry_wait_max_s = retry_wait_max_s
         self.on_row = on_row  # after each row is kept and recorded: (row, i, n), e.g. its console line
         self.judge_usage = Usage()
         self.rewriter_usage = Usage()
-        self.budget = Budget(max_cost_usd, self.judge_usage) if max_cost_usd is not None else None
         self.judge_failure: JudgeError | None = None  # the first fatal judge error
         self.rewriter_failure: JudgeError | None = None  # the first fatal rewriter error
-        self.budget_exhausted = False
         self.rate_limited: str | None = None  # the circuit breaker's reason, once it opened (see _breaker)
         self._limited_in_a_row = 0
         self.recovered = 0
@@ -207,8 +197,8 @@ class BenchmarkLoop:
         """One LLM call (its result has ``reply``, ``error`` and maybe ``retry_after``), through the
         gate when judge calls run concurrently. ``refusal()``, asked once the gate admits the call,
         gives what to return instead of calling (the judge became unusable, the circuit breaker opened
-        or the budget was spent while the call waited for its slot), or None: then the result is
-        :class:`NotCalled` holding it."""
+        or the budget was spent while the call waited for its slot): then the result is
+        :class:`NotCalled` holding it; None: the call is made."""
         if self.gate is None:
             return call()
         with self.gate.call() as done:
@@ -220,13 +210,9 @@ class BenchmarkLoop:
             done(kind, getattr(result, "retry_after", None), getattr(reply, "rate_limit", None))
             return result
 
-    def _in_flight(self) -> int:
-        """Judge calls started and not yet counted (0 in a sequential run)."""
-        return max(0, self.gate.in_flight) if self.gate is not None else 0
-
     def _not_called(self) -> GradeResult | None:
-        """The grade of a call the judge must not get (it became unusable, or the circuit breaker
-        opened), or None."""
+        """The grade of a call the judge must not get (it became unusable, the circuit breaker opened,
+        or ``--max-cost`` is spent), or None."""
         with self._lock:
             if self.judge_failure is not None:
                 err = self.judge_failure
@@ -234,32 +220,25 @@ class BenchmarkLoop:
                                    None)
             if self.rate_limited is not None:
                 return GradeResult(None, None, 0.0, self.rate_limited, None)
+        if self.budget is not None and self.budget.refused is not None:
+            return GradeResult(None, None, 0.0, self.budget.refused, None)
         return None
 
-    def _refusal(self, others_in_flight: int) -> GradeResult | None:
-        """The grade of a grading call the judge must not get: it became unusable, the circuit breaker
-        opened, or ``--max-cost`` would be passed counting ``others_in_flight`` calls not yet paid;
-        None: the call may be made."""
+    @property
+    def budget_exhausted(self) -> bool:
+        """Whether ``--max-cost`` refused a call: the rest of the run is written ungraded."""
+        return self.budget is not None and self.budget.refused is not None
+
+    def _grade_once(self, q: Question, chunks: list[Chunk]) -> GradeResult:
         refused = self._not_called()
         if refused is not None:
             return refused
-        with self._lock:
-            if self.budget is not None and not self.budget.allows_next_call(others_in_flight):
-                if not self.budget_exhausted:
-                    logger.warning("Grading stops: {}", self.budget.reason())
-                self.budget_exhausted = True
-                return GradeResult(None, None, 0.0, self.budget.reason(), None)
-        return None
-
-    def _grade_once(self, q: Question, chunks: list[Chunk]) -> GradeResult:
-        refused = self._refusal(self._in_flight())
-        if refused is not None:
-            return refused
         try:  # asked again once the gate admits it: other calls may have changed that while it waited
-            result = self._call(lambda: self.judge.grade(q.question, q.expected_answer, chunks),
-                                lambda: self._refusal(self._in_flight() - 1))
+            result = self._call(lambda: self.judge.grade(q.question, q.expected_answer, chunks), self._not_called)
             if isinstance(result, NotCalled):
                 return result.instead
+        except BudgetRefused as refusal:  # --max-cost: the call's worst case does not fit
+            return GradeResult(None, None, 0.0, str(refusal), None)
         except JudgeError as err:  # fatal: stop calling the judge
             self.stop_if_signalled(err)
             with self._lock:
@@ -279,6 +258,8 @@ class BenchmarkLoop:
         try:
             result = self._call(lambda: self.relevance_judge.relevance(q.question, q.expected_answer, chunks),
                                 self._not_called)
+        except BudgetRefused as refusal:
+            return RelevanceResult(None, str(refusal), None, None)
         except JudgeError as err:  # fatal: stop calling the judge
             self.stop_if_signalled(err)
             with self._lock:
@@ -336,6 +317,8 @@ class BenchmarkLoop:
             return None, f"rewriter_unusable: not retrieved after an earlier {failure.kind} error"
         try:
             result = self._call(lambda: self.rewriter.rewrite(q.question))
+        except BudgetRefused as refusal:
+            return None, str(refusal)
         except JudgeError as err:
             self.stop_if_signalled(err)
             with self._lock:
@@ -355,19 +338,32 @@ class BenchmarkLoop:
             if error is not None:
                 return error
             query = p.rewrite.query_used
+        def read() -> list[ScoredChunk]:  # cut at k while reading: a plug-in's endless iterator must not grow
+            return [_as_scored(x) for x in itertools.islice(self.retriever.retrieve(query, self.k), self.k)]
+
         start = time.perf_counter()
         try:
-            raw = self.retriever.retrieve(query, self.k)
-            # cut at k while reading: a plug-in's endless iterator must not grow without bound
-            p.retrieved = [_as_scored(x) for x in itertools.islice(raw, self.k)]
+            p.retrieved = self.deadline.call(read, f"[{escape_control(p.q.id)}] retrieve()")
+        except RetrievalTimeout as err:  # logged, naming the abandoned thread
+            p.latency_ms = (time.perf_counter() - start) * 1000
+            return f"{RETRIEVAL_ERROR}: timeout: {err}"
         except (Exception, SystemExit) as err:
             self.stop_if_signalled(err)
             p.latency_ms = (time.perf_counter() - start) * 1000
-            logger.opt(exception=err).error("[{}] retrieval failed: {}: {}", escape_control(p.q.id),
-                                            type(err).__name__, escape_control(str(err)[:300]))
-            return f"retrieval_error: {type(err).__name__}: {err}"
+            error = f"{type(err).__name__}: {err}"
+            self._log_retrieval_failure(p.q.id, err, error)
+            return f"{RETRIEVAL_ERROR}: {error}"
         p.latency_ms = (time.perf_counter() - start) * 1000
         return None
+
+    def _log_retrieval_failure(self, qid: str, err: BaseException, error: str) -> None:
+        """One line per question whose retrieval failed; the traceback with the first question an
+        error failed, not again for each question the same error fails."""
+        with self._lock:
+            first = self._retrieval_errors.setdefault(error, qid)
+        line = "[{}] retrieval failed: {}" + ("" if first == qid else " (as for question {}: traceback logged there)")
+        logger.opt(exception=err if first == qid else None).error(line, escape_control(qid),
+                                                                 escape_control(error[:300]), escape_control(first))
 
     def _retrieved(self, i: int, n: int, p: Partial, rewritten=None) -> tuple[str | None, int | None, list[Chunk]]:
         """Retrieval of one question, in the calling (main) thread: ``(error, rank, chunks)``."""

@@ -39,8 +39,9 @@ from components.judges.retrieval_grader import PROMPT_SHA256
 from components.judges.settings import Settings
 from components.judges.setup import check_models
 from components.readers import load_questions
-from components.run.evaluation import Judging, RunContext, evaluate, prepare, selected_questions
+from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
 from components.run.journal import Journal, read_rows
+from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
 from utils.console import Progress, escape_control, question_line, summary_table
@@ -80,6 +81,7 @@ class RunOptions:
     order_check: int | bool | None = None  # --order-check: True (all), a sample size, or None
     estimate: bool = False  # --estimate: print what the run would cost, grade nothing (components/run/estimate.py)
     targets: list = field(default_factory=list)  # --targets (components.analysis.targets.Target), checked after the run
+    retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S  # --retrieval-timeout; None: no deadline
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -270,10 +272,8 @@ class BenchmarkRun:
         if previous is not None and len(strategies) > 1:
             raise InputError("--resume continues one run: give the one --strategy it was run with")
         setup = check_models(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
-        if o.max_cost_usd is not None and setup.judge is not None \
-                and setup.judge_provider.prices.price_for(setup.judge.model) is None:
-            raise InputError(f"--max-cost needs the price of {setup.judge.model}, which the {setup.judge_provider.name} "
-                             "provider's price table does not have: add it there, or run without --max-cost")
+        if o.max_cost_usd is not None:  # a budget that cannot pay for one call is refused before any work
+            check_budget(o.max_cost_usd, setup, rewrites=any(s.rewrites_queries for s in strategies))
         return strategies, qset, questions, previous, setup
 
     # ------------------------------------------------------------------ the whole command
@@ -377,7 +377,8 @@ class BenchmarkRun:
             result = evaluate(prepared, (qset, questions), k=o.k, judging=judging, settings=self.settings,
                               name=strategy.name, judge_repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd,
                               group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
-                              concurrency=o.concurrency, order_check=o.order_check, on_row=_row_printer(progress),
+                              concurrency=o.concurrency, order_check=o.order_check,
+                              retrieval_timeout=o.retrieval_timeout, on_row=_row_printer(progress),
                               should_stop=self.should_stop, context=context)
         if o.targets:
             from components.analysis.targets import check_targets
@@ -394,11 +395,16 @@ class BenchmarkRun:
     def _check_budget(self, strategy: Strategy, label: str, prepared, judging: Judging, questions: list,
                       previous) -> None:
         """With ``--max-cost``: the run's estimated cost, said before the first judge call (a warning
-        when it is over the budget; the budget still stops grading when it is spent)."""
+        when the budget will not grade every question; the budget still stops grading when it is spent)."""
+        from components.run.budget import worst_usd
         from components.run.estimate import over_budget
 
         est = self._estimate(strategy, label, prepared, judging, questions, previous)
-        warning = over_budget(est, self.o.max_cost_usd)
+        calls = sum(r.calls for r in est.roles)
+        setup = judging.setup
+        reserve = worst_usd(setup.judge_provider.model(setup.judge),
+                            sum(r.input_tokens for r in est.roles) // calls) if calls else None
+        warning = over_budget(est, self.o.max_cost_usd, reserve)
         if warning:
             logger.warning("{}", warning)
         else:

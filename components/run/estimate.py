@@ -37,11 +37,12 @@ whose provider has no batch API (``supports_batch``: the openai provider) shows 
 that calls no model (the offline judge) costs nothing; a model missing from the price table has
 no price ("unknown").
 
-**--max-cost**: before the first judge call of each strategy, the same estimate runs; when its
-sequential total is over the budget, one warning line says so — the estimate, about how many
-questions the budget grades, and the budget that would grade them all — and the run goes on:
-the loop's budget check stops grading before the spend would pass ``--max-cost`` (the remaining
-rows are written ungraded, exit 4, ``--resume`` with a higher budget finishes them). The run is
+**--max-cost**: before the first judge call of each strategy, the same estimate runs; when the
+budget will not grade every question (each call is made only when its worst case, a reply at its
+output cap, fits in what is left: :mod:`components.run.budget`), one warning line says so — the
+estimate, about how many questions the budget grades, and the budget that would grade them all —
+and the run goes on: the budget stops grading before the spend would pass ``--max-cost`` (the
+remaining rows are written ungraded, exit 4, ``--resume`` with a higher budget finishes them). The run is
 not stopped at the estimate: it is an estimate (the output side is assumed), and the rows graded
 within the budget are kept and paid for once.
 """
@@ -237,14 +238,23 @@ def estimate(retriever, questions: Sequence, k: int, setup, *, strategy: str = "
     return result
 
 
-def over_budget(est: CostEstimate, max_cost_usd: float) -> str | None:
-    """The warning line when the sequential estimate is over ``max_cost_usd``; None when it fits
-    (or has no price)."""
+def over_budget(est: CostEstimate, max_cost_usd: float, reserve_usd: float | None = None) -> str | None:
+    """The warning line when the budget will not grade every question of ``est``; None when it will
+    (or there is no price). Each call is made only when its worst case (``reserve_usd``, one call at
+    its output cap: :mod:`components.run.budget`; default the mean cost of a question) fits in what
+    is left, so the last question needs that much room."""
     total = est.usd
-    if total is None or total <= max_cost_usd:
+    if total is None or not est.questions:
         return None
-    fits = math.floor(est.questions * max_cost_usd / total) if total else est.questions
+    mean = total / est.questions
+    reserve = mean if reserve_usd is None else reserve_usd
+    if total - mean + reserve <= max_cost_usd:
+        return None
+    # the question after n graded ones is graded while n × mean + reserve fits (total > 0 here)
+    fits = 0 if max_cost_usd < reserve else min(est.questions, math.floor(
+        est.questions * (max_cost_usd - reserve) / total + 1e-9) + 1)
+    need = total - mean + reserve
     return (f"the estimated cost of this run is ${total:.4f} ({sum(r.calls for r in est.roles):,} judge calls), over "
             f"--max-cost ${max_cost_usd:g}: grading will stop at the budget after about {fits} of {est.questions} "
             f"question(s) (exit 4; --resume finishes them); to grade them all, set --max-cost to at least "
-            f"${math.ceil(total * 100) / 100:.2f}")
+            f"${math.ceil(need * 100) / 100:.2f}")

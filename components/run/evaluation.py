@@ -39,8 +39,10 @@ from components.readers.questions_json import parse_questions
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.concurrency import check_concurrency
 from components.run.index_cache import PreparedIndex, prepare_index
+from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check_retrieval_timeout
 from utils.errors import InputError
-from utils.results import CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
+from utils.console import escape_control
+from utils.results import RETRIEVAL_ERROR, CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
 from utils.versions import package_versions
 
 PACKAGES = ("bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")  # and each provider's (its module)
@@ -203,6 +205,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
              group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: Path | None = None,
              rewrites_queries: bool | None = None, concurrency: int = 1,
              order_check: int | bool | None = None, order_check_seed: int = 0,
+             retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
              should_stop: Callable[[], bool] | None = None, context: RunContext | None = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
@@ -215,6 +218,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     should_stop = should_stop or (lambda: False)
     context = context or RunContext()
     check_concurrency(concurrency)
+    check_retrieval_timeout(retrieval_timeout)
     qset, selected = questions_from(questions)
     settings = settings or (judging.settings if judging is not None else Settings.from_env({}))
     prepared, label = prepare(retriever, corpus, cache_dir=cache_dir, name=name,
@@ -225,6 +229,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     if judging is None:
         judging = load_judging(settings, prepared.chunks, rewrites_queries=rewrites, chunk_relevance=chunk_relevance)
     setup = judging.setup
+    if max_cost_usd is not None:  # before the first call
+        check_budget(max_cost_usd, setup, rewrites=rewrites)
     rewriter = None
     if rewrites and setup.rewriter is not None:
         from components.run.query_rewriter import QueryRewriter
@@ -234,7 +240,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
                          repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
                          retry_wait_max_s=settings.retry_wait_max_s, on_row=on_row, concurrency=concurrency,
-                         order_check=order_check_sample(selected, order_check, order_check_seed))
+                         order_check=order_check_sample(selected, order_check, order_check_seed),
+                         retrieval_timeout=retrieval_timeout)
     started = now()
     status = "completed"
     try:
@@ -251,14 +258,22 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         status = "interrupted"
     if should_stop():
         status = "interrupted"
+    ran = [r for r in loop.results if r.question_id not in context.done]  # this run's rows, not --resume's
+    failed = [r.grade_error for r in ran if r.retrieval_failed]
     if status == "interrupted":
         logger.warning("Interrupted after {} of {} questions: writing what is done", len(loop.results), len(selected))
+    elif ran and len(failed) == len(ran):
+        status = "retrieval_failed"
+        logger.error("The retriever failed on every question ({}; first: {}): fix it and run again (traceback in "
+                     "the log file)", len(ran), escape_control(failed[0][len(RETRIEVAL_ERROR) + 2:][:300]))
     elif loop.judge_failure is not None or loop.rewriter_failure is not None:
         status = "judge_failed"
     elif loop.rate_limited is not None:
         status = "rate_limited"
     elif loop.budget_exhausted:
         status = "budget_exhausted"
+    if loop.budget is not None:
+        loop.budget.report()
     judge_info = judging.judge_info("judge", judge_repeats, loop.judge_usage.models)
     if context.batch is not None:
         judge_info = replace(judge_info, mode="batch")
@@ -290,6 +305,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         cost_note=cost_note or None, max_cost_usd=max_cost_usd, recovered=loop.recovered,
         resumed_from=context.resumed_from, resumed_rows=len(context.done), journal=context.journal,
         runs_dir=context.runs_dir, selection=context.selection, index=prepared.index_info,
+        budget=loop.budget.to_json() if loop.budget is not None else None,
         judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None)
     result = build_report(run, loop.results, index_time_s=round(prepared.index_s, 3), group_by=group_by,
                           relevance=judging.relevance is not None)
@@ -297,6 +313,27 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)
     return result
+
+
+def check_budget(max_cost_usd: float, setup: JudgeSetup, *, rewrites: bool = False) -> None:
+    """Before the first call: refuse a ``--max-cost`` that the models of ``setup`` (the judge's; the
+    rewriter's with ``rewrites``) cannot be bounded by, or that cannot pay for one call of them
+    (:func:`components.run.budget.check_max_cost`). Raises :class:`InputError`."""
+    from components.run.budget import check_max_cost
+
+    roles = {"judge": (setup.judge_provider, setup.judge)}
+    if rewrites:
+        roles["query rewriter"] = (setup.rewriter_provider, setup.rewriter)
+    llms = {}
+    for role, (provider, choice) in roles.items():
+        if choice is None:  # a judge that calls no model costs nothing
+            continue
+        try:
+            llms[role] = provider.model(choice)
+        except NotImplementedError:
+            raise InputError(f"--max-cost cannot bound the calls of the {provider.name} {role}: it has no model "
+                             "client to price them with: run without --max-cost") from None
+    check_max_cost(max_cost_usd, llms)
 
 
 def order_check_sample(questions: Sequence[Question], order_check: int | bool | None, seed: int = 0) -> list[str]:

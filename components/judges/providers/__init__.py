@@ -120,6 +120,12 @@ class Provider:
         return None
 
     @classmethod
+    def knows_model(cls, model_id: str) -> bool:
+        """Whether ``model_id`` is one of this provider's (in its price table or its defaults): for
+        suggesting ``<provider>/<model>`` when a model is named without its provider."""
+        return cls.prices.price_for(model_id) is not None or model_id in cls.default_models.values()
+
+    @classmethod
     def missing_key(cls) -> str:
         """What to set so that this provider can be called (for messages)."""
         names = [v.name for v in cls.variables if v.secret]

@@ -60,7 +60,7 @@ from loguru import logger
 
 from components.judges.batch import (RESULTS_BUDGET_SLACK_LINES, BatchEntry, BatchStatus, CreateFailed, Skipped,
                                      result_lines)
-from components.judges.llm import LLMReply, clean_text, non_negative_int
+from components.judges.llm import LLMReply, OutputCap, clean_text, non_negative_int
 from components.judges.providers import ModelChoice, Variable, register_provider
 from components.judges.providers.transport import (NO_ENDPOINT, SDKProvider, TransportConfig, bound_reply,
                                                    http_client, rate_limit, start_attempt)
@@ -208,6 +208,10 @@ class AnthropicProvider(SDKProvider):
     @classmethod
     def missing_key(cls) -> str:
         return "ANTHROPIC_API_KEY"
+
+    @classmethod
+    def knows_model(cls, model_id: str) -> bool:
+        return builtin_capabilities(model_id) is not None or super().knows_model(model_id)
 
     # ------------------------------------------------------------------ the SDK client
 
@@ -378,6 +382,14 @@ class ModelClient:
     def __init__(self, provider: AnthropicProvider, settings: ModelSettings) -> None:
         self.provider, self.settings = provider, settings
         self.model = settings.requested
+
+    @property
+    def output_cap(self) -> OutputCap:
+        return OutputCap("max_tokens", self.settings.max_tokens)
+
+    @property
+    def price(self) -> Price | None:
+        return self.provider.prices.price_for(self.model)
 
     def complete(self, prompt: str) -> LLMReply:
         return self.provider.complete(self.settings, prompt)

@@ -70,7 +70,7 @@ from urllib.parse import urlsplit
 
 from loguru import logger
 
-from components.judges.llm import LLMReply, clean_text, non_negative_int
+from components.judges.llm import LLMReply, OutputCap, clean_text, non_negative_int
 from components.judges.providers import ModelChoice, Variable, register_provider
 from components.judges.providers.transport import SDKProvider, TransportConfig, attempt_http_client, rate_limit
 from utils.errors import InputError, JudgeError
@@ -379,6 +379,10 @@ class OpenAIProvider(SDKProvider):
         return "OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)"
 
     @classmethod
+    def knows_model(cls, model_id: str) -> bool:
+        return family_of(model_id) is not None or super().knows_model(model_id)
+
+    @classmethod
     def configure(cls, env: Mapping[str, str], models: Mapping[str, str]) -> ProviderConfig:
         key = env.get("OPENAI_API_KEY") or None
         base_url = env.get("OPENAI_BASE_URL") or None
@@ -552,6 +556,16 @@ class ModelClient:
     @property
     def shape(self) -> RequestShape | None:
         return self.provider.shape(self.role, self.model)
+
+    @property
+    def output_cap(self) -> OutputCap | None:
+        """The cap the next request sends (a fallback learnt during the run may change it)."""
+        shape = self.shape
+        return OutputCap(shape.token_parameter, shape.max_tokens) if shape is not None else None
+
+    @property
+    def price(self) -> Price | None:
+        return self.provider.prices.price_for(self.model)
 
     def complete(self, prompt: str) -> LLMReply:
         return self.provider.complete(self.role, self.model, prompt)

@@ -5,7 +5,8 @@ written in advance. A script is a sequence of steps, played one per call in orde
 of the prompt that returns a step. A step is:
 
 * a string: the reply's text (stop reason ``end_turn``, no usage);
-* :func:`reply`: text with a stop reason, token usage, a cost, rate-limit figures and a delay;
+* :func:`reply`: text with a stop reason, token usage, a cost, rate-limit figures and a delay (a
+  reply with usage and no cost is priced at the script's ``price``, when it has one);
 * :func:`fail`: a :class:`~utils.errors.JudgeError` of the taxonomy (``fail("rate_limit",
   retry_after=3)``), after a delay if asked; any exception is raised as it is;
 * an :class:`~components.judges.llm.LLMReply`, returned as it is.
@@ -32,9 +33,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from components.judges.llm import TRANSIENT_KINDS, LLMReply
+from components.judges.llm import TRANSIENT_KINDS, LLMReply, OutputCap
 from components.judges.providers import Provider, providers, register_provider, unregister_provider
 from utils.errors import InputError, JudgeError
+from utils.pricing import Price
 
 MODEL = "scripted-1"  # the model id of a script that names none
 
@@ -77,10 +79,13 @@ class Script:
     :class:`LookupError` (the test wrote too few steps)."""
 
     def __init__(self, *steps: Item | Callable[[str], Item], then: Item | Callable[[str], Item] | None = None,
-                 model: str = MODEL) -> None:
+                 model: str = MODEL, output_cap: int | None = None, price: Price | None = None) -> None:
         if len(steps) == 1 and callable(steps[0]) and then is None:  # one function answers every call
             steps, then = (), steps[0]
         self.model = model
+        # what --max-cost reads (components.run.budget): the max_tokens a real request would send, the price
+        self.output_cap = OutputCap("max_tokens", output_cap) if output_cap is not None else None
+        self.price = price
         self.steps, self.then = list(steps), then
         self.prompts: list[str] = []
         self._lock = threading.Lock()
@@ -103,7 +108,12 @@ class Script:
             time.sleep(step.delay_s)
         if isinstance(step.outcome, BaseException):
             raise step.outcome
-        return step.outcome if step.outcome.model else replace(step.outcome, model=self.model)
+        out = step.outcome if step.outcome.model else replace(step.outcome, model=self.model)
+        if out.cost_usd is None and self.price is not None and out.input_tokens is not None \
+                and out.output_tokens is not None:  # priced as a provider prices a reply that reports its usage
+            out = replace(out, cost_usd=(out.input_tokens * self.price.input_per_mtok
+                                         + out.output_tokens * self.price.output_per_mtok) / 1e6)
+        return out
 
 
 # --------------------------------------------------------------------------- the provider
@@ -132,10 +142,10 @@ class ScriptedProvider(Provider):
 
 @contextmanager
 def play(*steps: Item | Callable[[str], Item], then: Item | Callable[[str], Item] | None = None,
-         model: str = MODEL) -> Iterator[Script]:
-    """Register the ``scripted`` provider and play ``Script(*steps, then=then, model=model)`` for
-    the block; afterwards the registry is as it was."""
-    script = Script(*steps, then=then, model=model)
+         model: str = MODEL, output_cap: int | None = None, price: Price | None = None) -> Iterator[Script]:
+    """Register the ``scripted`` provider and play ``Script(*steps, then=then, model=model,
+    output_cap=output_cap, price=price)`` for the block; afterwards the registry is as it was."""
+    script = Script(*steps, then=then, model=model, output_cap=output_cap, price=price)
     before = providers().get(ScriptedProvider.name)
     register_provider(ScriptedProvider)
     _PLAYING.append(script)

@@ -41,6 +41,7 @@ from loguru import logger
 
 from components.judges.providers import Provider
 from utils.errors import InputError, JudgeError
+from utils.console import escape_control
 from utils.settings import masked, url_password
 
 if TYPE_CHECKING:
@@ -232,7 +233,7 @@ def http_client(sdk_client_class: type):
     """The SDK's own HTTP client (``sdk_client_class()``: its defaults, proxies from the
     environment), every transport bounded by the current attempt's deadline (:func:`start_attempt`,
     which the SDK's middleware calls at the start of each attempt)."""
-    client = sdk_client_class()
+    client = sdk_client_class(follow_redirects=False)  # a redirect is reported, not followed (status_error)
     if not _bounded_transports(client):
         logger.debug("the HTTP client's transports could not be bounded: only the reply body has a deadline")
     return client
@@ -293,7 +294,7 @@ def attempt_http_client(sdk_client_class: type, config: TransportConfig):
                     raise
             return response
 
-    return BoundedClient()
+    return BoundedClient(follow_redirects=False)  # a redirect is reported, not followed (status_error)
 
 
 # --------------------------------------------------------------------------- retry-after
@@ -452,6 +453,12 @@ class SDKProvider(Provider):
 
     def status_error(self, err: Any, status: int, detail: str, model: str, role: str) -> JudgeError:
         """The error of an HTTP error reply ``status``; ``detail`` quotes the server (scrubbed)."""
+        if 300 <= status < 400:  # the client follows no redirect: a login page, a proxy, http → https
+            where = (err.response.headers.get("location") or "").strip()
+            to = f" to {escape_control(self.scrub(masked(where))[:200])}" if where else " (no Location given)"
+            at = f"the server at {self.host}" if self.host else "the judge API"
+            return JudgeError("redirect", f"{at} redirected the request ({status}){to}: set {self.base_url_variable} "
+                              "to the API's own address (the redirect is not followed)", fatal=True)
         if status in (401, 403):
             return JudgeError("auth", f"the API refused the credentials ({status}{detail}); set a valid "
                               f"{self.key_variable}, or run with BENCHMARK_JUDGE=offline", fatal=True)
@@ -510,6 +517,8 @@ class SDKProvider(Provider):
 
     def _startup_failure(self, err: BaseException, model_id: str) -> JudgeError:
         judge_err = self.classify_error(err, model_id)
+        if judge_err.kind == "redirect":  # it names the variable to set already
+            return JudgeError(judge_err.kind, f"could not check model {model_id} at start-up: {judge_err}", fatal=True)
         where = masked(self.config.base_url) if self.config.base_url else self.public_endpoint
         return JudgeError(judge_err.kind, f"could not check model {model_id} at start-up ({judge_err}); check "
                           f"{self.base_url_variable} ({where}) and the network, then run again", fatal=True)
