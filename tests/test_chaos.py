@@ -262,12 +262,20 @@ def journal_rows(path: Path) -> dict[str, dict]:
     return rows
 
 
+STARTUP_FAILURE = "Fatal Python error: init_import_site"  # what CPython prints for it
+
+
 def check(plan: Plan, out: Path, earlier: bytes | None, code: int | None, stderr: str,
           questions: list[dict]) -> list[str]:
     problems = []
     folder = out.parent
     if code is None:
         return [f"did not end within {RUN_TIMEOUT}s"]
+    if plan.fault == "signal" and STARTUP_FAILURE in stderr:
+        # the signal came while the interpreter itself was starting (its site module), before a line
+        # of benchmark.py ran: no program can handle it, and nothing was written (a loaded machine)
+        unchanged = earlier is None or (out.exists() and out.read_bytes() == earlier)
+        return [] if unchanged else ["--output changed before the program ran"]
     kept: list[dict[str, dict]] = []  # every place rows survive: the results files, the journals
     if out.exists() and (earlier is None or out.read_bytes() != earlier):
         try:

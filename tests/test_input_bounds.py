@@ -26,7 +26,7 @@ from components.readers.markdown import corpus_files, parse_markdown
 from tests.conftest import K8S, ROOT, loguru_messages, needs_k8s
 from utils.errors import InputError
 
-BOUND_S = 5.0
+BOUND_S = 30.0
 SPACES = " " * 100_000
 
 # A child that loads one corpus folder (argv[1]) and prints what it got, under a memory cap.

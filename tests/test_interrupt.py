@@ -46,15 +46,15 @@ def test_interrupt_writes_done_questions(tmp_path: Path, sig):
 def test_second_signal_exits_at_once(tmp_path: Path):
     out = tmp_path / "r.json"
     out.write_text('{"earlier": true}')
-    with LoopbackServer(default=Reply(delay=5.0)) as srv:
+    with LoopbackServer(default=Reply(delay=60.0)) as srv:
         proc = start(out, srv.url)
         wait_for_line(proc, "Corpus builtin")
         time.sleep(0.5)  # inside the first (slow) judge call
         proc.send_signal(signal.SIGINT)
         proc.send_signal(signal.SIGINT)
         start_wait = time.monotonic()
-        code = proc.wait(timeout=30)
-        assert time.monotonic() - start_wait < 4
+        code = proc.wait(timeout=60)
+        assert time.monotonic() - start_wait < 30  # not the judge call's 60 s (a margin for a loaded machine)
     assert code == 130
     text = out.read_text()
     assert text == '{"earlier": true}' or json.loads(text)["run"]["status"] == "interrupted"

@@ -533,7 +533,7 @@ def test_ten_thousand_questions_in_one_batch(tmp_path: Path):
         run = run_cli("--questions", str(tmp_path / "q.json"), "--corpus", str(tmp_path / "docs"), "--strategy",
                       "baseline", "--judge-batch", "--no-text", "--output", str(tmp_path / "r.json"),
                       "--log-dir", str(tmp_path / "logs"), "--log-level", "WARNING",
-                      env=judge_env(srv.url, **FAST), timeout=300)
+                      env=judge_env(srv.url, **FAST), timeout=900)
     assert run.code == 0, run.stderr[-2000:]
     assert len(srv.batch_creates) == 1 and len(srv.batch_creates[0]["requests"]) == 10_000
     data = json.loads((tmp_path / "r.json").read_text())
