@@ -334,10 +334,10 @@ class BenchmarkRun:
         return max(0.0, self.o.max_cost_usd - sum(r.run.cost_usd or 0.0 for r in results))
 
     def _compare(self, results: list[RunResult], labels: list[str]) -> None:
-        from components.analysis.compare import compare_runs
+        from components.analysis.compare import compare_runs, format_comparison
 
         comparison = compare_runs(results, labels)
-        sys.stdout.write("\n" + str(comparison))
+        sys.stdout.write("\n" + format_comparison(comparison, bold=sys.stdout.isatty()))
         sys.stdout.flush()
         path = Path(results[0].run.runs_dir or self.o.output.parent / RUNS_FOLDER) / \
             f"{results[0].run.id}_comparison.json"

@@ -303,7 +303,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None,
         configuration=strategy.configuration if strategy is not None else None, question_set=qset.about or None)
     result = build_report(run, loop.results, index_time_s=round(prepared.index_s, 3), group_by=group_by,
-                          relevance=judging.relevance is not None)
+                          relevance=judging.relevance is not None, diagnosed=judging.diagnoser is not None)
     if failure is not None:
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)
