@@ -281,7 +281,7 @@ class BenchmarkRun:
         qset, questions = selected_questions(source, o.limit, o.ids)
         strategies = [s or recorded_strategy(qset) for s in named]
         if o.suite is not None:
-            previous = resume_files(o.resume, [s.name for s in strategies])
+            previous = resume_files(o.resume, strategies)
         elif o.resume and len(strategies) > 1:
             raise InputError("--resume continues one run: give the one --strategy it was run with")
         else:
@@ -402,7 +402,7 @@ class BenchmarkRun:
             grouped=journal.grouped, questions_file=str(o.questions), quick=o.limit == 5 and not o.ids,
             selection={"limit": o.limit, "ids": o.ids,
                        **({"order_check": {"sample": o.order_check, "seed": 0}} if o.order_check else {})},
-            log_file=str(o.log_file) if o.log_file else None)
+            log_file=str(o.log_file) if o.log_file else None, configuration=strategy.configuration)
         with progress:
             result = evaluate(prepared, (qset, questions), k=o.k, judging=judging, settings=self.settings,
                               name=strategy.name, judge_repeats=o.judge_repeats, max_cost_usd=max_cost,

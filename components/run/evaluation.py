@@ -122,6 +122,7 @@ class RunContext:
     quick: bool = False
     selection: dict = field(default_factory=dict)
     log_file: str | None = None
+    configuration: dict | None = None  # --suite: the configuration run (run.configuration)
 
 
 def load_judging(settings: Settings, chunks: Sequence[Chunk], *, rewrites_queries: bool = False,
@@ -301,7 +302,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         resumed_from=context.resumed_from, resumed_rows=len(context.done), journal=context.journal,
         runs_dir=context.runs_dir, selection=context.selection, index=prepared.index_info,
         judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None,
-        configuration=strategy.configuration if strategy is not None else None, question_set=qset.about or None)
+        configuration=context.configuration or (strategy.configuration if strategy is not None else None),
+        question_set=qset.about or None)
     result = build_report(run, loop.results, index_time_s=round(prepared.index_s, 3), group_by=group_by,
                           relevance=judging.relevance is not None, diagnosed=judging.diagnoser is not None)
     if failure is not None:

@@ -234,7 +234,7 @@ def _check_factory(where: str, base: Strategy, params: Mapping[str, Any]) -> Non
     try:
         base.factory(**params)
     except (Exception, SystemExit) as err:  # whatever a factory raises for a value it refuses
-        detail = err if isinstance(err, InputError) else f"{type(err).__name__}: {err}"
+        detail = err if isinstance(err, (InputError, ValueError)) else f"{type(err).__name__}: {err}"
         text = str(detail)
         key = next((k for k, v in params.items() if str(v) in text), None) or \
             next((k for k in params if k in text), None)
@@ -250,10 +250,13 @@ def _factory(make: Callable[..., Retriever], params: Mapping[str, Any], rerank, 
     return factory
 
 
-def resume_files(resume: Path | None, names: Sequence[str]) -> dict[str, tuple[Path, tuple]]:
+def resume_files(resume: Path | None, strategies: Sequence[Strategy]) -> dict[str, tuple[Path, tuple]]:
     """``--resume A[,B...]`` of a suite: each file (a results file or journal of one configuration)
     by the configuration whose name it records, with what :func:`components.run.journal.read_rows`
-    read of it. Raises :class:`InputError` for a file of no configuration, or two of one."""
+    read of it. Raises :class:`InputError` before any work for a file of no configuration, two files
+    of one, or a file whose configuration has changed since (the run checks the rest of what it
+    recorded when it gets to it)."""
+    by_name = {s.name: s for s in strategies}
     out: dict[str, tuple[Path, tuple]] = {}
     for text in (str(resume).split(",") if resume is not None else []):
         if not text.strip():
@@ -261,12 +264,18 @@ def resume_files(resume: Path | None, names: Sequence[str]) -> dict[str, tuple[P
         path = Path(text.strip())
         previous = read_rows(path)
         name = previous[0].get("strategy")
-        if name not in names:
+        if name not in by_name:
             raise InputError(f"--resume {path}: it records the configuration {name!r}, which is not in the suite "
-                             f"({', '.join(names)}): give the files of this suite's configurations")
+                             f"({', '.join(by_name)}): give the files of this suite's configurations")
         if name in out:
             raise InputError(f"--resume: {out[name][0]} and {path} both continue the configuration {name!r}: give "
                              "one file per configuration")
+        recorded = previous[0].get("configuration")
+        if recorded is not None and recorded != by_name[name].configuration:
+            changed = sorted(k for k in {*recorded, *(by_name[name].configuration or {})}
+                             if recorded.get(k) != (by_name[name].configuration or {}).get(k))
+            raise InputError(f"--resume {path}: the suite configuration {name!r} differs ({', '.join(changed)} "
+                             "changed since): run with the configuration as it was, or without --resume")
         out[name] = (path, previous)
     return out
 
