@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,10 +175,11 @@ def _configuration(where: str, i: int, item: object, path: Path, suite: str) -> 
             rerank = load_reranker(reranker)
         except InputError as err:
             raise InputError(f"{where}, key reranker: {err}") from None
-    record = {"suite": suite, "file": str(path), "name": name, "strategy": strategy_name,
-              "chunk_size": chunking.words()["target"], "chunk_overlap": chunking.overlap,
-              "embedding_model": embedding, "reranker": reranker,
-              "parameters": {k: v for k, v in params.items() if k != "embedding_model"}}
+    record = json.loads(json.dumps({  # as the results file will hold it (a YAML date becomes its text)
+        "suite": suite, "file": str(path), "name": name, "strategy": strategy_name,
+        "chunk_size": chunking.words()["target"], "chunk_overlap": chunking.overlap,
+        "embedding_model": embedding, "reranker": reranker,
+        "parameters": {k: v for k, v in params.items() if k != "embedding_model"}}, default=str))
     return Strategy(name, _factory(base.factory, params, rerank, reranker), base.rewrites_queries, chunking, record)
 
 
