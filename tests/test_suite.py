@@ -108,6 +108,11 @@ def test_the_index_cache_key_holds_the_chunking():
     assert len(keys) == 3
     assert cache_key(key_parts("0" * 64, "baseline", BM25Retriever(), Chunking(400))) == \
         cache_key(key_parts("0" * 64, "baseline", BM25Retriever()))  # the default size, however spelled
+    from poc.hybrid import HybridRetriever
+
+    variants = {cache_key(key_parts("0" * 64, "modular-no-llm", HybridRetriever(embedding_model=name)))
+                for name in ("wordllama-256", "wordllama-128", "wordllama-64")}
+    assert len(variants) == 3  # the embedding model is one of the retriever's settings
 
 
 # --------------------------------------------------------------------------- the file
