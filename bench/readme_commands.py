@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ("README.md", "docs/options.md", "docs/results.md", "docs/metrics.md", "docs/compare.md",
          "docs/report.md", "docs/scale.md", "docs/datasets.md", "docs/batches.md", "docs/judge-settings.md",
-         "docs/resume.md")
+         "docs/resume.md", "docs/suites.md")
 MEASURED = "docs/measured.md"
 COPIED = ("benchmark.py", "pyproject.toml", "questions.json", "components", "utils", "poc", "tests", "bench", "docs", "examples")
 # Lines not run from a copy of the project: they install it or run the test suite.

@@ -1,7 +1,9 @@
-"""Dense retrieval with WordLlama's 256-d static embeddings (shipped inside the PyPI wheel).
+"""Dense retrieval with WordLlama's 256-d static embeddings (shipped inside the PyPI wheel), or
+another embedding model by name (:mod:`poc.embeddings`: ``wordllama-128``, ``wordllama-64``,
+``package.module:function``).
 
 ``WordLlama.load()`` with defaults looks in a user cache folder and then tries the network;
-this loads the weights from the installed package, offline, and writes nothing.
+:func:`load_wordllama` loads the weights from the installed package, offline, and writes nothing.
 
 ``save``/``load`` persist the chunk vectors as one float32 ``.npy`` matrix, memory-mapped on load
 (see :mod:`components.run.index_cache`).
@@ -10,23 +12,16 @@ this loads the weights from the installed package, offline, and writes nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from components.core import Chunk, ScoredChunk, top_k
+from poc.embeddings import DEFAULT, WORDLLAMA_DIM, load_wordllama
+from poc.embeddings import embedding_model as embedding_model_named
 
-
-@lru_cache(maxsize=1)
-def load_wordllama():
-    import wordllama
-    from wordllama import WordLlama
-
-    return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
-
-
-DIM = 256  # WordLlama's embedding width used here
+__all__ = ["DenseRetriever", "load_wordllama", "batches"]
+DIM = WORDLLAMA_DIM  # the default model's embedding width
 VECTORS = "vectors.npy"
 BATCH_CHARS = 32_000  # a batch's size x its longest text, in characters
 BATCH_MAX = 256
@@ -55,23 +50,28 @@ def batches(sorted_lengths: Sequence[int], budget: int = BATCH_CHARS,
 
 
 class DenseRetriever:
-    def __init__(self) -> None:
+    def __init__(self, embedding_model: str = DEFAULT) -> None:
+        """``embedding_model``: a name of :func:`poc.embeddings.embedding_model` (``ValueError`` when
+        it is not installed); a public setting, so it is part of the index cache's key."""
+        self.embedding_model = embedding_model
+        self._model = embedding_model_named(embedding_model)
         self._chunks: list[Chunk] = []
-        self._matrix = np.zeros((0, DIM), dtype=np.float32)
+        self._matrix = np.zeros((0, self._model.dim or 0), dtype=np.float32)
 
     def index(self, chunks: Sequence[Chunk]) -> None:
-        self._model = load_wordllama()
         self._chunks = list(chunks)
         # Similar lengths batch together with less padding: same vectors, ~1.5x faster. Each batch's
         # texts are made when it is embedded: at 100k pages all of them at once are most of a gigabyte.
         lengths = [len(c.index_text) for c in self._chunks]
         order = sorted(range(len(lengths)), key=lengths.__getitem__)
-        matrix = np.zeros((len(lengths), DIM), dtype=np.float32)
+        matrix: np.ndarray | None = None
         for start, stop in batches([lengths[i] for i in order], BATCH_CHARS):
             rows = order[start:stop]
-            matrix[rows] = self._model.embed([self._chunks[i].index_text for i in rows], norm=True,
-                                             batch_size=stop - start)
-        self._matrix = matrix
+            vectors = self._model.embed([self._chunks[i].index_text for i in rows], batch_size=stop - start)
+            if matrix is None:
+                matrix = np.zeros((len(lengths), vectors.shape[1]), dtype=np.float32)
+            matrix[rows] = vectors
+        self._matrix = matrix if matrix is not None else np.zeros((0, self._model.dim or 0), dtype=np.float32)
 
     def save(self, folder: Path) -> None:
         """Write the chunk vectors built by :meth:`index` into ``folder`` (created if needed)."""
@@ -84,15 +84,17 @@ class DenseRetriever:
         Raises ``ValueError`` (or ``OSError``) when ``folder`` does not hold such a matrix."""
         chunks = list(chunks)
         matrix = np.load(Path(folder) / VECTORS, mmap_mode="r", allow_pickle=False)
-        if matrix.dtype != np.float32 or matrix.shape != (len(chunks), DIM) or not matrix.flags.c_contiguous:
+        width = self._model.dim or (matrix.shape[1] if matrix.ndim == 2 else -1)
+        if matrix.dtype != np.float32 or matrix.shape != (len(chunks), width) or not matrix.flags.c_contiguous:
             raise ValueError(f"{VECTORS} holds a {matrix.dtype} matrix of shape {matrix.shape}, "
-                             f"expected float32 ({len(chunks)}, {DIM})")
-        self._model = load_wordllama()
+                             f"expected float32 ({len(chunks)}, {width})")
         self._chunks, self._matrix = chunks, np.asarray(matrix)
 
     def scores(self, query: str) -> np.ndarray:
         """Cosine similarity of every indexed chunk to ``query``."""
-        q = self._model.embed([query], norm=True)[0].astype(np.float32)
+        if not self._chunks:
+            return np.zeros(0, dtype=np.float32)
+        q = self._model.embed([query])[0]
         return self._matrix @ q
 
     def retrieve(self, query: str, k: int) -> list[ScoredChunk]:

@@ -15,6 +15,7 @@ import numpy as np
 from components.core import Chunk, ScoredChunk, top_k
 from poc.bm25 import BM25Retriever
 from poc.dense import DenseRetriever
+from poc.embeddings import DEFAULT
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
@@ -23,9 +24,10 @@ def _minmax(x: np.ndarray) -> np.ndarray:
 
 
 class HybridRetriever:
-    def __init__(self, alpha: float = 0.5, pool: int = 50) -> None:
+    def __init__(self, alpha: float = 0.5, pool: int = 50, embedding_model: str = DEFAULT,
+                 k1: float = 1.5, b: float = 0.75) -> None:
         self.alpha, self.pool = alpha, pool
-        self.bm25, self.dense = BM25Retriever(), DenseRetriever()
+        self.bm25, self.dense = BM25Retriever(k1=k1, b=b), DenseRetriever(embedding_model)
         self._chunks: list[Chunk] = []
 
     def index(self, chunks: Sequence[Chunk]) -> None:

@@ -176,7 +176,7 @@ def test_json_is_strict_and_complete():
     c = compare_runs([A, B])
     data = json.loads(json.dumps(c.to_json(), allow_nan=False))
     assert set(data) == {"schema_version", "runs", "common_question_count", "question_ids", "left_out", "warnings",
-                         "metrics", "comparisons", "settings"}
+                         "metrics", "comparisons", "settings", "recommendations"}
     assert data["settings"]["bootstrap"] == {"resamples": 10_000, "seed": S.BOOTSTRAP_SEED, "method": "percentile",
                                              "level": 0.95}
     m = data["comparisons"][0]["metrics"][0]

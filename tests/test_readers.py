@@ -26,7 +26,8 @@ def test_the_built_in_readers_in_the_order_they_are_asked():
     assert found == {"builtin": (CORPUS, "components.readers.builtin"), "beir": (CORPUS, "components.readers.beir"),
                      "markdown": (CORPUS, "components.readers.markdown"),
                      "beir-queries": (QUESTIONS, "components.readers.beir"),
-                     "questions-json": (QUESTIONS, "components.readers.questions_json")}
+                     "questions-json": (QUESTIONS, "components.readers.questions_json"),
+                     "recorded": (QUESTIONS, "components.readers.recorded")}  # asked by name only
 
 
 @pytest.mark.parametrize(("path", "reads", "reader"), [

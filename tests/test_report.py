@@ -229,8 +229,8 @@ def test_render_comparison():
             f"<td class=num>+0.333</td><td class=ci>{ci}</td><td class=num>{mrr['p']:.3f}</td><td class=num>-</td>"
             f"<td class=num>2/0/1</td><td class='verdict muted'>no detectable difference</td></tr>") in section
     assert "<th>avg total</th><td class=num>2</td>" in section and "<td class=num>+2.35</td>" in section
-    means = "<th>MRR</th><td class=num>0.500</td><td class=num>0.833</td><td class=num>0.444</td></tr>"
-    assert means in section  # the reference system's ranks 1, 3, none: MRR 0.444
+    means = "<th>MRR</th><td class=num>0.500</td><td class='num best'><b>0.833</b></td><td class=num>0.444</td></tr>"
+    assert means in section  # the reference system's ranks 1, 3, none: MRR 0.444; the best value in bold
     assert (f"MRR: 3 questions detect a change of about {mrr['mde']:.3f}; you would need about "
             f"{mrr['questions_needed']} questions to detect a 0.05 MRR change.") in section
     assert len(Elements(section).find("details", "changes")) == 2

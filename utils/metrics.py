@@ -352,7 +352,8 @@ class Metric:
     run graded nothing (shown as n/a, not compared). ``requires``: a row field that must have been
     filled for the metric to be part of a run (``chunk_relevance``). ``effect``: the change
     compare's "you would need about N questions" is about, in ``unit``. ``compared`` / ``summary``:
-    shown by default in compare's table / the console summary."""
+    shown by default in compare's table / the console summary. ``lower_is_better``: the best of
+    several runs is the lowest (compare's table and the report highlight the best value)."""
 
     key: str
     label: str
@@ -369,6 +370,7 @@ class Metric:
     requires: str | None = None
     compared: bool = True
     summary: bool = True
+    lower_is_better: bool = False  # the best value of a run is the lowest (highlighted as such)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -570,7 +572,7 @@ def _register_builtin() -> None:
     register_metric(Metric("proxy_irrelevant_rate", "proxy share of chunks rated 0", "proxy", "percent",
                            _relevance(lambda s: 100.0 * sum(1 for x in s if x == 0) / len(s) if s else None), 1, 5.0,
                            "percent of the rated chunks the judge rated irrelevant (0)", pooled=_pooled_share(0),
-                           requires="chunk_relevance", empty=None, compared=False))
+                           requires="chunk_relevance", empty=None, compared=False, lower_is_better=True))
 
 
 _register_builtin()

@@ -16,6 +16,7 @@ import json
 import math
 import numbers
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable
@@ -212,6 +213,19 @@ def _fsync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def safe_name(name: str, fallback: str = "run") -> str:
+    """``name`` as one part of a file name: every run of characters other than ``A-Z a-z 0-9 . _ -``
+    becomes ``-``, with no ``-`` at either end; ``fallback`` when nothing is left (``baseline`` stays
+    ``baseline``, ``my_retriever:make`` gives ``my_retriever-make``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or fallback
+
+
+def sibling_output(output: Path, name: str) -> Path:
+    """The results file of one strategy or configuration ``name`` beside ``output``:
+    ``benchmark_results.json`` → ``benchmark_results.<safe name>.json``."""
+    return output.with_name(f"{output.stem}.{safe_name(name)}{output.suffix}")
 
 
 def resolve_output(output: str | os.PathLike, *, questions_path: str | os.PathLike | None,

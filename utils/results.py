@@ -228,6 +228,10 @@ class RunInfo:
     judge_batch: list[dict] | None = None
     # --max-cost: {spent_usd, calls, refused, overrun_usd, overrun_calls} (components/run/budget.py); null without
     budget: dict | None = None
+    # --suite: the configuration run (suite, file, name, strategy, chunk_size, chunk_overlap,
+    # embedding_model, reranker, parameters); null outside a suite
+    configuration: dict | None = None
+    question_set: dict | None = None  # the question set's own version, name and description (those it gives)
     extra: dict = field(default_factory=dict)  # fields of a file this version does not know, kept
 
     def to_json(self) -> dict:

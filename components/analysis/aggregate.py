@@ -136,10 +136,10 @@ def order_check(rows: Sequence[QuestionResult]) -> dict | None:
 
 
 def build_report(run: RunInfo, rows: Iterable[QuestionResult | Mapping], *, index_time_s: float | None = None,
-                 group_by: Sequence[str] | None = None, relevance: bool = False) -> RunResult:
+                 group_by: Sequence[str] | None = None, relevance: bool = False, diagnosed: bool = True) -> RunResult:
     """The run's :class:`RunResult`: every metric of the registry the run has (see
-    :func:`run_metrics`), their intervals and groups, the counts and the diagnosis counts.
-    Rows without the per-row metric fields get them derived."""
+    :func:`run_metrics`), their intervals and groups, the counts and the diagnosis counts (none
+    when the run was not ``diagnosed``). Rows without the per-row metric fields get them derived."""
     k = run.k
     rows = [with_row_metrics(r, k) for r in rows]
     chosen = run_metrics(rows, relevance)
@@ -152,7 +152,7 @@ def build_report(run: RunInfo, rows: Iterable[QuestionResult | Mapping], *, inde
         groups=group_metrics(rows, k, group_by, [m for m in chosen if m.pooled is None]),
         question_count=len(rows), graded_count=len(graded), ungraded_count=len(rows) - len(graded),
         grade_errors=dict(sorted(errors.items())), avg_latency_ms=M.average(r.latency_ms for r in rows),
-        index_time_s=index_time_s, diagnosis_counts=count_tags(rows),
+        index_time_s=index_time_s, diagnosis_counts=count_tags(rows) if diagnosed else None,
         chunk_relevance_count=sum(1 for r in rows if r.chunk_relevance is not None) if relevance else None,
         judge_consistency=judge_consistency(rows), order_check=order_check(rows),
         quality_bands=quality_bands(metrics, k, ci95))

@@ -49,11 +49,12 @@ from loguru import logger
 
 from components.analysis import statistics as S
 from components.analysis.comparison import (ALPHA, BETTER, NOT_COMPARABLE, POWER, SAME, WORSE, MetricResult,
-                                            PairComparison, QuestionChange, QuestionView, RunSummary)
+                                            PairComparison, QuestionChange, QuestionView, RunSummary, verdict)
 from components.analysis.gate import check_gate
+from components.analysis.recommendations import Recommendations, best_columns, recommend_runs
 from utils import metrics as M
 from utils import trec
-from utils.console import shorten
+from utils.console import escape_control, shorten
 from utils.errors import InputError
 from utils.output import check_output, write_json_atomic
 from utils.results import QuestionResult, RunResult, read_json_file
@@ -79,6 +80,7 @@ class Comparison:
     bootstrap_seed: int = S.BOOTSTRAP_SEED
     permutation_seed: int = S.PERMUTATION_SEED
     shared_ids: dict[str, int] = field(default_factory=dict)  # label → how many of the baseline's question ids it holds
+    recommendations: Recommendations | None = None  # with two runs or more (components/analysis/recommendations.py)
 
     def specs(self) -> list[M.Metric]:
         return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
@@ -110,6 +112,7 @@ class Comparison:
                 "permutation": {"permutations": S.PERMUTATIONS, "seed": self.permutation_seed,
                                 "test": "paired sign-flip, two-sided"},
             },
+            **({"recommendations": self.recommendations.to_json()} if self.recommendations is not None else {}),
         })
 
 
@@ -296,14 +299,6 @@ def _pair_stats(base: list[QuestionView], others: list[list[QuestionView]], spec
     return out
 
 
-def _verdict(delta: float | None, p: float | None, alpha: float = ALPHA) -> str:
-    if p is None or delta is None:
-        return NOT_COMPARABLE
-    if p < alpha:
-        return BETTER if delta > 0 else WORSE if delta < 0 else SAME
-    return SAME
-
-
 def _changes(base: list[QuestionView], other: list[QuestionView]) -> tuple[list[QuestionChange],
                                                                             list[QuestionChange]]:
     """Questions whose total score (then, on a tie or when ungraded, RR) went down / up, largest first."""
@@ -469,13 +464,14 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
             results.append(MetricResult(
                 metric=spec.key, n=r["n"], mean_baseline=r["mean_baseline"], mean_other=r["mean_other"],
                 delta=r["delta"], ci95=r["ci95"], p=r["p"], p_holm=p_holm, wins=r["wins"], ties=r["ties"],
-                losses=r["losses"], verdict=_verdict(r["delta"], p_used, alpha), mde=r["mde"], effect=spec.effect,
+                losses=r["losses"], verdict=verdict(r["delta"], p_used, alpha), mde=r["mde"], effect=spec.effect,
                 questions_needed=r["questions_needed"]))
         worse, better = _changes(views[0], v) if kind == "run" else ([], [])
         comparisons.append(PairComparison(labels[0], label, kind, results, worse, better))
     shared = {label: sum(1 for q in rows[0] if q in r) for label, r in zip(labels[1:], rows[1:])}
+    recommendations = recommend_runs(labels, rows, common, k, comparisons, alpha)
     return Comparison(summaries, common, left_out, warnings, comparisons, k, [s.key for s in specs], alpha, power,
-                      bootstrap_seed, permutation_seed, shared)
+                      bootstrap_seed, permutation_seed, shared, recommendations)
 
 
 # ---- the table ----------------------------------------------------------------------------------
@@ -537,9 +533,10 @@ def _change_lines(title: str, changes: list[QuestionChange], top: int) -> list[s
     return lines
 
 
-def format_comparison(c: Comparison, top: int = 10) -> str:
-    """The console report of a comparison (also usable in other reports): runs, warnings, means,
-    one table and one verdict line per metric for each comparison, the questions that changed."""
+def format_comparison(c: Comparison, top: int = 10, *, bold: bool = False) -> str:
+    """The console report of a comparison (also usable in other reports): runs, warnings, means
+    (the best value of each metric in bold with ``bold``, else marked ``*``), one table and one
+    verdict line per metric for each comparison, the questions that changed, the recommendations."""
     specs = c.specs()
     out = ["Runs (the first is the baseline):"]
     for s in c.runs:
@@ -560,10 +557,15 @@ def format_comparison(c: Comparison, top: int = 10) -> str:
     width = max(8, *(len(label) for label in labels)) + 2
     name_width = max([14, *(len(m.label_at(c.k)) + 1 for m in specs)])
     out += ["", "Means over the compared questions (percent for rates; grade 1-10; total 0-10; the rest 0-1)",
-            f"{'metric':<{name_width}}" + "".join(f"{label:>{width}}" for label in labels)]
+            (f"{'metric':<{name_width}}" + "".join(f"{label:>{width}}" + ("" if bold else " ") for label in labels)).rstrip()]
+    marked = False
     for spec in specs:
-        out.append(f"{spec.label_at(c.k):<{name_width}}" + "".join(f"{_num(s.means.get(spec.key), spec.digits):>{width}}"
-                                                                   for s in c.runs))
+        best = best_columns([s.means.get(spec.key) for s in c.runs], spec.lower_is_better)
+        marked = marked or bool(best)
+        out.append((f"{spec.label_at(c.k):<{name_width}}" + "".join(
+            _cell(_num(s.means.get(spec.key), spec.digits), width, i in best, bold) for i, s in enumerate(c.runs))).rstrip())
+    if marked:
+        out.append("(best value of each metric in bold)" if bold else "(* best value of each metric)")
     by_key = {s.key: s for s in specs}
     for pc in c.comparisons:
         baseline, other = shorten(pc.baseline, 30), shorten(pc.other, 30)
@@ -588,7 +590,16 @@ def format_comparison(c: Comparison, top: int = 10) -> str:
         out += [_verdict_line(by_key[r.metric], r, c.k) for r in pc.metrics]
         out += _change_lines(f"Worse in {other}", pc.worse, top)
         out += _change_lines(f"Better in {other}", pc.better, top)
+    if c.recommendations is not None:
+        out += ["", *(escape_control(line) for line in c.recommendations.lines())]
     return "\n".join(out) + "\n"
+
+
+def _cell(text: str, width: int, best: bool, bold: bool) -> str:
+    """A value of the means table, right-aligned in ``width``: the best in bold (ANSI) or marked ``*``."""
+    if bold:
+        return f"\x1b[1m{text:>{width}}\x1b[0m" if best else f"{text:>{width}}"
+    return f"{text + ('*' if best else ' '):>{width + 1}}"
 
 
 # ---- the command's work (its arguments: components/cli/compare.py) --------------------------------------------------------------------------------
@@ -668,7 +679,7 @@ def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: 
                               metrics=metrics, systems=systems, qrels=judgments)
     for warning in comparison.warnings:
         logger.debug("compare warning: {}", warning)
-    sys.stdout.write(format_comparison(comparison, top=top))
+    sys.stdout.write(format_comparison(comparison, top=top, bold=sys.stdout.isatty()))
     result = comparison.gate(worse=worse, margins=margins, regressions=regressions,
                              min_overlap=min_overlap) if gating else None
     if result is not None:

@@ -12,6 +12,15 @@ POWER = 0.8
 BETTER, WORSE, SAME, NOT_COMPARABLE = "better", "worse", "no detectable difference", "not comparable"
 
 
+def verdict(delta: float | None, p: float | None, alpha: float = ALPHA) -> str:
+    """A metric's verdict from its mean paired delta and (Holm-adjusted) p-value."""
+    if p is None or delta is None:
+        return NOT_COMPARABLE
+    if p < alpha:
+        return BETTER if delta > 0 else WORSE if delta < 0 else SAME
+    return SAME
+
+
 @dataclass(frozen=True)
 class QuestionView:
     """One question of one run, as compare sees it."""

@@ -8,8 +8,10 @@ judge's reasoning and the diagnosis, filterable by diagnosis tag (and by a link:
 ``report.html#tag=wrong_chunk`` filters, ``#open=q_006`` opens that question's row). With several
 runs it begins with their comparison (:func:`render_comparison` of the JSON of
 ``components.analysis.compare.compare_runs``, whose labels then name the runs on the whole page):
-the runs and reference systems, one table per compared pair with its verdicts, the questions that
-got worse and better, and a paired-delta plot of the per-question RR and total-score differences.
+the runs and reference systems, their means (the best value of each metric in bold), the
+recommendations (best quality, fastest, best balance: :mod:`components.analysis.recommendations`),
+one table per compared pair with its verdicts, the questions that got worse and better, and a
+paired-delta plot of the per-question RR and total-score differences.
 
 Inline CSS, inline SVG (matplotlib, imported here only) and a little inline JavaScript (expand,
 filter); no network access, no external file: it opens from disk. Every text from the results is
@@ -34,6 +36,8 @@ from components.analysis.aggregate import GROUP_FIELDS
 from components.analysis.compare import compare_runs, default_labels, question_view
 from components.analysis.comparison import BETTER, WORSE
 from components.analysis.diagnosis import FIXES, HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
+from components.analysis.recommendations import best_columns
+from components.analysis.recommendations import render_html as render_recommendations
 from components.judges.providers import is_proxy_judge
 from utils import metrics as M
 from utils.console import CLAMPED_NOTE, NOTHING_GRADED, clamped_count, escape_control, format_ci, is_number, shorten
@@ -633,10 +637,14 @@ def _means_table(summaries: Sequence[Mapping], metrics: Sequence[Mapping], count
     body = []
     for m in metrics:
         key, digits = m.get("key"), _digits(m)
-        cells = "".join(f"<td class=num>{_h(_fmt((s.get('means') or {}).get(key), digits))}</td>" for s in summaries)
+        values = [(s.get("means") or {}).get(key) for s in summaries]
+        spec = M.METRICS.get(str(key))
+        best = best_columns([v if is_number(v) else None for v in values], bool(spec and spec.lower_is_better))
+        cells = "".join(f"<td class='num best'><b>{_h(_fmt(v, digits))}</b></td>" if i in best
+                        else f"<td class=num>{_h(_fmt(v, digits))}</td>" for i, v in enumerate(values))
         body.append(f"<tr><th>{_h(m.get('label') or key)}</th>{cells}</tr>")
     return (f"<h3>Means over the {_h(count)} compared questions</h3><p class=muted>rates in percent, grade 1-10, "
-            f"total score 0-10, the others 0-1</p><table class='metrics compare'><thead>{head}</thead><tbody>{''.join(body)}"
+            f"total score 0-10, the others 0-1; the best value of each metric in bold</p><table class='metrics compare'><thead>{head}</thead><tbody>{''.join(body)}"
             f"</tbody></table>")
 
 
@@ -739,6 +747,7 @@ def render_comparison(comparison: Mapping, runs: Sequence[RunResult | Mapping] =
         parts.append("<ul class=warnings>" + "".join(f"<li>warning: {_h(w)}</li>" for w in warnings) + "</ul>")
     if summaries and metrics:
         parts.append(_means_table(summaries, metrics, count if count is not None else "-"))
+    parts.append(render_recommendations(comparison.get("recommendations"), _h))
     question_ids = [str(q) for q in comparison.get("question_ids") or []]
     for i, comp in enumerate(c for c in comparison.get("comparisons") or [] if isinstance(c, Mapping)):
         baseline, other = comp.get("baseline"), comp.get("other")
@@ -805,7 +814,7 @@ border-radius:10px;padding:0 7px;margin-left:4px;font-size:11px}.detail{padding:
 background:#f3f4f6;font-size:12px}.ctitle{padding:2px 8px;color:var(--muted);font-size:12px}
 .chunk pre{margin:0;padding:6px 8px;max-height:220px;overflow:auto;white-space:pre-wrap;font-size:12px}
 .badge{background:#e3f1e7;color:var(--good);border-radius:8px;padding:0 6px;font-size:11px}
-.badge.best{background:#fbf0c9;color:#7a5b00}.warnings{color:var(--mid)}
+.badge.best{background:#fbf0c9;color:#7a5b00}td.best{background:#eef7ee}.warnings{color:var(--mid)}
 .badge.ref{background:#e8e4f3;color:#4b3b8a}tr.ref td,th.ref{color:#4b3b8a}.pair{margin:18px 0 8px}
 .pair.ref{border-left:3px solid #b9afd9;padding-left:12px}td.verdict{font-weight:600}td.verdict.muted{font-weight:400}
 .power{color:var(--muted);font-size:12px;margin:6px 0}details.changes{margin:8px 0}

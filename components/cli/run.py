@@ -69,8 +69,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _add_input_arguments(p: argparse.ArgumentParser) -> None:
     """What runs on what: the strategies, the questions selected, k, the questions and corpus files."""
     p.add_argument("--strategy", default="modular-no-llm",
-                   help="registered strategy (baseline, modular-no-llm, modular) or package.module:factory; "
+                   help="registered strategy (baseline, modular-no-llm, modular), package.module:factory, or "
+                        "recorded (grade the items each question recorded as retrieved, no retriever run); "
                         "several, comma-separated, run in turn on the same questions and judge, and are compared (default: %(default)s)")
+    p.add_argument("--suite", metavar="FILE[:NAME]",
+                   help="run every configuration of a YAML suite (strategy, chunk_size, chunk_overlap, "
+                        "embedding_model, reranker, strategy parameters) in turn on the same questions, then compare "
+                        "them; NAME may be left out when FILE holds one suite (examples/suites/)")
     p.add_argument("--quick", action="store_true", help="only the first 5 questions (= --limit 5)")
     p.add_argument("--limit", type=positive_int, help="only the first N questions")
     p.add_argument("--ids", help="only these question ids, comma-separated")
@@ -106,7 +111,7 @@ def _add_judging_arguments(p: argparse.ArgumentParser) -> None:
 
 def header_details(args: argparse.Namespace) -> dict[str, object]:
     """What the log file's header says the run works on."""
-    return {"strategy": args.strategy, "corpus": args.corpus or "built-in",
+    return {"strategy": f"suite {args.suite}" if args.suite else args.strategy, "corpus": args.corpus or "built-in",
             "questions": args.questions or default_questions()}
 
 
@@ -115,8 +120,10 @@ def apply_resume_defaults(args: argparse.Namespace, env: dict[str, str]) -> None
     in ``env`` are taken from what FILE recorded (:func:`components.run.benchmark_run.recorded_defaults`);
     ``args`` and ``env`` are updated."""
     from components.run.benchmark_run import recorded_defaults
+    from components.run.suite import first_resume_file
 
-    defaults = recorded_defaults(args.resume, {a.split("=", 1)[0] for a in args.argv if a.startswith("--")}, env)
+    given = {a.split("=", 1)[0] for a in args.argv if a.startswith("--")} | ({"--strategy"} if args.suite else set())
+    defaults = recorded_defaults(first_resume_file(args.resume) if args.suite else args.resume, given, env)
     for name, value in defaults.options.items():
         setattr(args, name, value)
     env.update(defaults.env)
@@ -127,6 +134,7 @@ def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None,
     an exception that wraps the guard's interrupt becomes a :class:`KeyboardInterrupt`."""
     from components.judges.settings import Settings
 
+    suite = _suite(args)  # checked whole before any work
     if args.resume is not None:
         apply_resume_defaults(args, env)
     settings = Settings.from_env(env)
@@ -135,7 +143,7 @@ def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None,
     args.output = resolve_output(args.output, questions_path=args.questions, corpus_dir=args.corpus)
     with guard:
         try:
-            return _execute(args, settings, log_path, guard, state)
+            return _execute(args, settings, log_path, guard, state, suite)
         except (OSError, ResultsWriteError):
             raise  # a failed write stays one, signal or not
         except Exception as err:
@@ -147,7 +155,18 @@ def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None,
             raise KeyboardInterrupt(guard.received) from err
 
 
-def run_options(args: argparse.Namespace, settings, log_path: Path | None):
+def _suite(args: argparse.Namespace):
+    """``--suite``'s :class:`components.run.suite.Suite`, or None; it names the strategies itself."""
+    if not args.suite:
+        return None
+    if any(a == "--strategy" or a.startswith("--strategy=") for a in args.argv):
+        raise InputError("--suite names the strategy of each configuration: drop --strategy")
+    from components.run.suite import load_suite
+
+    return load_suite(args.suite)
+
+
+def run_options(args: argparse.Namespace, settings, log_path: Path | None, suite=None):
     """The :class:`components.run.benchmark_run.RunOptions` of the parsed arguments (raises
     :class:`InputError` for a bad ``--targets``)."""
     from components.analysis.targets import parse_targets
@@ -166,13 +185,13 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None):
         judge_batch=args.judge_batch, concurrency=args.concurrency,
         order_check=(args.order_check_sample or True) if args.order_check else None, log_file=log_path,
         argv=list(args.argv), estimate=args.estimate, retrieval_timeout=args.retrieval_timeout or None,
-        targets=parse_targets(args.targets, args.k) if args.targets else [])
+        targets=parse_targets(args.targets, args.k) if args.targets else [], suite=suite)
 
 
-def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: SignalGuard, state) -> int:
+def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: SignalGuard, state, suite) -> int:
     from components.run.benchmark_run import BenchmarkRun
 
-    runner = BenchmarkRun(run_options(args, settings, log_path), settings,
+    runner = BenchmarkRun(run_options(args, settings, log_path, suite), settings,
                           should_stop=lambda: guard.received is not None, deferred_signals=guard.deferred, state=state)
     results = runner.execute()
     if guard.received:

@@ -4,8 +4,14 @@ A document is cut into sections at h1-h4 headings (``#`` lines inside fenced cod
 headings). Sections shorter than ``min_words`` are merged with the next section of the same
 document (the last with the previous) when the result stays within ``max_words``. Each section's
 paragraphs are then packed into pieces of about ``target`` words (a piece is closed when the next
-paragraph would take it past ``target``); a paragraph longer than ``max_words`` is split. Every chunk's
-indexed text is prefixed with the document title and its heading path.
+paragraph would take it past ``target``); a paragraph longer than ``max_words`` is split. With an
+overlap of N words, each piece after the first of a section starts with the last N words of the piece
+before it. Every chunk's indexed text is prefixed with the document title and its heading path.
+
+:class:`Chunking` names these sizes by one number, as a suite configuration gives them
+(``chunk_size``, ``chunk_overlap``): the default is the module's ``TARGET_WORDS`` /
+``MAX_WORDS`` / ``MIN_WORDS``; a size N packs N words, splits paragraphs longer than 2N and merges
+sections shorter than N/8.
 
 The harness chunks the corpus before it calls a retriever's ``index(chunks)``.
 
@@ -56,6 +62,36 @@ def _strip_anchor(heading: str) -> str:
         return heading
     start = heading.find("{#", heading.rfind("}", 0, close) + 1, close)
     return heading if start < 0 else heading[:start].rstrip()
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """The chunker's parameters: ``size`` words per chunk (None: the module's defaults) and
+    ``overlap`` words repeated from the end of the previous chunk of the same section."""
+
+    size: int | None = None
+    overlap: int = 0
+
+    def __post_init__(self) -> None:
+        if self.size is not None and (isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1):
+            raise ValueError(f"chunk size {self.size!r} is not a whole number of words, 1 or more")
+        if isinstance(self.overlap, bool) or not isinstance(self.overlap, int) or self.overlap < 0:
+            raise ValueError(f"chunk overlap {self.overlap!r} is not a whole number of words, 0 or more")
+        if self.overlap >= self.words()["target"]:
+            raise ValueError(f"chunk overlap {self.overlap} is not smaller than the chunk size "
+                             f"{self.words()['target']}")
+
+    def words(self) -> dict[str, int]:
+        """``{"target", "max_words", "min_words"}``: the sizes :func:`chunk_document` takes."""
+        if self.size is None:
+            return {"target": TARGET_WORDS, "max_words": MAX_WORDS, "min_words": MIN_WORDS}
+        return {"target": self.size, "max_words": 2 * self.size, "min_words": self.size // 8}
+
+    def to_json(self) -> dict[str, int]:
+        """What the index cache's key records of it."""
+        sizes = self.words()
+        return {"target_words": sizes["target"], "max_words": sizes["max_words"], "min_words": sizes["min_words"],
+                "overlap_words": self.overlap}
 
 
 @dataclass
@@ -177,12 +213,29 @@ def _merge_small(sections: list[_Piece], min_words: int, max_words: int) -> list
     return out
 
 
-def chunk_document(doc: Document, *, target: int = TARGET_WORDS, max_words: int = MAX_WORDS,
-                   min_words: int = MIN_WORDS) -> list[Chunk]:
+def _overlapped(pieces: list[_Piece], overlap: int) -> list[_Piece]:
+    """Each piece after the first of a section, led by the last ``overlap`` words of the one before."""
+    if overlap <= 0:
+        return pieces
+    out = pieces[:1]
+    for before, piece in zip(pieces, pieces[1:]):
+        tail = " ".join(" ".join(before.paragraphs).split()[-overlap:])
+        out.append(_Piece(piece.path, [tail, *piece.paragraphs], piece.words + len(tail.split())))
+    return out
+
+
+def chunk_document(doc: Document, *, target: int | None = None, max_words: int | None = None,
+                   min_words: int | None = None, overlap: int = 0) -> list[Chunk]:
+    """The chunks of ``doc``; the sizes default to the module's ``TARGET_WORDS``, ``MAX_WORDS`` and
+    ``MIN_WORDS`` (read when called)."""
+    target = TARGET_WORDS if target is None else target
+    max_words = MAX_WORDS if max_words is None else max_words
+    min_words = MIN_WORDS if min_words is None else min_words
     sections = [_Piece(path, paragraphs, sum(len(p.split()) for p in paragraphs))
                 for path, paragraphs in _sections(doc.text)]
     sections = _merge_small([s for s in sections if s.words], min_words, max_words)
-    pieces = [piece for sec in sections for piece in _pack(sec.path, sec.paragraphs, target, max_words)]
+    pieces = [piece for sec in sections
+              for piece in _overlapped(_pack(sec.path, sec.paragraphs, target, max_words), overlap)]
     if not pieces:  # an empty body still yields one title-only chunk
         pieces = [_Piece((), [], 0)]
     return [
@@ -192,5 +245,7 @@ def chunk_document(doc: Document, *, target: int = TARGET_WORDS, max_words: int 
     ]
 
 
-def chunk_corpus(documents: list[Document], **sizes: int) -> list[Chunk]:
-    return [chunk for doc in documents for chunk in chunk_document(doc, **sizes)]
+def chunk_corpus(documents: list[Document], chunking: Chunking | None = None) -> list[Chunk]:
+    """Every document's chunks, in order (``chunking`` None: the defaults)."""
+    chunking = chunking or Chunking()
+    return [chunk for doc in documents for chunk in chunk_document(doc, **chunking.words(), overlap=chunking.overlap)]

@@ -34,6 +34,7 @@ class QuestionSet:
     questions: list[Question]
     document: object = field(default=None, repr=False, compare=False)  # the file's JSON as parsed
     qrels: str | None = None  # BEIR queries: the qrels file their needles came from
+    about: dict = field(default_factory=dict, compare=False)  # the set's own version, name, description (those given)
 
 
 def check_needles(questions: QuestionSet, corpus_ids: set[str], corpus_source: str) -> None:

@@ -5,16 +5,19 @@ test: its module ``poc.strategies`` registers them with :func:`register_strategy
 imports that module by its name (``importlib``) the first time it is asked, so the harness holds no
 static import of the pipeline it measures. A plug-in registers its own strategy the same way; a
 user's own retriever also loads with ``package.module:factory`` (``factory()`` returns an object
-with ``index`` and ``retrieve``), imported by that name.
+with ``index`` and ``retrieve``), imported by that name. A factory may take keyword parameters (a
+suite configuration passes them: :mod:`components.run.suite`).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from components.core.chunking import Chunking
 from components.core.retriever import Retriever
 from utils.console import escape_control
 from utils.errors import InputError
@@ -26,11 +29,15 @@ BUILTIN_MODULES = ("poc.strategies",)  # imported by name: their import register
 @dataclass(frozen=True)
 class Strategy:
     """A named retrieval strategy: ``factory()`` returns a fresh retriever; ``rewrites_queries``
-    says the benchmark loop rewrites each question with an LLM (Claude Haiku) before retrieving."""
+    says the benchmark loop rewrites each question with an LLM (Claude Haiku) before retrieving;
+    ``chunking``, the chunker's sizes for its index; ``configuration``, what a suite configuration
+    set (recorded in the results as ``run.configuration``; None outside a suite)."""
 
     name: str
     factory: StrategyFactory
     rewrites_queries: bool = False
+    chunking: Chunking = Chunking()
+    configuration: dict | None = field(default=None, compare=False)
 
 
 _REGISTRY: dict[str, Strategy] = {}
@@ -73,8 +80,9 @@ def resolve_strategy(name: str) -> Strategy:
         raise InputError(f"strategy {name!r}: {module_name} has no callable {attr!r}: "
                          "name a function that returns a retriever")
 
-    def user_factory(**_: object) -> Retriever:
-        retriever = factory()
+    @functools.wraps(factory)  # its signature is the factory's: a suite checks its parameters against it
+    def user_factory(**params: object) -> Retriever:
+        retriever = factory(**params)
         if not isinstance(retriever, Retriever):
             raise InputError(f"strategy {name!r}: {attr}() returned {type(retriever).__name__}, which lacks "
                              "index(chunks) and retrieve(query, k): implement components.core.Retriever")

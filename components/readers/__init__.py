@@ -17,6 +17,9 @@ reader claims, so its messages say what is wrong with the path:
 * questions: ``beir-queries`` (a BEIR folder or ``queries.jsonl`` with its qrels),
   ``questions-json`` (the questions JSON file, or ``-`` for standard input).
 
+A reader may also be asked by its name only (its ``detect`` says no to every path): ``recorded``, a
+questions JSON file whose questions carry what their system retrieved, read for ``--strategy recorded``.
+
 A new input format is one module that calls :func:`register_reader`, plus its tests.
 """
 
@@ -35,7 +38,7 @@ QUESTIONS = "questions"
 # The built-in readers' modules, in the order they are asked (their import registers them).
 BUILTIN = {"builtin": "components.readers.builtin", "beir": "components.readers.beir",
            "markdown": "components.readers.markdown", "beir-queries": "components.readers.beir",
-           "questions-json": "components.readers.questions_json"}
+           "questions-json": "components.readers.questions_json", "recorded": "components.readers.recorded"}
 _REGISTRY: dict[str, Reader] = {}
 
 
@@ -90,7 +93,10 @@ def load_corpus(path: str | Path | None) -> Corpus:
     return reader_for(path, CORPUS).load(Path(path) if path is not None else None)
 
 
-def load_questions(path: str | Path, *, qrels: str | Path | None = None, split: str | None = None) -> QuestionSet:
-    """The questions at ``path`` (``-``: standard input), read by their reader; ``qrels`` and ``split``
-    name the relevance judgments of formats that keep them apart (BEIR). Raises :class:`InputError`."""
-    return reader_for(path, QUESTIONS).load(path, qrels=qrels, split=split)
+def load_questions(path: str | Path, *, qrels: str | Path | None = None, split: str | None = None,
+                   reader: str | None = None) -> QuestionSet:
+    """The questions at ``path`` (``-``: standard input), read by their reader (``reader``: the one of
+    that name); ``qrels`` and ``split`` name the relevance judgments of formats that keep them apart
+    (BEIR). Raises :class:`InputError`."""
+    chosen = readers()[reader] if reader is not None else reader_for(path, QUESTIONS)
+    return chosen.load(path, qrels=qrels, split=split)

@@ -1,7 +1,8 @@
 """The ``questions-json`` reader: questions files, loaded and validated before anything is retrieved or graded.
 
 Accepted shapes: ``{"needle_doc_id": ..., "questions": [...]}`` (the top-level needle applies to
-questions that name none) or a bare list. Per question: ``id``, ``question``, optional
+questions that name none; ``version``, ``name`` and ``description`` there describe the set and are
+recorded in the results' ``run.question_set``) or a bare list. Per question: ``id``, ``question``, optional
 ``expected_answer``, and the needle as ``needle_doc_id``, ``doc_id`` or ``needle_doc_ids`` (a list).
 Unknown fields are kept in ``extra`` (``category``, ``difficulty``, ``reference_ranks`` ... are
 metadata); those that look like a known field (``answer`` for ``expected_answer``, ``needle`` for
@@ -43,6 +44,7 @@ from components.readers import QUESTIONS, Reader, register_reader
 from utils.errors import InputError
 from utils.lines import file_kind
 
+ABOUT_FIELDS = ("version", "name", "description")  # the set's own, at the top level: recorded in run.question_set
 _KNOWN = {"id", "question", "expected_answer", "needle_doc_id", "doc_id", "needle_doc_ids", "needles"}
 MAX_QUESTIONS_BYTES = 50_000_000  # 50 MB: the Kubernetes sets are 10-30 kB
 MAX_QUESTION_DEPTH = 32  # levels of objects/lists in one question, itself included
@@ -317,7 +319,23 @@ def parse_questions(data: bytes, name: str) -> QuestionSet:
             raise InputError(f"{name}: question #{i + 1} repeats id {q.id!r} (first used by question "
                              f"#{seen[q.id] + 1}): give every question a unique id")
         seen[q.id] = i
-    return QuestionSet(path=name, sha256=hashlib.sha256(data).hexdigest(), questions=questions, document=doc)
+    return QuestionSet(path=name, sha256=hashlib.sha256(data).hexdigest(), questions=questions, document=doc,
+                       about=_about(name, doc))
+
+
+def _about(name: str, doc: object) -> dict:
+    """The set's ``version`` (a whole number or a text), ``name`` and ``description`` (texts), those
+    its top-level object gives: the run records them."""
+    if not isinstance(doc, dict):
+        return {}
+    about = {key: doc[key] for key in ABOUT_FIELDS if doc.get(key) is not None}
+    version = about.get("version")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, (int, str))):
+        raise InputError(f"{name}: \"version\" is a {type(version).__name__}: make it a whole number or a text")
+    for key in ("name", "description"):
+        if key in about and not isinstance(about[key], str):
+            raise InputError(f"{name}: \"{key}\" is a {type(about[key]).__name__}, not a text: make it a text")
+    return about
 
 
 READER = register_reader(Reader("questions-json", QUESTIONS, lambda path: True, load_questions))

@@ -448,7 +448,7 @@ class BenchmarkLoop:
             hit_at_5=rank is not None and rank <= 5, llm_grade=grade, llm_reasoning=g.reasoning,
             grade_error=internal_error or g.error, grade_clamped_from=g.clamped_from, llm_raw_reply=g.raw,
             prompt_variant=g.prompt_variant,
-            total_score=total, latency_ms=round(p.latency_ms, 3), grading_latency_ms=round(g.latency_ms, 3),
+            total_score=total, latency_ms=p.latency_ms, grading_latency_ms=round(g.latency_ms, 3),
             retrieved=[RetrievedItem(rank=j, doc_id=s.chunk.doc_id, chunk_id=s.chunk.chunk_id,
                                      score=None if s.score is None else round(s.score, 6),
                                      title=getattr(s.chunk, "title", None),

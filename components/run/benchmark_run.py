@@ -14,13 +14,17 @@ module adds what only a command line has — the journal, the console, signals, 
 3. With several strategies, compare them (``components.analysis.compare``) and write one
    results file per strategy beside ``--output`` as well.
 
+A suite (``--suite``, :mod:`components.run.suite`) is several strategies made of its configurations
+(each with its own chunking): the same steps, with one ``--max-cost`` budget for them all and
+``--resume`` taking one file per configuration. ``--strategy recorded`` grades the question set's
+recorded retrievals (:mod:`components.run.recorded`).
+
 :class:`RunState` tells the edge, whatever happens, which journal holds the work and the command
 that continues it. Exit statuses are mapped to exit codes by the command line (:mod:`components.cli`).
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -42,19 +46,22 @@ from components.readers import load_questions
 from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
 from components.run.journal import Journal, read_rows
 from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
+from components.run.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
+from components.run.suite import resume_files
 from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
 from utils.console import Progress, escape_control, question_line, summary_table
 from utils.errors import InputError
 from utils.metrics import METRICS
-from utils.output import check_writable, write_json_atomic
+from utils.output import check_writable, safe_name, sibling_output, write_json_atomic
 from utils.results import QuestionResult, RunResult
 
 RUNS_FOLDER = "runs"
 # The fields --resume must find unchanged: (identity key, what the user changes to fix it).
 RESUME_FIELDS = (("questions_sha256", "questions file"), ("corpus_sha256", "corpus"),
                  ("strategy", "--strategy"), ("k", "--k"), ("judge_model", "judge model"),
-                 ("prompt_sha256", "grading prompt"), ("relevance_prompt_sha256", "chunk-relevance prompt"))
+                 ("prompt_sha256", "grading prompt"), ("relevance_prompt_sha256", "chunk-relevance prompt"),
+                 ("configuration", "suite configuration"))
 LEGEND = "legend: R3 ~ = needle at rank 3 (✓ rank 1, ✗ not retrieved); G8 = grade 8; T6.8 = total score (✓ ≥ 7)"
 
 
@@ -82,6 +89,7 @@ class RunOptions:
     estimate: bool = False  # --estimate: print what the run would cost, grade nothing (components/run/estimate.py)
     targets: list = field(default_factory=list)  # --targets (components.analysis.targets.Target), checked after the run
     retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S  # --retrieval-timeout; None: no deadline
+    suite: Any = None  # --suite: a components.run.suite.Suite, whose configurations run instead of the strategies
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -99,7 +107,7 @@ class RunState:
 def new_run_id(strategy: str, runs_dir: Path) -> str:
     """``<UTC time>_<strategy>``, made unique in ``runs_dir`` (never overwrite a run)."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    base = f"{stamp}_{re.sub(r'[^A-Za-z0-9._-]+', '-', strategy).strip('-') or 'strategy'}"
+    base = f"{stamp}_{safe_name(strategy, 'strategy')}"
     run_id, n = base, 1
     while (runs_dir / f"{run_id}.json").exists() or (runs_dir / f"{run_id}.journal.jsonl").exists():
         n += 1
@@ -129,7 +137,7 @@ def identity_of(run: dict) -> dict:
             "questions_file": run.get("questions_file"), "qrels_file": run.get("qrels_file"),
             "corpus": corpus.get("source"),
             "judge_provider": judge.get("provider"), "repeats": judge.get("repeats"),
-            "selection": run.get("selection") or {}}
+            "selection": run.get("selection") or {}, "configuration": run.get("configuration")}
 
 
 def _check_resume(identity: dict, previous: dict, path: Path) -> None:
@@ -250,6 +258,7 @@ class BenchmarkRun:
         self.should_stop = should_stop
         self.deferred_signals = deferred_signals  # a context manager factory: signals wait while writing
         self.secrets = settings.secrets  # every provider's secrets (components.judges.providers.secrets_in)
+        self._suite_written: list[Path] = []  # a suite's configurations written so far (their runs/ files)
 
     # ------------------------------------------------------------------ start-up checks
 
@@ -264,13 +273,22 @@ class BenchmarkRun:
         if o.judge_batch and o.concurrency > 1:
             raise InputError("--concurrency does not apply to --judge-batch (the batch API grades in parallel "
                              "itself): run without one of them")
-        strategies = [resolve_strategy(name) for name in o.strategies]
-        source = o.questions if o.qrels is None and o.split is None else \
-            load_questions(o.questions, qrels=o.qrels, split=o.split)
+        named = o.suite.strategies if o.suite is not None else \
+            [None if name == RECORDED else resolve_strategy(name) for name in o.strategies]  # None: recorded
+        recorded = None in named
+        if recorded and len(named) > 1 and o.corpus is None:
+            raise InputError("--strategy recorded without --corpus grades the recorded items alone: give --corpus to "
+                             "run other strategies beside it")
+        source = o.questions if o.qrels is None and o.split is None and not recorded else \
+            load_questions(o.questions, qrels=o.qrels, split=o.split, reader=RECORDED if recorded else None)
         qset, questions = selected_questions(source, o.limit, o.ids)
-        previous = read_rows(o.resume) if o.resume else None
-        if previous is not None and len(strategies) > 1:
+        strategies = [s or recorded_strategy(qset) for s in named]
+        if o.suite is not None:
+            previous = resume_files(o.resume, strategies)
+        elif o.resume and len(strategies) > 1:
             raise InputError("--resume continues one run: give the one --strategy it was run with")
+        else:
+            previous = {strategies[0].name: (o.resume, read_rows(o.resume))} if o.resume else {}
         setup = check_models(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
         if o.max_cost_usd is not None:  # a budget that cannot pay for one call is refused before any work
             check_budget(o.max_cost_usd, setup, rewrites=any(s.rewrites_queries for s in strategies))
@@ -283,7 +301,7 @@ class BenchmarkRun:
         logger.info("{}", setup.console_line(self.settings))
         labels = unique_labels([s.name for s in strategies])
         results: list[RunResult] = []
-        judging = None
+        judging, judged = None, None
         for strategy, label in zip(strategies, labels, strict=True):
             if self.should_stop():
                 raise KeyboardInterrupt("stop requested")
@@ -291,25 +309,36 @@ class BenchmarkRun:
             logger.info("Corpus {}: {} documents, {} chunks (loaded+chunked in {:.2f}s, indexed in {:.2f}s; index cache "
                         "{})", prepared.source, prepared.documents, len(prepared.chunks), prepared.load_s,
                         prepared.index_s, prepared.cache)
-            if judging is None:  # one judge and one diagnoser for every strategy: the chunks are the same
-                judging = Judging.build(self.settings, setup, prepared.chunks, self.o.chunk_relevance)
+            if judged != (prepared.sha256, strategy.chunking):  # one judge and diagnoser per set of chunks
+                judging, judged = Judging.build(self.settings, setup, prepared.chunks, self.o.chunk_relevance,
+                                                diagnose=prepared.source != RECORDED_SOURCE), \
+                    (prepared.sha256, strategy.chunking)
+            resume = previous.get(label)
             if self.o.estimate:
-                sys.stdout.write(self._estimate(strategy, label, prepared, judging, questions, previous).table())
+                sys.stdout.write(self._estimate(strategy, label, prepared, judging, questions, resume).table())
                 sys.stdout.flush()
                 continue
-            results.append(self._run_strategy(strategy, label, prepared, judging, qset, questions, previous,
-                                              several=len(strategies) > 1))
-            if results[-1].run.status == "interrupted":
-                break
+            results.append(self._run_strategy(strategy, label, prepared, judging, qset, questions, resume,
+                                              several=len(strategies) > 1, max_cost=self._budget_left(results)))
+            if results[-1].run.status == "interrupted" or \
+                    (self.o.suite is not None and results[-1].run.status == "budget_exhausted"):
+                break  # a suite's one budget is spent: the configurations left would grade nothing
         if len(results) > 1 and results[-1].run.status != "interrupted":
             self._compare(results, labels[:len(results)])
         return results
 
+    def _budget_left(self, results: list[RunResult]) -> float | None:
+        """``--max-cost`` for the next strategy: the whole budget, or in a suite what the
+        configurations run so far left of it (one budget for the suite)."""
+        if self.o.max_cost_usd is None or self.o.suite is None:
+            return self.o.max_cost_usd
+        return max(0.0, self.o.max_cost_usd - sum(r.run.cost_usd or 0.0 for r in results))
+
     def _compare(self, results: list[RunResult], labels: list[str]) -> None:
-        from components.analysis.compare import compare_runs
+        from components.analysis.compare import compare_runs, format_comparison
 
         comparison = compare_runs(results, labels)
-        sys.stdout.write("\n" + str(comparison))
+        sys.stdout.write("\n" + format_comparison(comparison, bold=sys.stdout.isatty()))
         sys.stdout.flush()
         path = Path(results[0].run.runs_dir or self.o.output.parent / RUNS_FOLDER) / \
             f"{results[0].run.id}_comparison.json"
@@ -321,7 +350,7 @@ class BenchmarkRun:
         """Load, chunk and index through the index cache; the needles are checked before anything
         is chunked. Progress is drawn on a terminal while it takes more than 2 s."""
         with Progress("indexing", None, sys.stderr, delay=2.0) as bar, bar.heartbeat():
-            prepared, _ = prepare(strategy, self.o.corpus, cache_dir=self.o.cache_dir,
+            prepared, _ = prepare(source_for(strategy, qset, self.o.corpus), self.o.corpus, cache_dir=self.o.cache_dir,
                                   check_ids=lambda ids, source: check_needles(qset, ids, source))
         return prepared
 
@@ -331,17 +360,18 @@ class BenchmarkRun:
         from components.run.estimate import estimate
         from components.run.evaluation import order_check_sample
 
-        kept = {qid for qid, row in previous[1].items() if row.llm_grade is not None} if previous else set()
+        kept = {qid for qid, row in previous[1][1].items() if row.llm_grade is not None} if previous else set()
         todo = [q for q in questions if q.id not in kept]
         return estimate(prepared.retriever, todo, self.o.k, judging.setup, strategy=label,
                         repeats=self.o.judge_repeats, order_check=order_check_sample(questions, self.o.order_check),
                         relevance=judging.relevance is not None, rewrites=strategy.rewrites_queries)
 
     def _run_strategy(self, strategy: Strategy, label: str, prepared, judging: Judging, qset: QuestionSet,
-                      questions: list, previous, *, several: bool) -> RunResult:
+                      questions: list, previous, *, several: bool, max_cost: float | None) -> RunResult:
+        """``previous``: ``(--resume file, what it holds)`` of this strategy, or None."""
         o = self.o
-        if o.max_cost_usd is not None and judging.setup.calls_models:  # before the first judge call
-            self._check_budget(strategy, label, prepared, judging, questions, previous)
+        if max_cost is not None and judging.setup.calls_models:  # before the first judge call
+            self._check_budget(strategy, label, prepared, judging, questions, previous, max_cost)
         runs_dir = o.output.parent / RUNS_FOLDER
         runs_dir.mkdir(parents=True, exist_ok=True)
         run_id = new_run_id(label, runs_dir)
@@ -351,12 +381,13 @@ class BenchmarkRun:
                     "relevance_prompt_sha256": RELEVANCE_PROMPT_SHA256 if judging.relevance is not None else None,
                     "questions_file": qset.path, "qrels_file": qset.qrels, "corpus": prepared.source,
                     "judge_provider": judging.setup.judge_provider.name,
-                    "repeats": o.judge_repeats, "selection": {"limit": o.limit, "ids": o.ids}}
+                    "repeats": o.judge_repeats, "selection": {"limit": o.limit, "ids": o.ids},
+                    "configuration": strategy.configuration}
         done, previous_batches = self._resumed(identity, previous, questions)
         journal_path = runs_dir / f"{run_id}.journal.jsonl"
         journal = Journal(journal_path, identity, self.secrets)
         self.state.journal = journal_path
-        self.state.continue_command = _continue_command(o.argv, journal_path)
+        self.state.continue_command = _continue_command(o.argv, self._resume_list(journal_path))
         if several:
             sys.stdout.write(f"== {label} ==\n")
             sys.stdout.flush()
@@ -368,14 +399,14 @@ class BenchmarkRun:
                                schedule=PollSchedule(max_s=self.settings.batch_poll_max_s))
         context = RunContext(
             id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir), done=done,
-            resumed_from=str(o.resume) if o.resume else None, batch=batch, previous_batches=previous_batches,
+            resumed_from=str(previous[0]) if previous else None, batch=batch, previous_batches=previous_batches,
             grouped=journal.grouped, questions_file=str(o.questions), quick=o.limit == 5 and not o.ids,
             selection={"limit": o.limit, "ids": o.ids,
                        **({"order_check": {"sample": o.order_check, "seed": 0}} if o.order_check else {})},
-            log_file=str(o.log_file) if o.log_file else None)
+            log_file=str(o.log_file) if o.log_file else None, configuration=strategy.configuration)
         with progress:
             result = evaluate(prepared, (qset, questions), k=o.k, judging=judging, settings=self.settings,
-                              name=strategy.name, judge_repeats=o.judge_repeats, max_cost_usd=o.max_cost_usd,
+                              name=strategy.name, judge_repeats=o.judge_repeats, max_cost_usd=max_cost,
                               group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
                               concurrency=o.concurrency, order_check=o.order_check,
                               retrieval_timeout=o.retrieval_timeout, on_row=_row_printer(progress),
@@ -388,12 +419,12 @@ class BenchmarkRun:
         finished = len(result.rows)
         if batch is not None and not batch.all_records:  # no batch to record: rows not submitted are no work
             finished = sum(1 for r in result.rows if batch_finished(r))
-        extra = [o.output.with_name(f"{o.output.stem}.{label}{o.output.suffix}")] if several else []
+        extra = [sibling_output(o.output, label)] if several else []
         self._write(result, runs_dir / f"{run_id}.json", journal, n_rows=finished, extra=extra)
         return result
 
     def _check_budget(self, strategy: Strategy, label: str, prepared, judging: Judging, questions: list,
-                      previous) -> None:
+                      previous, max_cost: float) -> None:
         """With ``--max-cost``: the run's estimated cost, said before the first judge call (a warning
         when the budget will not grade every question; the budget still stops grading when it is spent)."""
         from components.run.budget import worst_usd
@@ -404,12 +435,12 @@ class BenchmarkRun:
         setup = judging.setup
         reserve = worst_usd(setup.judge_provider.model(setup.judge),
                             sum(r.input_tokens for r in est.roles) // calls) if calls else None
-        warning = over_budget(est, self.o.max_cost_usd, reserve)
+        warning = over_budget(est, max_cost, reserve)
         if warning:
             logger.warning("{}", warning)
         else:
             cost = "unknown (a model without a price)" if est.usd is None else f"${est.usd:.4f}"
-            logger.info("Estimated cost of this run: {} (--max-cost ${:g})", cost, self.o.max_cost_usd)
+            logger.info("Estimated cost of this run: {} (--max-cost ${:g})", cost, max_cost)
 
     def _resumed(self, identity: dict, previous, questions: list) -> tuple[dict[str, QuestionResult], list]:
         """With ``--resume``: the rows kept (the graded ones) and the batches recorded, once the file
@@ -417,14 +448,19 @@ class BenchmarkRun:
         if previous is None:
             return {}, []
         o = self.o
-        prev_run, prev_rows = previous
-        _check_resume(identity, identity_of(prev_run), o.resume)
+        path, (prev_run, prev_rows) = previous
+        _check_resume(identity, identity_of(prev_run), path)
         warn_uncollected(prev_run, o.judge_batch)
         done = {qid: row for qid, row in prev_rows.items() if row.llm_grade is not None}
-        check_resume_repeats(prev_run, done, o.judge_repeats, o.resume)
-        logger.info("Resuming {}: {} graded row(s) kept as they are, {} question(s) to run", o.resume, len(done),
+        check_resume_repeats(prev_run, done, o.judge_repeats, path)
+        logger.info("Resuming {}: {} graded row(s) kept as they are, {} question(s) to run", path, len(done),
                     sum(1 for q in questions if q.id not in done))
         return done, prev_run.get("judge_batch") or []
+
+    def _resume_list(self, path: Path) -> str:
+        """What ``--resume`` takes to continue from ``path``: with a suite, the files of the
+        configurations written before it too (comma-separated)."""
+        return ",".join(str(p) for p in (*self._suite_written, path))
 
     def _write(self, result: RunResult, run_path: Path, journal: Journal, n_rows: int, extra: list[Path]) -> None:
         if n_rows == 0:
@@ -438,7 +474,9 @@ class BenchmarkRun:
                 self.state.written.append(path)
             journal.remove()
         self.state.journal = None
-        self.state.continue_command = _continue_command(self.o.argv, run_path)
+        self.state.continue_command = _continue_command(self.o.argv, self._resume_list(run_path))
+        if self.o.suite is not None:
+            self._suite_written.append(run_path)
         also = ", ".join(str(p) for p in (run_path, *extra))
         logger.info("Results written to {} (and {})", self.o.output, also)
 

@@ -28,6 +28,7 @@ from loguru import logger
 
 from components.analysis.aggregate import build_report
 from components.core import Chunk, Question, QuestionSet, Retriever, Strategy, resolve_strategy
+from components.core.chunking import Chunking, chunk_corpus
 from components.core.questions import check_needles
 from components.judges.chunk_relevance import RELEVANCE_PROMPT_SHA256
 from components.judges.providers import ModelChoice, provider_packages
@@ -40,6 +41,7 @@ from components.run.benchmark_loop import BenchmarkLoop
 from components.run.concurrency import check_concurrency
 from components.run.index_cache import PreparedIndex, prepare_index
 from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check_retrieval_timeout
+from components.run.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
 from utils.errors import InputError
 from utils.console import escape_control
 from utils.results import RETRIEVAL_ERROR, CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
@@ -66,17 +68,21 @@ class Judging:
 
     @classmethod
     def build(cls, settings: Settings, setup: JudgeSetup, chunks: Sequence[Chunk],
-              chunk_relevance: bool | None = None, judge: Any = None) -> Judging:
-        """``chunk_relevance`` None: on when the judge calls no model (it costs nothing)."""
+              chunk_relevance: bool | None = None, judge: Any = None, diagnose: bool = True) -> Judging:
+        """``chunk_relevance`` None: on when the judge calls no model (it costs nothing); ``diagnose``
+        False: no diagnosis (``chunks`` are not a corpus, e.g. recorded retrievals without one)."""
         from components.analysis.diagnosis import Diagnoser
 
         judge = judge if judge is not None else make_judge(settings, chunks, setup)
         wanted = chunk_relevance if chunk_relevance is not None else not setup.calls_models
         relevance = relevance_judge(setup, judge) if wanted else None
-        return cls(settings, setup, judge, relevance, Diagnoser(chunks, stats=getattr(judge, "stats", None)))
+        diagnoser = Diagnoser(chunks, stats=getattr(judge, "stats", None)) if diagnose else None
+        return cls(settings, setup, judge, relevance, diagnoser)
 
     def annotate(self, q: Question, chunks: Sequence[Chunk], row: QuestionResult) -> dict:
         """What the diagnosis adds to a row: where the answer lived, and why a miss missed."""
+        if self.diagnoser is None:
+            return {}
         best = self.diagnoser.needle_best_chunk(q.expected_answer or q.question, q.needle_doc_ids)
         diagnosis = self.diagnoser.diagnose(q.question, q.expected_answer, q.needle_doc_ids, chunks, row.rank,
                                             row.llm_grade, row.total_score)
@@ -118,13 +124,14 @@ class RunContext:
     quick: bool = False
     selection: dict = field(default_factory=dict)
     log_file: str | None = None
+    configuration: dict | None = None  # --suite: the configuration run (run.configuration)
 
 
 def load_judging(settings: Settings, chunks: Sequence[Chunk], *, rewrites_queries: bool = False,
-                 chunk_relevance: bool | None = None) -> Judging:
+                 chunk_relevance: bool | None = None, diagnose: bool = True) -> Judging:
     """Check the models of ``settings`` and build the judge side over ``chunks``."""
     setup = check_models(settings, rewrites_queries=rewrites_queries)
-    return Judging.build(settings, setup, chunks, chunk_relevance)
+    return Judging.build(settings, setup, chunks, chunk_relevance, diagnose=diagnose)
 
 
 def prepare(retriever: Retriever | Strategy | str | PreparedIndex, corpus: Any = None, *,
@@ -139,8 +146,9 @@ def prepare(retriever: Retriever | Strategy | str | PreparedIndex, corpus: Any =
         return retriever, name or type(retriever.retriever).__name__
     if isinstance(retriever, str):
         retriever = resolve_strategy(retriever)
+    chunking = Chunking()
     if isinstance(retriever, Strategy):
-        make, label = retriever.factory, retriever.name
+        make, label, chunking = retriever.factory, retriever.name, retriever.chunking
     elif isinstance(retriever, Retriever):
         make, label = (lambda: retriever), type(retriever).__name__
     else:
@@ -158,7 +166,7 @@ def prepare(retriever: Retriever | Strategy | str | PreparedIndex, corpus: Any =
             raise _RetrieverFailed("building the retriever", err) from None
 
     try:
-        return _prepared(factory, label, corpus, cache_dir, check_ids), label
+        return _prepared(factory, label, corpus, cache_dir, check_ids, chunking), label
     except _RetrieverFailed as err:
         raise InputError(f"strategy {label!r}: {err.what} failed ({type(err.cause).__name__}: "
                          f"{str(err.cause)[:200]}): fix the retriever (traceback in the log file)") from None
@@ -177,12 +185,11 @@ class _RetrieverFailed(Exception):
 
 
 def _prepared(factory: Callable[[], Retriever], label: str, corpus: Any, cache_dir: Path | None,
-              check_ids: Callable[[frozenset[str], str], None] | None) -> PreparedIndex:
+              check_ids: Callable[[frozenset[str], str], None] | None, chunking: Chunking) -> PreparedIndex:
     if corpus is None or isinstance(corpus, (str, os.PathLike)):
         return prepare_index(Path(corpus) if corpus is not None else None, label, factory, cache_dir,
-                             check_ids=check_ids)
+                             check_ids=check_ids, chunker=chunking)
     from components.core import Corpus
-    from components.core.chunking import chunk_corpus
 
     documents = list(corpus.documents if isinstance(corpus, Corpus) else corpus)
     digest = hashlib.sha256()
@@ -192,7 +199,7 @@ def _prepared(factory: Callable[[], Retriever], label: str, corpus: Any, cache_d
     ids = frozenset(d.doc_id for d in documents)
     if check_ids is not None:
         check_ids(ids, source)
-    chunks = chunk_corpus(documents)
+    chunks = chunk_corpus(documents, chunking)
     instance = factory()
     instance.index(chunks)
     return PreparedIndex(source, corpus.sha256 if isinstance(corpus, Corpus) else digest.hexdigest(), ids, chunks,
@@ -221,13 +228,17 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     check_retrieval_timeout(retrieval_timeout)
     qset, selected = questions_from(questions)
     settings = settings or (judging.settings if judging is not None else Settings.from_env({}))
-    prepared, label = prepare(retriever, corpus, cache_dir=cache_dir, name=name,
-                              check_ids=lambda ids, source: check_needles(qset, ids, source))
+    if isinstance(retriever, str) and retriever == RECORDED:
+        retriever = recorded_strategy(qset)
     strategy = retriever if isinstance(retriever, Strategy) else (
         resolve_strategy(retriever) if isinstance(retriever, str) else None)
+    prepared, label = prepare(source_for(strategy, qset, corpus) if strategy is not None else retriever, corpus,
+                              cache_dir=cache_dir, name=name or (strategy.name if strategy is not None else None),
+                              check_ids=lambda ids, source: check_needles(qset, ids, source))
     rewrites = rewrites_queries if rewrites_queries is not None else bool(strategy and strategy.rewrites_queries)
     if judging is None:
-        judging = load_judging(settings, prepared.chunks, rewrites_queries=rewrites, chunk_relevance=chunk_relevance)
+        judging = load_judging(settings, prepared.chunks, rewrites_queries=rewrites, chunk_relevance=chunk_relevance,
+                               diagnose=prepared.source != RECORDED_SOURCE)
     setup = judging.setup
     if max_cost_usd is not None:  # before the first call
         check_budget(max_cost_usd, setup, rewrites=rewrites)
@@ -306,9 +317,11 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         resumed_from=context.resumed_from, resumed_rows=len(context.done), journal=context.journal,
         runs_dir=context.runs_dir, selection=context.selection, index=prepared.index_info,
         budget=loop.budget.to_json() if loop.budget is not None else None,
-        judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None)
+        judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None,
+        configuration=context.configuration or (strategy.configuration if strategy is not None else None),
+        question_set=qset.about or None)
     result = build_report(run, loop.results, index_time_s=round(prepared.index_s, 3), group_by=group_by,
-                          relevance=judging.relevance is not None)
+                          relevance=judging.relevance is not None, diagnosed=judging.diagnoser is not None)
     if failure is not None:
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)

@@ -11,7 +11,7 @@ builds the chunks and the index and stores them as a new entry.
 
 The key is the SHA-256 of: the corpus content (its reader's fingerprint: doc ids and raw bytes, or
 a BEIR ``corpus.jsonl``'s lines; the same digest as the ``sha256`` of
-:func:`components.readers.load_corpus`), the chunker settings, the strategy name, the retriever's
+:func:`components.readers.load_corpus`), the chunker settings (chunk size and overlap included), the strategy name, the retriever's
 classes and public settings (scalar attributes, nested retrievers included), the source files of
 every corpus reader (:mod:`components.readers`), of the chunker (``components/core/chunking.py``)
 and of every module defining a class of the retriever, and the versions of python, bm25s,
@@ -165,14 +165,14 @@ def _versions() -> dict[str, str]:
     return {"python": platform.python_version(), **package_versions(LIBRARIES)}
 
 
-def key_parts(corpus_sha256: str, strategy_name: str, retriever: object) -> dict:
-    """Everything the entry depends on (its SHA-256 is the key)."""
+def key_parts(corpus_sha256: str, strategy_name: str, retriever: object,
+              chunker: chunking.Chunking | None = None) -> dict:
+    """Everything the entry depends on (its SHA-256 is the key); ``chunker`` None: the default sizes."""
     corpus_readers = {r.module for r in readers().values() if r.reads == CORPUS}
     return {
         "format": CACHE_FORMAT,
         "corpus_sha256": corpus_sha256,
-        "chunker": {"target_words": chunking.TARGET_WORDS, "max_words": chunking.MAX_WORDS,
-                    "min_words": chunking.MIN_WORDS},
+        "chunker": (chunker or chunking.Chunking()).to_json(),
         "strategy": strategy_name,
         "retriever": describe(retriever),
         "code": _source_digests({chunking.__name__, *corpus_readers} | _class_modules(retriever)),
@@ -388,8 +388,8 @@ def _umask() -> int:
 
 # --------------------------------------------------------------------------- the run's call
 
-def _build(corpus_arg: Path | None, retriever: Retriever, check_ids: Callable[[frozenset[str], str], None] | None
-           ) -> tuple[CorpusFingerprint, list[Chunk], float, float]:
+def _build(corpus_arg: Path | None, retriever: Retriever, check_ids: Callable[[frozenset[str], str], None] | None,
+           chunker: chunking.Chunking | None = None) -> tuple[CorpusFingerprint, list[Chunk], float, float]:
     """Load, chunk and index into ``retriever``: ``(fingerprint, chunks, load_s, index_s)``. The
     parsed documents are dropped before indexing (at 100k pages they are most of a gigabyte)."""
     t0 = time.perf_counter()
@@ -397,7 +397,7 @@ def _build(corpus_arg: Path | None, retriever: Retriever, check_ids: Callable[[f
     fp = CorpusFingerprint(corpus.source, frozenset(corpus.ids()), corpus.sha256)
     if check_ids is not None:
         check_ids(fp.doc_ids, fp.source)
-    chunks = chunking.chunk_corpus(corpus.documents)
+    chunks = chunking.chunk_corpus(corpus.documents, chunker)
     del corpus
     _release_freed_memory()
     t1 = time.perf_counter()
@@ -417,17 +417,18 @@ def _release_freed_memory() -> None:
 
 
 def _uncached(corpus_arg: Path | None, retriever: Retriever,
-              check_ids: Callable[[frozenset[str], str], None] | None = None) -> PreparedIndex:
-    fp, chunks, load_s, index_s = _build(corpus_arg, retriever, check_ids)
+              check_ids: Callable[[frozenset[str], str], None] | None = None,
+              chunker: chunking.Chunking | None = None) -> PreparedIndex:
+    fp, chunks, load_s, index_s = _build(corpus_arg, retriever, check_ids, chunker)
     return PreparedIndex(fp.source, fp.sha256, fp.doc_ids, chunks, retriever, "off", None,
                          load_s=load_s, index_s=index_s, save_s=0.0)
 
 
 def prepare_index(corpus_arg: Path | None, strategy_name: str, make_retriever: Callable[[], Retriever],
                   cache_dir: Path | None, *, check_ids: Callable[[frozenset[str], str], None] | None = None,
-                  ) -> PreparedIndex:
-    """Chunk and index a corpus (``None`` = the built-in one), through the cache in ``cache_dir``
-    (``None`` = ``--no-cache``: nothing read or written).
+                  chunker: chunking.Chunking | None = None) -> PreparedIndex:
+    """Chunk (with ``chunker``'s sizes; None: the defaults) and index a corpus (``None`` = the
+    built-in one), through the cache in ``cache_dir`` (``None`` = ``--no-cache``: nothing read or written).
 
     ``make_retriever()`` returns a fresh, unindexed retriever (called again when a broken entry
     must be rebuilt; not timed, like the strategy's imports). ``check_ids(doc_ids, source)`` runs
@@ -441,7 +442,7 @@ def prepare_index(corpus_arg: Path | None, strategy_name: str, make_retriever: C
         logger.debug("index cache: {} has no save/load: not cached", type(retriever).__name__)
         cache_dir = None
     if cache_dir is None:  # no fingerprint: _build reads the corpus once
-        return _uncached(corpus_arg, retriever, check_ids)
+        return _uncached(corpus_arg, retriever, check_ids, chunker)
     t0 = time.perf_counter()
     fp = fingerprint(corpus_arg)
     if check_ids is not None:
@@ -452,8 +453,8 @@ def prepare_index(corpus_arg: Path | None, strategy_name: str, make_retriever: C
     except OSError as err:
         logger.warning("index cache: cannot use {} ({}); running without it (pass --cache-dir DIR or --no-cache)",
                        cache_dir, _one_line(err))
-        return _uncached(corpus_arg, retriever)
-    parts = key_parts(fp.sha256, strategy_name, retriever)
+        return _uncached(corpus_arg, retriever, chunker=chunker)
+    parts = key_parts(fp.sha256, strategy_name, retriever, chunker)
     key = cache_key(parts)
     entry = entries / key
     if os.path.lexists(entry):
@@ -468,10 +469,10 @@ def prepare_index(corpus_arg: Path | None, strategy_name: str, make_retriever: C
             return PreparedIndex(fp.source, fp.sha256, fp.doc_ids, chunks, retriever, "hit", key,
                                  load_s=t1 - t0, index_s=time.perf_counter() - t1, save_s=0.0)
     before = time.perf_counter() - t0  # fingerprint, key, any failed load
-    built_fp, chunks, load_s, index_s = _build(corpus_arg, retriever, None)
+    built_fp, chunks, load_s, index_s = _build(corpus_arg, retriever, None, chunker)
     load_s += before
     if built_fp.sha256 != fp.sha256:  # the files changed while we read them: store under what was indexed
-        parts = key_parts(built_fp.sha256, strategy_name, retriever)
+        parts = key_parts(built_fp.sha256, strategy_name, retriever, chunker)
         key = cache_key(parts)
     t3 = time.perf_counter()
     stored = _save_entry(entries, key, parts, chunks, retriever)
