@@ -40,7 +40,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +48,11 @@ import numpy as np
 from loguru import logger
 
 from components.analysis import statistics as S
+from components.analysis.certificate import Certificate, certify
 from components.analysis.comparison import (ALPHA, BETTER, NOT_COMPARABLE, POWER, SAME, WORSE, MetricResult,
                                             PairComparison, QuestionChange, QuestionView, RunSummary)
 from components.analysis.gate import check_gate
+from components.analysis.panel import reconcile
 from utils import metrics as M
 from utils import trec
 from utils.console import shorten
@@ -78,14 +80,16 @@ class Comparison:
     power: float = POWER
     bootstrap_seed: int = S.BOOTSTRAP_SEED
     permutation_seed: int = S.PERMUTATION_SEED
+    certificate: Certificate | None = None  # panel runs: the verdicts under each judge (components.analysis.certificate)
 
     def specs(self) -> list[M.Metric]:
         return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
 
     def gate(self, *, worse: Sequence[str] | bool = False, margins: dict[str, float] | None = None,
-             regressions: int | None = None):
+             regressions: int | None = None, require_agreement: bool = False):
         """The CI gate on this comparison: :func:`components.analysis.gate.check_gate`."""
-        return check_gate(self, worse=worse, margins=margins, regressions=regressions)
+        return check_gate(self, worse=worse, margins=margins, regressions=regressions,
+                          require_agreement=require_agreement)
 
     def __str__(self) -> str:
         return format_comparison(self)
@@ -109,6 +113,7 @@ class Comparison:
                 "permutation": {"permutations": S.PERMUTATIONS, "seed": self.permutation_seed,
                                 "test": "paired sign-flip, two-sided"},
             },
+            **({"certificate": self.certificate.to_json()} if self.certificate is not None else {}),
         })
 
 
@@ -401,6 +406,7 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     labels = list(labels) if labels else default_labels(runs, sources)
     if len(labels) != len(runs) or len(set(labels)) != len(labels):
         raise InputError(f"compare: labels {labels} must be distinct, one per run")
+    runs, judge_warnings = reconcile(runs, labels)  # panel runs beside single-judge runs
     if metrics is None:
         specs = M.metrics(compared=True)
     else:
@@ -419,7 +425,7 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     views = [[question_view(r[q], run.run.k, g, specs) for q in common] for r, run, g in zip(rows, runs, graded)]
     summaries = [_summary(label, "run", run, src, len(r), v, specs)
                  for label, run, src, r, v in zip(labels, runs, list(sources or [None] * len(runs)), rows, views)]
-    warnings = _meta_warnings(summaries)
+    warnings = _meta_warnings(summaries) + judge_warnings
     left_out = {label: len(r) - len(common) for label, r in zip(labels, rows)}
     if any(left_out.values()):
         detail = ", ".join(f"{n} of {label}" for label, n in left_out.items())
@@ -472,8 +478,11 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
                 questions_needed=r["questions_needed"]))
         worse, better = _changes(views[0], v) if kind == "run" else ([], [])
         comparisons.append(PairComparison(labels[0], label, kind, results, worse, better))
-    return Comparison(summaries, common, left_out, warnings, comparisons, k, [s.key for s in specs], alpha, power,
-                      bootstrap_seed, permutation_seed)
+    comparison = Comparison(summaries, common, left_out, warnings, comparisons, k, [s.key for s in specs], alpha,
+                            power, bootstrap_seed, permutation_seed)
+    certificate = certify(runs, labels, comparison, lambda judged, keys: compare_runs(
+        judged, labels, alpha=alpha, power=power, seed=seed, metrics=keys))
+    return comparison if certificate is None else replace(comparison, certificate=certificate)
 
 
 # ---- the table ----------------------------------------------------------------------------------
@@ -586,6 +595,8 @@ def format_comparison(c: Comparison, top: int = 10) -> str:
         out += [_verdict_line(by_key[r.metric], r, c.k) for r in pc.metrics]
         out += _change_lines(f"Worse in {other}", pc.worse, top)
         out += _change_lines(f"Better in {other}", pc.better, top)
+    if c.certificate is not None and c.certificate.entries:
+        out += ["", str(c.certificate).rstrip("\n")]
     return "\n".join(out) + "\n"
 
 
@@ -642,11 +653,11 @@ def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
 def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: Path | None = None, top: int = 10,
                   alpha: float = ALPHA, metrics: Sequence[str] | None = None, worse: Sequence[str] | bool = False,
                   margins: Mapping[str, float] | None = None, regressions: int | None = None,
-                  secrets: Iterable[str] = ()):
+                  require_agreement: bool = False, secrets: Iterable[str] = ()):
     """``compare``'s work: read ``runs`` (results files or run ids, the first the baseline; TREC or
     ranx run files beside them as rank-only systems judged by ``qrels``), compare ``metrics`` (keys;
     default: the registry's compared ones), print the comparison and the gate's lines when one is
-    asked for (``worse``, ``margins``, ``regressions``: :meth:`Comparison.gate`), write ``json_path``
+    asked for (``worse``, ``margins``, ``regressions``, ``require_agreement``: :meth:`Comparison.gate`), write ``json_path``
     with ``secrets`` redacted. Returns the gate's :class:`components.analysis.gate.GateResult`, or
     ``None`` without a gate. Raises :class:`InputError`."""
     margins = dict(margins or {})
@@ -667,7 +678,8 @@ def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: 
     for warning in comparison.warnings:
         logger.debug("compare warning: {}", warning)
     sys.stdout.write(format_comparison(comparison, top=top))
-    result = comparison.gate(worse=worse, margins=margins, regressions=regressions) if gating else None
+    result = comparison.gate(worse=worse, margins=margins, regressions=regressions,
+                             require_agreement=require_agreement) if gating else None
     if result is not None:
         sys.stdout.write("\n" + str(result))
     sys.stdout.flush()

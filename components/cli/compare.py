@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "-MARGIN (the metric's unit: points for rates); repeatable")
     gate.add_argument("--fail-on-regressions", type=int, default=None, metavar="N",
                       help="fail when more than N questions lost their rank-1 hit")
+    gate.add_argument("--require-agreement", action="store_true",
+                      help="with --fail-on or --margin on panel runs (--judges): also fail when a gated verdict that "
+                           "uses grades depends on the judge (one judge of the panel alone would decide otherwise)")
 
 
 def _check(args: argparse.Namespace) -> tuple[list[str] | bool, dict[str, float]]:
@@ -51,6 +54,8 @@ def _check(args: argparse.Namespace) -> tuple[list[str] | bool, dict[str, float]
     margins = parse_margins(args.margin)
     if args.fail_on_regressions is not None and args.fail_on_regressions < 0:
         raise InputError(f"--fail-on-regressions {args.fail_on_regressions} is negative: give 0 or more")
+    if args.require_agreement and not (worse or margins):
+        raise InputError("--require-agreement checks the gate's verdicts: add --fail-on worse[:METRICS] or --margin")
     return worse, margins
 
 
@@ -58,7 +63,8 @@ def run(args: argparse.Namespace, settings) -> int:
     worse, margins = _check(args)
     result = compare_files(args.runs, qrels=args.qrels, json_path=args.json, top=args.top, alpha=args.alpha,
                            metrics=_metrics(args.metrics, worse, margins), worse=worse, margins=margins,
-                           regressions=args.fail_on_regressions, secrets=settings.secrets)
+                           regressions=args.fail_on_regressions, require_agreement=args.require_agreement,
+                           secrets=settings.secrets)
     if result is None:
         return EXIT_OK
     if result.passed:

@@ -12,7 +12,7 @@ from loguru import logger
 
 from components.cli.common import SignalGuard, comma_list, concurrency, dollars, exit_code, positive_int
 from components.run.concurrency import MAX_CONCURRENCY
-from utils.errors import EXIT_INTERRUPTED, EXIT_OK, ResultsWriteError
+from utils.errors import EXIT_INTERRUPTED, EXIT_OK, InputError, ResultsWriteError
 from utils.output import DEFAULT_OUTPUT_NAME, resolve_output
 
 ROOT = Path(__file__).resolve().parents[2]  # the folder of benchmark.py
@@ -75,7 +75,15 @@ def _add_input_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _add_judging_arguments(p: argparse.ArgumentParser) -> None:
-    """How the judge grades: repeats, batch, concurrency, the order check."""
+    """How the judge grades: a panel, repeats, batch, concurrency, the order check."""
+    p.add_argument("--judges", default=None, metavar="SPEC[,SPEC...]|panel.toml",
+                   help="a panel of judges instead of one: every judge grades every question and llm_grade is their "
+                        "aggregate (each judge's grade kept in grades_by_judge). A spec is offline, <provider> or "
+                        "<provider>/<model>; a .toml panel file names several endpoints of one provider. Overrides "
+                        "BENCHMARK_JUDGE and BENCHMARK_JUDGE_MODEL (docs/judges.md#a-panel-of-judges)")
+    p.add_argument("--panel-aggregate", default=None, choices=("median", "mean"),
+                   help="with --judges: the panel's grade of a question is the median (default) or the mean of the "
+                        "judges that graded it, rounded half up")
     p.add_argument("--judge-repeats", type=positive_int, default=1, metavar="N",
                    help="grade each question N times; the row keeps every grade and their spread")
     p.add_argument("--judge-batch", action="store_true",
@@ -112,11 +120,9 @@ def apply_resume_defaults(args: argparse.Namespace, env: dict[str, str]) -> None
 def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None, guard: SignalGuard, state) -> int:
     """The run of ``args`` with the judge ``env`` names; its exit code. Raises what the run raises;
     an exception that wraps the guard's interrupt becomes a :class:`KeyboardInterrupt`."""
-    from components.judges.settings import Settings
-
     if args.resume is not None:
         apply_resume_defaults(args, env)
-    settings = Settings.from_env(env)
+    settings = _settings(args, env)
     if args.questions is None:
         args.questions = default_questions()
     args.output = resolve_output(args.output, questions_path=args.questions, corpus_dir=args.corpus)
@@ -134,6 +140,20 @@ def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None,
             raise KeyboardInterrupt(guard.received) from err
 
 
+def _settings(args: argparse.Namespace, env: dict[str, str]):
+    """The run's settings: the environment's judge, or the panel of ``--judges`` (which overrides
+    ``BENCHMARK_JUDGE`` and ``BENCHMARK_JUDGE_MODEL``)."""
+    from components.judges.panel import panel_settings, parse_judges
+    from components.judges.settings import Settings
+
+    if args.judges is None:
+        if args.panel_aggregate is not None:
+            raise InputError("--panel-aggregate applies to a panel of judges: add --judges, or leave it out")
+        return Settings.from_env(env)
+    specs = args.judges if isinstance(args.judges, list) else parse_judges(args.judges)  # --resume gives specs
+    return panel_settings(specs, env)
+
+
 def run_options(args: argparse.Namespace, settings, log_path: Path | None):
     """The :class:`components.run.benchmark_run.RunOptions` of the parsed arguments."""
     from components.run.benchmark_run import RunOptions
@@ -148,7 +168,7 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None):
         cache_dir=None if args.no_cache else (args.cache_dir or settings.cache_dir),
         judge_batch=args.judge_batch, concurrency=args.concurrency,
         order_check=(args.order_check_sample or True) if args.order_check else None, log_file=log_path,
-        argv=list(args.argv), estimate=args.estimate)
+        argv=list(args.argv), estimate=args.estimate, panel_aggregate=args.panel_aggregate or "median")
 
 
 def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: SignalGuard, state) -> int:

@@ -7,7 +7,8 @@ callbacks — ``on_row(row, i, n)`` after each question, ``record(row_json)`` be
 command line's journal), ``should_stop()`` asked before each retrieval and each judge call.
 
 The judge side of a run is a :class:`Judging` (provider setup, judge, chunk-relevance judge,
-diagnoser), built once per corpus and reusable across strategies; the retrieval side a
+diagnoser; with a panel of judges, one ``Judging`` per judge in ``members``:
+:mod:`components.run.panel_run`), built once per corpus and reusable across strategies; the retrieval side a
 :class:`~components.run.index_cache.PreparedIndex` (chunks and an indexed retriever).
 """
 
@@ -33,11 +34,12 @@ from components.judges.chunk_relevance import RELEVANCE_PROMPT_SHA256
 from components.judges.providers import ModelChoice, provider_packages
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from components.judges.settings import Settings
-from components.judges.setup import JudgeSetup, check_models, make_judge, relevance_judge
+from components.judges.setup import JudgeSetup, make_judge, relevance_judge
 from components.readers import load_questions
 from components.readers.questions_json import parse_questions
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.concurrency import check_concurrency
+from components.run import panel_run
 from components.run.index_cache import PreparedIndex, prepare_index
 from utils.errors import InputError
 from utils.results import CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
@@ -61,17 +63,22 @@ class Judging:
     judge: Any
     relevance: Any = None
     diagnoser: Any = None
+    members: list[Judging] = field(default_factory=list)  # a panel: each judge's own; []: the one judge
 
     @classmethod
     def build(cls, settings: Settings, setup: JudgeSetup, chunks: Sequence[Chunk],
-              chunk_relevance: bool | None = None, judge: Any = None) -> Judging:
-        """``chunk_relevance`` None: on when the judge calls no model (it costs nothing)."""
+              chunk_relevance: bool | None = None, judge: Any = None,
+              setups: Sequence[JudgeSetup] = ()) -> Judging:
+        """``chunk_relevance`` None: on when the judge calls no model (it costs nothing). A panel
+        (``settings.panel``) needs each judge's start-up check in ``setups``, the first being ``setup``."""
         from components.analysis.diagnosis import Diagnoser
 
         judge = judge if judge is not None else make_judge(settings, chunks, setup)
         wanted = chunk_relevance if chunk_relevance is not None else not setup.calls_models
         relevance = relevance_judge(setup, judge) if wanted else None
-        return cls(settings, setup, judge, relevance, Diagnoser(chunks, stats=getattr(judge, "stats", None)))
+        members = [cls(m.settings, s, judge if i == 0 else make_judge(m.settings, chunks, s))
+                   for i, (m, s) in enumerate(zip(settings.panel, setups, strict=True))] if settings.panel else []
+        return cls(settings, setup, judge, relevance, Diagnoser(chunks, stats=getattr(judge, "stats", None)), members)
 
     def annotate(self, q: Question, chunks: Sequence[Chunk], row: QuestionResult) -> dict:
         """What the diagnosis adds to a row: where the answer lived, and why a miss missed."""
@@ -113,6 +120,7 @@ class RunContext:
     previous_batches: list = field(default_factory=list)  # the batches the resumed run recorded
     grouped: Callable[[], Any] | None = None  # the journal's grouped() (batch rows fsynced together)
     questions_file: str | None = None
+    panel_kept: dict = field(default_factory=dict)  # --resume of a panel: question id → judge → grade kept
     quick: bool = False
     selection: dict = field(default_factory=dict)
     log_file: str | None = None
@@ -120,9 +128,9 @@ class RunContext:
 
 def load_judging(settings: Settings, chunks: Sequence[Chunk], *, rewrites_queries: bool = False,
                  chunk_relevance: bool | None = None) -> Judging:
-    """Check the models of ``settings`` and build the judge side over ``chunks``."""
-    setup = check_models(settings, rewrites_queries=rewrites_queries)
-    return Judging.build(settings, setup, chunks, chunk_relevance)
+    """Check the models of ``settings`` (every judge of a panel) and build the judge side over ``chunks``."""
+    setups = panel_run.check_judges(settings, rewrites_queries=rewrites_queries)
+    return Judging.build(settings, setups[0], chunks, chunk_relevance, setups=setups)
 
 
 def prepare(retriever: Retriever | Strategy | str | PreparedIndex, corpus: Any = None, *,
@@ -202,7 +210,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
              judge_repeats: int = 1, chunk_relevance: bool | None = None, max_cost_usd: float | None = None,
              group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: Path | None = None,
              rewrites_queries: bool | None = None, concurrency: int = 1,
-             order_check: int | bool | None = None, order_check_seed: int = 0,
+             order_check: int | bool | None = None, order_check_seed: int = 0, panel_aggregate: str = "median",
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
              should_stop: Callable[[], bool] | None = None, context: RunContext | None = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
@@ -230,11 +238,15 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         from components.run.query_rewriter import QueryRewriter
 
         rewriter = QueryRewriter(setup.rewriter_provider.model(setup.rewriter))
+    if judging.members and order_check:
+        raise InputError("--order-check is not made with a panel of judges: run it with one judge")
     loop = BenchmarkLoop(prepared.retriever, judging.judge, k=k, rewriter=rewriter, should_stop=should_stop,
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
                          repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
                          retry_wait_max_s=settings.retry_wait_max_s, on_row=on_row, concurrency=concurrency,
-                         order_check=order_check_sample(selected, order_check, order_check_seed))
+                         order_check=order_check_sample(selected, order_check, order_check_seed),
+                         panel=panel_run.loop_panel(judging, panel_aggregate, context.panel_kept)
+                         if judging.members else None)
     started = now()
     status = "completed"
     try:
@@ -259,7 +271,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         status = "rate_limited"
     elif loop.budget_exhausted:
         status = "budget_exhausted"
-    judge_info = judging.judge_info("judge", judge_repeats, loop.judge_usage.models)
+    judge_info = panel_run.judge_record(judging, loop, judge_repeats, panel_aggregate) if judging.members else \
+        judging.judge_info("judge", judge_repeats, loop.judge_usage.models)
     if context.batch is not None:
         judge_info = replace(judge_info, mode="batch")
     if loop.gate is not None:
@@ -273,7 +286,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     unreported = [f"the server sent no token usage for {u['unreported']} {role} call(s): cost unknown"
                   for role, u in usage.items() if u.get("unreported")]
     cost_note = None if priced else "; ".join(
-        n for n in (setup.judge_provider.prices.note(judge_info.model) if setup.calls_models else None,
+        n for n in (*(panel_run.price_notes(judging) if judging.members else
+                      [setup.judge_provider.prices.note(judge_info.model) if setup.calls_models else None]),
                     setup.rewriter_provider.prices.note(setup.rewriter.model) if rewriter is not None else None,
                     *unreported)
         if n)
@@ -293,6 +307,10 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None)
     result = build_report(run, loop.results, index_time_s=round(prepared.index_s, 3), group_by=group_by,
                           relevance=judging.relevance is not None)
+    if judging.members:
+        result.panel = panel_run.section(judging, loop, result.rows, k)
+        for line in panel_run.unusable_lines(loop, result.rows):
+            logger.warning("{}", line)
     if failure is not None:
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)
