@@ -25,7 +25,7 @@ agree least. Formulas: :mod:`components.analysis.agreement`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from components.analysis.agreement import kendall_tau
@@ -112,7 +112,19 @@ class Certificate:
 
     def to_json(self) -> dict:
         return {"judges": list(self.judges), "entries": [e.to_json() for e in self.entries],
-                "rankings": [r.to_json() for r in self.rankings]}
+                "rankings": [r.to_json() for r in self.rankings], "k": self.k}
+
+    @classmethod
+    def from_json(cls, doc: Mapping) -> Certificate:
+        """A certificate from a comparison's JSON (``compare --json``'s ``certificate``), as the report reads it."""
+        def verdict(v: Mapping) -> Verdict:
+            ci = v.get("ci95")
+            return Verdict(str(v.get("verdict")), v.get("delta"), tuple(ci) if ci else None, v.get("p"))
+        entries = [Entry(str(e["baseline"]), str(e["other"]), str(e["metric"]), verdict(e["panel"]),
+                         {str(n): verdict(v) for n, v in e["judges"].items()}) for e in doc.get("entries") or []]
+        rankings = [Ranking(**{k: r[k] for k in ("metric", "runs", "panel", "judges", "tau", "top", "tau_top")})
+                    for r in doc.get("rankings") or []]
+        return cls([str(n) for n in doc.get("judges") or []], entries, rankings, doc.get("k"))
 
     def __str__(self) -> str:
         return "".join(line + "\n" for line in certificate_lines(self))
