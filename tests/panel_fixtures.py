@@ -23,10 +23,11 @@ def _provider(name: str, script: Script) -> type:
 
 
 @contextlib.contextmanager
-def scripted_judges(**answers: Callable[[str], str] | str) -> Iterator[dict[str, Script]]:
+def scripted_judges(**answers: Callable[[str], str] | str | Script) -> Iterator[dict[str, Script]]:
     """One provider per keyword (``--judges lenient,strict``), each answering every prompt with
-    ``answers[name](prompt)`` (or that text); afterwards the registry is as it was."""
-    scripts = {name: Script(then=answer) for name, answer in answers.items()}
+    ``answers[name](prompt)`` (or that text, or playing that :class:`Script`); afterwards the
+    registry is as it was."""
+    scripts = {name: answer if isinstance(answer, Script) else Script(then=answer) for name, answer in answers.items()}
     before = {name: providers().get(name) for name in scripts}
     for name, script in scripts.items():
         register_provider(_provider(name, script))

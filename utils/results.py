@@ -257,7 +257,10 @@ class RunInfo:
 
     @classmethod
     def from_json(cls, data: object, where: str = "run") -> RunInfo:
-        return record(cls, data, where, _FIX, extra="extra")
+        info = record(cls, data, where, _FIX, extra="extra")
+        judges = {name: JudgeInfo.from_json(data[name], f"{where}.{name}")  # their details kept too
+                  for name in ("judge", "rewriter") if isinstance(data.get(name), Mapping)}
+        return replace(info, **judges) if judges else info
 
 
 @dataclass

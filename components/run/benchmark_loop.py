@@ -694,6 +694,10 @@ class BenchmarkLoop:
             self._finished(i, n, row)
             wait = False
 
+    def _retried(self, p: Partial) -> list[Member]:
+        """The judges of a panel whose grade of ``p`` failed transiently and that can still be called."""
+        return [m for m in self.members if transient(p.by_judge.get(m.name)) and self._not_called(m) is None]
+
     def _regrade(self, p: Partial, chunks: list[Chunk]) -> bool:
         """The retry pass's grading of ``p``: again by the judge (in a panel: by each judge whose grade
         failed transiently and that can still be called); whether it brought a grade."""
@@ -701,7 +705,7 @@ class BenchmarkLoop:
             p.grades = []  # the failed attempt's grades are replaced, its cost stays counted
             self._grade(p, chunks)
             return p.grade is not None and p.grade.grade is not None
-        members = [m for m in self.members if transient(p.by_judge.get(m.name)) and self._not_called(m) is None]
+        members = self._retried(p)
         if not members:
             return False
         self._grade_panel(p, chunks, members)
@@ -712,7 +716,8 @@ class BenchmarkLoop:
         overload, 5xx, timeout, connection), after waiting the longest ``retry-after`` seen
         (at most ``retry_wait_max_s``, default :data:`MAX_RETRY_WAIT_S`). Returns how many were recovered."""
         todo = [(pos, row) for pos, row in enumerate(self.results) if isinstance(row, QuestionResult)
-                and (row.llm_grade is None or self.panel is not None) and row.question_id in self._graded_with]
+                and row.question_id in self._graded_with and (row.llm_grade is None if self.panel is None
+                                                              else self._retried(self._graded_with[row.question_id]))]
         if not todo or (self.panel is None and (self.judge_failure is not None or self.rate_limited is not None)):
             return 0
         wait = min(self.retry_wait_max_s, self._longest_retry_after)

@@ -311,7 +311,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         result.panel = panel_run.section(judging, loop, result.rows, k)
         for line in panel_run.unusable_lines(loop, result.rows):
             logger.warning("{}", line)
-    if failure is not None:
+    if failure is not None and not (judging.members and loop.rewriter_failure is None):  # a panel said so above
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)
     return result

@@ -46,7 +46,7 @@ class PanelEstimate:
 
         def money(value: float | None) -> str:
             return "unknown" if value is None else f"${value:.4f}"
-        calls = sum(r.calls for r in self.roles)
+        calls = sum(r.calls for _, est in self.judges if not est.free for r in est.roles)  # a free judge calls no model
         batch = "—" if self.usd_batch is None and self.usd is not None else money(self.usd_batch)
         parts.append(f"Panel total: {calls:,} calls, {money(self.usd)} sequential, {batch} with --judge-batch\n")
         return "".join(parts)
