@@ -246,3 +246,51 @@ def test_panel_file_read(tmp_path: Path):
     path = tmp_path / "p.toml"
     path.write_text('[[judge]]\nname = "a"\nprovider = "offline"\n\n[[judge]]\nprovider = "openai"\nmodel = "m"\n')
     assert [s.name for s in read_panel_file(path)] == ["a", "openai/m"]
+
+
+# ---- --judge-batch: each judge's own batches
+
+
+def test_judge_batch_sends_each_judge_its_own_batch_and_resume_continues_each(tmp_path: Path, few_questions: Path):
+    """Two judges of one provider (two models of the loopback Messages API). The first judge's batch
+    create is refused (401): that judge becomes unusable, the other's batch is collected. --resume
+    then submits the first judge's requests alone: the other judge is not asked again."""
+    from tests.conftest import judge_env
+    from tests.loopback import LoopbackServer, Reply, error
+
+    grades = {"claude-haiku-4-5": 4, "claude-sonnet-5-5": 8}
+
+    def answer(custom_id: str, params: dict, seen: int) -> Reply:
+        return Reply(text=f'{{"grade": {grades[params["model"]]}, "reasoning": "batched"}}')
+
+    haiku, sonnet = "anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-5-5"
+    out = tmp_path / "r.json"
+    refused = error(401, "authentication_error", "invalid x-api-key")
+    with LoopbackServer(batch_polls=0, batch_script=answer, batch_create_faults=[refused]) as srv:
+        env = judge_env(srv.url, BENCHMARK_BATCH_POLL_MAX="0.05")
+        run = run_cli("--questions", str(few_questions), "--judges", f"{haiku},{sonnet}", "--judge-batch",
+                      "--no-cache", "--output", str(out), env=env)
+        assert run.code == 3, run.stderr
+        first = json.loads(out.read_text())
+        assert [(b["judge"], b["status"]) for b in first["run"]["judge_batch"]] == [(sonnet, "collected")]
+        assert [r["grades_by_judge"][haiku]["grade"] for r in first["results"]] == [None, None, None]
+        assert [r["llm_grade"] for r in first["results"]] == [8, 8, 8]
+        resumed = run_cli("--resume", str(out), "--judge-batch", "--output", str(out), env=env)
+        assert resumed.code == 0, resumed.stderr
+        assert [b["requests"][0]["params"]["model"] for b in srv.batch_creates] == [
+            "claude-sonnet-5-5", "claude-haiku-4-5"]
+        assert not srv.requests  # nothing graded one call at a time
+    doc = json.loads(out.read_text())
+    row = doc["results"][0]
+    assert {n: g["grade"] for n, g in row["grades_by_judge"].items()} == {haiku: 4, sonnet: 8}
+    assert row["panel_grade"] == 6.0 and doc["run"]["judge"]["mode"] == "batch"
+    assert [(b["judge"], b["status"]) for b in doc["run"]["judge_batch"]] == [(haiku, "collected"),
+                                                                            (sonnet, "collected")]
+
+
+def test_a_single_judges_batch_record_has_no_judge_field():
+    from components.run.judge_batch import BatchRecord
+
+    assert "judge" not in BatchRecord("b1", {"q0": "x"}).to_json()
+    assert BatchRecord("b1", {"q0": "x"}, judge="a").to_json()["judge"] == "a"
+    assert BatchRecord.from_json({"id": "b1", "custom_ids": {"q0": "x"}, "judge": "a"}).judge == "a"

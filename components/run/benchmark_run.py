@@ -396,9 +396,17 @@ class BenchmarkRun:
         progress = Progress(label, len(questions), sys.stderr, unit="q")
         batch = None
         if o.judge_batch:
-            batch = BatchJudge(judging.setup.judge_provider.batch_api(judging.setup.judge),
-                               should_stop=self.should_stop, record=journal.append, deferred=self.deferred_signals,
-                               schedule=PollSchedule(max_s=self.settings.batch_poll_max_s))
+            def engine(setup, name=None) -> BatchJudge:
+                return BatchJudge(setup.judge_provider.batch_api(setup.judge), should_stop=self.should_stop,
+                                  record=journal.append, deferred=self.deferred_signals,
+                                  schedule=PollSchedule(max_s=self.settings.batch_poll_max_s), judge=name)
+            if judging.members:  # a panel: each judge's own batches (components/run/panel_batch.py)
+                from components.run.panel_batch import PanelBatch
+
+                batch = PanelBatch({m.name: engine(j.setup, m.name)
+                                    for m, j in zip(self.settings.panel, judging.members)})
+            else:
+                batch = engine(judging.setup)
         context = RunContext(
             id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir), done=done,
             resumed_from=str(o.resume) if o.resume else None, batch=batch, previous_batches=previous_batches,

@@ -252,9 +252,11 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     try:
         if context.batch is not None:
             from components.run.judge_batch import run_batch
+            from components.run.panel_batch import run_panel_batch
 
-            run_batch(loop, selected, context.done, context.batch, context.previous_batches,
-                      grouped=context.grouped or contextlib.nullcontext)
+            (run_panel_batch if judging.members else run_batch)(
+                loop, selected, context.done, context.batch, context.previous_batches,
+                grouped=context.grouped or contextlib.nullcontext)
         else:
             loop.run(selected, context.done)
         if not should_stop() and context.batch is None:
