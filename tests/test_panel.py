@@ -51,7 +51,7 @@ def test_specs_name_the_judges_and_a_panel_file_gives_endpoints_names():
     (",", "names no judge"),
 ])
 def test_bad_specs_are_exit_2(judges: str, says: str):
-    run = run_cli("--quick", "--judges", judges, "--no-cache")
+    run = run_cli("--quick", "--judges", judges)
     assert run.code == 2 and says in run.stderr
 
 
@@ -67,7 +67,7 @@ def test_bad_specs_are_exit_2(judges: str, says: str):
 def test_a_bad_panel_file_is_exit_2_and_never_shows_a_value(tmp_path: Path, body: str, says: str):
     panel = tmp_path / "panel.toml"
     panel.write_text(body)
-    run = run_cli("--quick", "--judges", str(panel), "--no-cache")
+    run = run_cli("--quick", "--judges", str(panel))
     assert run.code == 2 and says in run.stderr
     assert SECRET not in run.stderr + run.stdout + run.log_text()
 
@@ -75,7 +75,7 @@ def test_a_bad_panel_file_is_exit_2_and_never_shows_a_value(tmp_path: Path, body
 def test_judges_override_the_judge_variables(tmp_path: Path):
     """A BENCHMARK_JUDGE_MODEL that names no provider would stop a run; --judges replaces it."""
     out = tmp_path / "r.json"
-    run = run_cli("--quick", "--judges", "offline", "--output", str(out), "--no-cache",
+    run = run_cli("--quick", "--judges", "offline", "--output", str(out),
                   env=clean_env(BENCHMARK_JUDGE_MODEL="nosuch/model", BENCHMARK_JUDGE="nosuch"))
     assert run.code == 0, run.stderr
     assert json.loads(out.read_text())["run"]["judge"]["model"] == "offline"
@@ -91,7 +91,7 @@ def test_a_judge_unusable_at_start_up_is_exit_3_naming_it_before_any_grading_cal
     with OpenAILoopback(models=["other-model"]) as server:
         env = clean_env(OPENAI_BASE_URL="http://127.0.0.1:1/v1", OPENAI_API_KEY=SECRET)
         run = run_cli("--questions", str(questions_file(tmp_path)), "--judges", "offline,openai/gpt-4.1",
-                      "--no-cache", "--output", str(tmp_path / "r.json"), env=env)
+                      "--output", str(tmp_path / "r.json"), env=env)
         assert run.code == 3 and "judge openai/gpt-4.1:" in run.stderr
         assert not (tmp_path / "r.json").exists() and server.requests == []
 
@@ -145,7 +145,7 @@ def test_a_judge_unusable_mid_run_gets_null_grades_and_the_others_go_on(tmp_path
 def test_the_cli_says_so_and_exits_3(tmp_path: Path):
     dying = Script(grade_reply(4), then=fail("auth", "revoked"))
     with scripted_judges(steady=grade_reply(8), dying=dying):
-        run = run_cli("--questions", str(questions_file(tmp_path)), "--judges", "steady,dying", "--no-cache",
+        run = run_cli("--questions", str(questions_file(tmp_path)), "--judges", "steady,dying",
                       "--output", str(tmp_path / "r.json"))
     assert run.code == 3
     assert "Judge dying became unusable after grading 1 of 5 question(s)" in run.stderr
@@ -196,7 +196,7 @@ def test_concurrency_counts_the_calls_of_the_whole_panel():
 
 def test_resume_grades_only_what_each_judge_left(tmp_path: Path):
     qfile, out = questions_file(tmp_path), tmp_path / "r.json"
-    args = ("--questions", str(qfile), "--judges", "steady,flaky", "--no-cache", "--output", str(out))
+    args = ("--questions", str(qfile), "--judges", "steady,flaky", "--output", str(out))
     with scripted_judges(steady=grade_reply(8), flaky=Script(grade_reply(3), then=fail("overloaded", fatal=True))):
         assert run_cli(*args).code == 3
     first = json.loads(out.read_text())
@@ -217,7 +217,7 @@ def test_resume_grades_only_what_each_judge_left(tmp_path: Path):
 def test_estimate_prices_each_judge_and_the_total():
     with OpenAILoopback() as server:
         env = clean_env(OPENAI_BASE_URL=server.url, OPENAI_API_KEY=SECRET)
-        run = run_cli("--quick", "--estimate", "--judges", "offline,openai/gpt-5.4-mini", "--no-cache", env=env)
+        run = run_cli("--quick", "--estimate", "--judges", "offline,openai/gpt-5.4-mini", env=env)
         assert run.code == 0, run.stderr
         assert not any(r.path.endswith("/chat/completions") for r in server.requests)
     out = run.stdout
@@ -228,7 +228,7 @@ def test_estimate_prices_each_judge_and_the_total():
 
 
 def test_judge_batch_refuses_a_panel_with_a_judge_without_a_batch_api():
-    run = run_cli("--quick", "--judges", "offline", "--judge-batch", "--no-cache")
+    run = run_cli("--quick", "--judges", "offline", "--judge-batch")
     assert run.code == 2 and "--judge-batch" in run.stderr
 
 
@@ -269,7 +269,7 @@ def test_judge_batch_sends_each_judge_its_own_batch_and_resume_continues_each(tm
     with LoopbackServer(batch_polls=0, batch_script=answer, batch_create_faults=[refused]) as srv:
         env = judge_env(srv.url, BENCHMARK_BATCH_POLL_MAX="0.05")
         run = run_cli("--questions", str(few_questions), "--judges", f"{haiku},{sonnet}", "--judge-batch",
-                      "--no-cache", "--output", str(out), env=env)
+                      "--output", str(out), env=env)
         assert run.code == 3, run.stderr
         first = json.loads(out.read_text())
         assert [(b["judge"], b["status"]) for b in first["run"]["judge_batch"]] == [(sonnet, "collected")]
@@ -294,3 +294,21 @@ def test_a_single_judges_batch_record_has_no_judge_field():
     assert "judge" not in BatchRecord("b1", {"q0": "x"}).to_json()
     assert BatchRecord("b1", {"q0": "x"}, judge="a").to_json()["judge"] == "a"
     assert BatchRecord.from_json({"id": "b1", "custom_ids": {"q0": "x"}, "judge": "a"}).judge == "a"
+
+
+def test_the_log_redacts_a_key_a_panel_file_names(tmp_path: Path):
+    """A key in a variable of any name, named by api_key_env: redacted in the log from its first line
+    (here the judge endpoint refuses the start-up check, and the run says which judge)."""
+    from components.judges.panel import panel_secrets
+
+    panel = tmp_path / "panel.toml"
+    panel.write_text('[[judge]]\nname = "local"\nprovider = "openai"\nmodel = "gpt-4.1"\n'
+                     'base_url = "http://user:pw-SENTINEL-42@127.0.0.1:1/v1"\napi_key_env = "MY_LOCAL_KEY"\n')
+    env = {"MY_LOCAL_KEY": SECRET}
+    assert panel_secrets(str(panel), env) == [SECRET, "pw-SENTINEL-42"]
+    assert panel_secrets("offline,openai/x", env) == [] and panel_secrets(str(tmp_path / "none.toml"), env) == []
+    run = run_cli("--quick", "--judges", str(panel), "--log-level", "TRACE",
+                  env=clean_env(MY_LOCAL_KEY=SECRET))
+    assert run.code == 3 and "judge local:" in run.stderr
+    text = run.stderr + run.stdout + run.log_text()
+    assert SECRET not in text and "pw-SENTINEL-42" not in text

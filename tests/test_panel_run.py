@@ -75,7 +75,7 @@ def panel(tmp_path_factory):
         for strategy in ("good", "bad", "second"):
             out = folder / f"{strategy}.json"
             run = run_cli("--strategy", f"panel_rets:{strategy}", "--questions", str(questions), "--judges",
-                          str(folder / "panel.toml"), "--output", str(out), "--no-cache", env=env, cwd=folder)
+                          str(folder / "panel.toml"), "--output", str(out), env=env, cwd=folder)
             assert run.code == 0, run.stderr
             runs[strategy] = (out, run)
         yield folder, runs, servers, env

@@ -161,7 +161,10 @@ def _load_provider_modules(env: dict[str, str]) -> InputError | None:
 
 def _open_logs(command, args: argparse.Namespace, env: dict[str, str]) -> LogSinks:
     """The console and log file sinks, the log file's header, older log files pruned."""
-    sinks = add_sinks(args.log_level, log_file_path(args.log_dir), secrets=secrets_in(env))
+    from components.judges.panel import panel_secrets
+
+    secrets = (*secrets_in(env), *panel_secrets(getattr(args, "judges", None), env))  # a panel file's keys too
+    sinks = add_sinks(args.log_level, log_file_path(args.log_dir), secrets=secrets)
     log_header(args.argv, run_command.header_details(args) if command is None else None)
     if sinks.path is not None:  # None: console only (add_sinks said why, once)
         prune_logs(sinks.path.parent, args.log_keep, current=sinks.path)

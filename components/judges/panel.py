@@ -39,6 +39,7 @@ from components.judges.providers import provider_class, providers
 from components.judges.settings import Settings
 from components.judges.setup import JudgeSetup, check_models
 from utils.errors import InputError, JudgeError
+from utils.settings import url_password
 
 FIELDS = ("name", "provider", "model", "base_url", "api_key_env")
 AGGREGATES = ("median", "mean")
@@ -245,3 +246,25 @@ def check_aggregate(name: str) -> str:
     if value not in AGGREGATES:
         raise InputError(f"--panel-aggregate {name!r}: write median or mean")
     return value
+
+
+def panel_secrets(value: object, env: Mapping[str, str]) -> list[str]:
+    """The secrets a ``--judges`` panel file brings (the keys its ``api_key_env`` variables hold, the
+    passwords of its base URLs), for the log sinks opened before it is read. Never raises: a file
+    that cannot be read gives none (the run then refuses it)."""
+    if not isinstance(value, str) or not value.strip().lower().endswith(".toml"):
+        return []
+    try:
+        doc = tomllib.loads(Path(value.strip()).read_bytes()[:MAX_PANEL_FILE_BYTES].decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    found = []
+    for entry in doc.get("judge") if isinstance(doc.get("judge"), list) else []:
+        if not isinstance(entry, dict):
+            continue
+        variable, url = entry.get("api_key_env"), entry.get("base_url")
+        if isinstance(variable, str) and _VARIABLE.fullmatch(variable.strip()) and env.get(variable.strip()):
+            found.append(env[variable.strip()])
+        if isinstance(url, str) and url_password(url):
+            found.append(url_password(url))
+    return found
