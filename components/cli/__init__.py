@@ -60,14 +60,16 @@ examples:
   python benchmark.py compare baseline.json benchmark_results.json --fail-on worse:mrr,ndcg --margin hit1=20
   python benchmark.py compare runs/A.json runs/B.json
   python benchmark.py --questions q.json --estimate       (what a run would cost, before it spends)
+  python benchmark.py --strategy baseline,modular-no-llm --judges panel.toml   (a panel of judges, docs/judges.md)
 
 environment:
 {environment}
 exit codes:
   0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
-  3 the judge or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
+  3 the judge (a judge of a panel) or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
   4 --max-cost reached · 5 the results could not be written (the journal keeps the run) ·
-  6 compare's gate failed (--fail-on, --margin, --fail-on-regressions: one FAIL line per check) · 130 interrupted
+  6 compare's gate failed (--fail-on, --margin, --fail-on-regressions, --require-agreement: one FAIL line per check) ·
+  130 interrupted
 """
 
 
