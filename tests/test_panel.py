@@ -312,3 +312,32 @@ def test_the_log_redacts_a_key_a_panel_file_names(tmp_path: Path):
     assert run.code == 3 and "judge local:" in run.stderr
     text = run.stderr + run.stdout + run.log_text()
     assert SECRET not in text and "pw-SENTINEL-42" not in text
+
+
+def test_the_examples_local_judges_grade_by_their_rules_and_disagree():
+    """examples/panel_judges.py (docs/judges.md's example): its two judges, served on free ports, as
+    the openai provider reaches them; contrarian's grade is 11 − the rule's, generous's the rule's + 2."""
+    import importlib.util
+    from http.server import ThreadingHTTPServer
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("panel_judges", ROOT / "examples" / "panel_judges.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    servers = {rule: ThreadingHTTPServer(("127.0.0.1", 0), module.handler(rule)) for rule in module.RULES}
+    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers.values()]
+    for t in threads:
+        t.start()
+    try:
+        judges = [{"name": rule, "provider": "openai", "model": "local-rule",
+                   "base_url": f"http://127.0.0.1:{s.server_address[1]}/v1"} for rule, s in servers.items()]
+        result = evaluate("baseline", QUESTIONS, judges=judges)
+    finally:
+        for s in servers.values():
+            s.shutdown()
+            s.server_close()
+    for row in result.rows:
+        prompt_grade = row.grades_by_judge["contrarian"].grade
+        assert row.grades_by_judge["generous"].grade == min(10, (11 - prompt_grade) + 2)
+    assert module.grade("EXPECTED ANSWER (ground truth): alpha betas gamma\n│ alpha and betas here\n") == 7
