@@ -541,18 +541,7 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
     n = len(questions)
     try:
         owned = _adopt(judge, previous, {q.id for q in questions if q.id not in done}, loop.repeats)
-        for index, q in enumerate(questions):
-            if q.id in done:
-                items.append(_Item(index, q, done=done[q.id]))
-                continue
-            if loop.should_stop():
-                raise KeyboardInterrupt("stop requested")
-            item = _retrieve(loop, index, q)
-            if loop.should_stop():  # a signal during this retrieval: its error may be the signal's
-                raise KeyboardInterrupt("stop requested")
-            if item.waiting:
-                item.sources.extend(owned.get(q.id, ()))
-            items.append(item)
+        retrieve_all(loop, questions, done, items, owned)
         waiting = [it for it in items if it.waiting]
         if waiting:
             _grade(loop, judge, waiting, adopted=bool(owned), settled=set(done))
@@ -568,6 +557,25 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
         _write_unfinished(loop, judge, items[len(loop.results):], n)
         raise
     return loop.results
+
+
+def retrieve_all(loop: BenchmarkLoop, questions: Sequence[Question], done: dict, items: list[_Item],
+                 owned: dict[str, list[BatchRecord]] | None = None) -> None:
+    """Every question in order into ``items``: a row taken over (``done``), or retrieved, with the
+    earlier batches that hold it (``owned``); raises KeyboardInterrupt once a stop is asked, the
+    items so far kept."""
+    for index, q in enumerate(questions):
+        if q.id in done:
+            items.append(_Item(index, q, done=done[q.id]))
+            continue
+        if loop.should_stop():
+            raise KeyboardInterrupt("stop requested")
+        item = _retrieve(loop, index, q)
+        if loop.should_stop():  # a signal during this retrieval: its error may be the signal's
+            raise KeyboardInterrupt("stop requested")
+        if item.waiting and owned:
+            item.sources.extend(owned.get(q.id, ()))
+        items.append(item)
 
 
 def _retrieve(loop: BenchmarkLoop, index: int, q: Question) -> _Item:

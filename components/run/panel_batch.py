@@ -22,7 +22,7 @@ from components.core import Question
 from components.judges.retrieval_grader import GradeResult, prompt_variant
 from components.run.benchmark_loop import BenchmarkLoop, combine_grades, typed_rows
 from components.run.judge_batch import (BatchJudge, BatchRecord, _adopt, _annotated, _grade, _Item, _pending_error,
-                                        _retrieve)
+                                        retrieve_all)
 from components.run.panel_grading import judge_grade, panel_outcome
 from utils.results import JudgeGrade, QuestionResult
 
@@ -58,15 +58,7 @@ def run_panel_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: Ma
         owned = {name: _adopt(judge, [p for p in previous if _judge_of(p) == name],
                               {q for q in wanted if name not in kept.get(q, {})}, loop.repeats)
                  for name, judge in batch.judges.items()}
-        for index, q in enumerate(questions):
-            if q.id in done:
-                items.append(_Item(index, q, done=done[q.id]))
-                continue
-            if loop.should_stop():
-                raise KeyboardInterrupt("stop requested")
-            items.append(_retrieve(loop, index, q))
-            if loop.should_stop():
-                raise KeyboardInterrupt("stop requested")
+        retrieve_all(loop, questions, done, items)
         waiting = [it for it in items if it.waiting]
         for member in loop.members:
             mine = [replace(it, entries={}, sources=list(owned[member.name].get(it.q.id, ())), error=None,
