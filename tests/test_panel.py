@@ -341,3 +341,22 @@ def test_the_examples_local_judges_grade_by_their_rules_and_disagree():
         prompt_grade = row.grades_by_judge["contrarian"].grade
         assert row.grades_by_judge["generous"].grade == min(10, (11 - prompt_grade) + 2)
     assert module.grade("EXPECTED ANSWER (ground truth): alpha betas gamma\n│ alpha and betas here\n") == 7
+
+
+def test_chunk_relevance_is_the_first_judges_and_repeats_are_kept_per_judge():
+    """The offline judge first: it rates the chunks (free); a judge that calls a model first: chunks
+    are not rated by default. With --judge-repeats every judge's repeats are in its grade."""
+    with scripted_judges(alternating=Script(then=lambda prompt, n=iter(range(10**6)): grade_reply(6 + 2 * (next(n) % 2)))):
+        first_offline = evaluate("baseline", QUESTIONS[:2], judges=["offline", "alternating"], judge_repeats=2)
+        first_model = evaluate("baseline", QUESTIONS[:2], judges=["alternating", "offline"])
+    assert all(r.chunk_relevance is not None for r in first_offline.rows)
+    assert first_offline.run.judge.relevance_prompt_sha256 is not None
+    assert all(r.chunk_relevance is None for r in first_model.rows)
+    assert [r.grades_by_judge["alternating"].grades for r in first_offline.rows] == [[6, 8], [6, 8]]
+    assert first_offline.rows[0].grades_by_judge["alternating"].grade == 7  # their median, rounded half up
+    assert first_offline.panel["per_judge"]["alternating"]["ci95"]["avg_llm_grade"] is not None
+
+
+def test_order_check_is_not_made_with_a_panel(tmp_path: Path):
+    run = run_cli("--quick", "--judges", "offline", "--order-check")
+    assert run.code == 2 and "--order-check is not made with a panel" in run.stderr

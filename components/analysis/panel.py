@@ -148,7 +148,8 @@ def summary_lines(panel: Mapping | None) -> list[str]:
         return []
     names = [str(n) for n in panel.get("judges") or []]
     per = panel.get("per_judge") or {}
-    lines = [f"panel            {len(names)} judges, llm_grade = their {panel.get('aggregate')} (rounded half up); "
+    lines = [f"panel            {len(names)} judge{'s' * (len(names) != 1)}, llm_grade = their {panel.get('aggregate')} "
+             "(rounded half up); "
              + ", ".join(f"{n} graded by {k}" for k, n in (panel.get("graded_by") or {}).items())]
     width = max([10, *(len(escape_control(n)) for n in names)])
     for name in names:

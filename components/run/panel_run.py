@@ -55,13 +55,12 @@ def judge_record(judging, loop: BenchmarkLoop, repeats: int, method: str) -> Jud
         info = member_judging.judge_info("judge", repeats, member.usage.models)
         judges.append({**panel_member.spec.to_json(), "judge": info.to_json(), "usage": member.usage.to_json(),
                        "unusable": _failure(member)})
-    first = judges[0]["judge"]
     listed = ", ".join(names(judging))
     return JudgeInfo(PANEL_PROVIDER, ",".join(names(judging)), PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256,
                      judging.settings.judge_timeout,
-                     f"a panel of {len(judges)} judges ({listed}): llm_grade is their {method}, rounded half up; "
-                     "each judge's grade is in grades_by_judge", repeats=repeats,
-                     relevance_prompt_sha256=first.get("relevance_prompt_sha256"),
+                     f"a panel of {len(judges)} judge{'s' * (len(judges) != 1)} ({listed}): llm_grade is their "
+                     f"{method}, rounded half up; each judge's grade is in grades_by_judge", repeats=repeats,
+                     relevance_prompt_sha256=judging.judge_info("judge", repeats).relevance_prompt_sha256,
                      reply_models=list(loop.judge_usage.models), details={"aggregate": method, "judges": judges})
 
 
