@@ -58,6 +58,7 @@ def test_bad_specs_are_exit_2(judges: str, says: str):
 @pytest.mark.parametrize(("body", "says"), [
     (f'[[judge]]\nprovider = "openai"\napi_key = "{SECRET}"\n', "unknown field 'api_key'"),
     (f'[[judge]]\nprovider = "openai"\napi_key_env = "{SECRET}"\n', "api_key_env must be the NAME"),
+    ('[[judge]]\nprovider = "openai"\napi_key_env = "sk_live_SENTINEL_0123456789"\n', "api_key_env must be the NAME"),
     (f'secret = "{SECRET}"\n[[judge]]\nprovider = "offline"\n', "unknown field 'secret'"),
     ('[[judge]]\nprovider = "openai"\nmodel = "gpt-4.1"\nbase_url = "http://127.0.0.1:9/v1"\n'
      'api_key_env = "NOT_SET_ANYWHERE"\n', "api_key_env names NOT_SET_ANYWHERE, which is not set"),
@@ -69,7 +70,7 @@ def test_a_bad_panel_file_is_exit_2_and_never_shows_a_value(tmp_path: Path, body
     panel.write_text(body)
     run = run_cli("--quick", "--judges", str(panel))
     assert run.code == 2 and says in run.stderr
-    assert SECRET not in run.stderr + run.stdout + run.log_text()
+    assert SECRET not in run.stderr + run.stdout + run.log_text() and "sk_live" not in run.stderr + run.log_text()
 
 
 def test_judges_override_the_judge_variables(tmp_path: Path):

@@ -45,7 +45,7 @@ FIELDS = ("name", "provider", "model", "base_url", "api_key_env")
 AGGREGATES = ("median", "mean")
 MAX_JUDGES = 16
 MAX_PANEL_FILE_BYTES = 64_000
-_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")  # a variable's name in capitals: what a key never is
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,79}")
 _JUDGE_VARIABLES = ("BENCHMARK_JUDGE", "BENCHMARK_JUDGE_MODEL")
 
@@ -127,8 +127,8 @@ def _from_fields(entry: Mapping, where: str) -> JudgeSpec:
     provider_class(provider, f"{where}: provider")
     variable = values["api_key_env"]
     if variable is not None and not _VARIABLE.fullmatch(variable):
-        raise InputError(f"{where}: api_key_env must be the NAME of the environment variable that holds the key "
-                         "(e.g. LOCAL_A_KEY), never the key itself (its value is not shown)")
+        raise InputError(f"{where}: api_key_env must be the NAME of the environment variable that holds the key, "
+                         "in capitals (e.g. LOCAL_A_KEY), never the key itself (its value is not shown)")
     model = values["model"]
     name = values["name"] or (f"{provider}/{model}" if model else provider)
     return JudgeSpec(name, provider, model, values["base_url"], variable)
