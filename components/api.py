@@ -26,6 +26,8 @@ others through ``load_queries(path, qrels=..., split=...)``), or a list of quest
 ``question``, ``expected_answer``, ``needle_doc_id`` or graded ``needles``). The judge
 is a provider name (``"offline"``, ``"anthropic"``), ``"<provider>/<model>"``, or None: the
 environment's judge (the default provider when its key is set, else the offline lexical judge).
+A panel of judges is ``judges=[...]`` (specs, panel-file entries as dicts, or a panel file's path;
+exclusive with ``judge``): every judge grades every question and ``llm_grade`` is their aggregate.
 Metrics and judge providers have registries: :func:`register_metric`, :func:`register_provider`.
 """
 
@@ -63,9 +65,16 @@ for _name in ("components", "utils", "poc"):  # a library is quiet until the app
     logger.disable(_name)
 
 
-def _settings(judge: str | None, settings: Settings | None) -> Settings:
+def _settings(judge: str | None, settings: Settings | None, judges=None) -> Settings:
     """The settings for ``judge``: ``settings`` (or the environment, read here once) with the judge
-    named by ``judge`` (a provider name, or ``provider/model``)."""
+    named by ``judge`` (a provider name, or ``provider/model``); for a panel, ``judges`` (read with
+    the environment's keys: :func:`components.judges.panel.panel_settings`)."""
+    if judges is not None:
+        from components.judges.panel import panel_settings, parse_judges
+
+        if judge is not None or settings is not None:
+            raise InputError("evaluate: judges= is a panel of judges: give it without judge= and settings=")
+        return panel_settings(parse_judges(judges, "judges"), dict(os.environ))
     if settings is not None and judge is None:
         return settings
     env = dict(os.environ)
@@ -84,9 +93,11 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
              judge: str | None = None, settings: Settings | None = None, name: str | None = None,
              judge_repeats: int = 1, chunk_relevance: bool | None = None, max_cost_usd: float | None = None,
              group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: str | os.PathLike | None = None,
-             concurrency: int = 1, order_check: int | bool | None = None, retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
+             concurrency: int = 1, order_check: int | bool | None = None,
+             retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
-             should_stop: Callable[[], bool] | None = None) -> RunResult:
+             should_stop: Callable[[], bool] | None = None, judges: Sequence[str | Mapping] | str | None = None,
+             panel_aggregate: str = "median") -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
 
     - ``retriever``: an object with ``index(chunks)`` and ``retrieve(query, k)``, or a strategy name
@@ -96,6 +107,10 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
       None for the built-in corpus;
     - ``judge``: ``"offline"``, ``"anthropic"``, ``"<provider>/<model>"``, or None for the
       environment's judge (``settings`` overrides the environment entirely);
+    - ``judges``: a panel of judges instead (``["offline", "openai/gpt-4.1"]``, panel-file entries
+      as dicts, or a ``panel.toml`` path; exclusive with ``judge`` and ``settings``): every judge
+      grades every question, ``llm_grade`` is their ``panel_aggregate`` (``"median"`` or ``"mean"``),
+      rounded half up, and each row keeps every judge's grade in ``grades_by_judge``;
     - ``k`` chunks per question; ``judge_repeats`` grades per question; ``chunk_relevance`` rate
       each chunk 0-3 (None: only with the offline judge, which does it for free);
       ``max_cost_usd`` stop grading before the LLM calls' cost could pass it (each call made only when
@@ -113,11 +128,13 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
     Returns a :class:`RunResult`: ``metrics``, ``ci95``, ``groups``, ``rows``, ``run``; it writes
     nothing (``result.save(path)`` does). Raises :class:`InputError` for bad input and
     :class:`JudgeError` when the judge cannot be reached at start-up."""
-    return _evaluate(retriever, questions, corpus, k=k, settings=_settings(judge, settings), name=name,
+    from components.judges.panel import check_aggregate
+
+    return _evaluate(retriever, questions, corpus, k=k, settings=_settings(judge, settings, judges), name=name,
                      judge_repeats=judge_repeats, chunk_relevance=chunk_relevance, max_cost_usd=max_cost_usd,
                      group_by=group_by, keep_text=keep_text, cache_dir=Path(cache_dir) if cache_dir else None,
                      concurrency=concurrency, order_check=order_check, retrieval_timeout=retrieval_timeout,
-                     on_row=on_row, should_stop=should_stop)
+                     on_row=on_row, should_stop=should_stop, panel_aggregate=check_aggregate(panel_aggregate))
 
 
 def _as_result(run: RunResult | str | os.PathLike | Mapping) -> RunResult:

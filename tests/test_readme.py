@@ -20,7 +20,7 @@ from bench.readme_commands import PAGES, Block, blocks, environment, make_worksp
 from tests.conftest import ROOT, TEST_CACHE_HOME, run_cli
 
 README = "README.md"
-MAX_README_LINES = 250
+MAX_README_LINES = 280  # the README shows each feature once with a link; the reference lives in docs/
 # The README lines that install the project or run the tests: not run from a copy of the project.
 SETUP_LINES = [
     'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[test]"',

@@ -55,6 +55,27 @@ class RetrievedItem:
 
 
 @dataclass(frozen=True)
+class JudgeGrade:
+    """One judge's grade of one question in a panel run (``grades_by_judge``): as ``llm_grade``,
+    ``llm_reasoning``, ``grade_error`` and ``llm_raw_reply`` are for the run's one judge."""
+
+    grade: int | None = None
+    reasoning: str | None = None
+    error: str | None = None  # "<kind>: <message>", as grade_error
+    raw_reply: str | None = None
+    model: str | None = None  # the model id the reply names
+    grades: list[int | None] | None = None  # with --judge-repeats: every grade of this judge
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None  # this judge's calls for this question (null: no price known, or offline)
+    latency_ms: float = 0.0
+
+
+# the fields of a panel run's rows, left out of a single judge's rows (whose files stay as they were)
+PANEL_ROW_FIELDS = ("grades_by_judge", "panel_grade", "panel_graded")
+
+
+@dataclass(frozen=True)
 class QuestionResult:
     question_id: str
     question: str = ""
@@ -112,6 +133,10 @@ class QuestionResult:
     # --order-check: the grade of the same chunks shown in reverse order (null: not checked)
     llm_grade_reversed: int | None = None
     order_check_error: str | None = None
+    # a panel of judges (--judges): each judge's grade; llm_grade is panel_grade rounded half up
+    grades_by_judge: dict[str, JudgeGrade] | None = None
+    panel_grade: float | None = None  # the panel's aggregate (median or mean) of the judges that graded
+    panel_graded: int | None = None  # how many of the panel's judges graded the question
 
     @property
     def retrieval_failed(self) -> bool:
@@ -127,6 +152,9 @@ class QuestionResult:
 
     def to_json(self) -> dict:
         row = asdict(self)
+        for name in PANEL_ROW_FIELDS:  # absent from a single judge's rows
+            if row[name] is None:
+                del row[name]
         extra = row.pop("extra")
         row.update({k: v for k, v in extra.items() if k not in row})
         return row
@@ -244,7 +272,10 @@ class RunInfo:
 
     @classmethod
     def from_json(cls, data: object, where: str = "run") -> RunInfo:
-        return record(cls, data, where, _FIX, extra="extra")
+        info = record(cls, data, where, _FIX, extra="extra")
+        judges = {name: JudgeInfo.from_json(data[name], f"{where}.{name}")  # their details kept too
+                  for name in ("judge", "rewriter") if isinstance(data.get(name), Mapping)}
+        return replace(info, **judges) if judges else info
 
 
 @dataclass
@@ -273,6 +304,7 @@ class RunResult:
     order_check: dict | None = None  # with --order-check: how much reversing the chunks moved the grade
     quality_bands: dict[str, dict] | None = None  # nDCG and precision in words (utils.quality_bands)
     targets: list[dict] | None = None  # with --targets: each target, met or not (components.analysis.targets)
+    panel: dict | None = None  # with a panel of judges: the aggregate, agreement and each judge's metrics
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)  # top-level fields of a file this version does not know
     source: str | None = field(default=None, compare=False)  # the file it was read from
@@ -290,7 +322,7 @@ class RunResult:
                    avg_latency_ms=self.avg_latency_ms, index_time_s=self.index_time_s, ci95=dict(self.ci95),
                    bootstrap=dict(self.bootstrap), groups=self.groups)
         for name in ("diagnosis_counts", "chunk_relevance_count", "judge_consistency", "order_check",
-                     "quality_bands", "targets"):
+                     "quality_bands", "targets", "panel"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         out.update({k: v for k, v in self.extra.items() if k not in out and k != "results"})

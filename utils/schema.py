@@ -12,7 +12,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any, Union
 
 from utils import metrics as M
-from utils.results import SCHEMA_VERSION, QuestionResult, RunInfo, RunResult
+from utils.results import PANEL_ROW_FIELDS, SCHEMA_VERSION, QuestionResult, RunInfo, RunResult
 from utils.typecheck import hints
 
 SCHEMA_ID = "https://retrieval-benchmark.invalid/results.schema.json"
@@ -41,7 +41,8 @@ def _type_schema(tp: Any) -> dict:
 def _record_schema(cls: type, flattened: str | None = None) -> dict:
     types_of = hints(cls)
     names = [f.name for f in fields(cls) if f.name not in ("extra", "details", "source")]
-    return {"type": "object", "properties": {n: _type_schema(types_of[n]) for n in names}, "required": names,
+    required = [n for n in names if n not in PANEL_ROW_FIELDS]  # a panel run's fields: absent otherwise
+    return {"type": "object", "properties": {n: _type_schema(types_of[n]) for n in names}, "required": required,
             "additionalProperties": True}
 
 
@@ -56,7 +57,7 @@ def json_schema() -> dict:
                                                         "grade_errors", "avg_latency_ms", "index_time_s", "bootstrap",
                                                         "groups", "diagnosis_counts", "chunk_relevance_count",
                                                         "judge_consistency", "order_check", "quality_bands",
-                                                        "targets")}
+                                                        "targets", "panel")}
     top["ci95"] = {"type": "object", "additionalProperties": {
         "anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}]}}
     return {

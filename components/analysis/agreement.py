@@ -30,6 +30,22 @@ Stateless, numpy only; each formula is defined here once and used by ``calibrate
   interval wider (conservative) when the judge's errors do not grow with its grade.
 - :func:`normal_mean` — the judge-only figure: mean over N with the first term alone,
   mean ± z · sd / √N.
+
+Between judges (a panel, :mod:`components.analysis.panel`):
+
+- :func:`pass_agreement` — the share of rows two judges put on the same side of a pass mark
+  (total score = grade × the row's rank weight ≥ the mark).
+- :func:`krippendorff_alpha` — Krippendorff's α, ordinal level (Krippendorff, *Content
+  Analysis*, 2004, ch. 11), over units (questions) each rated by any number of judges (a missing
+  grade is left out; a unit with fewer than 2 grades pairs nothing). The coincidence matrix
+  o_ck = Σ_u (number of ordered pairs (c, k) of unit u's grades, i ≠ j) / (m_u − 1), its margins
+  n_c, n = Σ n_c; the ordinal distance δ²_ck = (Σ_{g=c..k} n_g − (n_c + n_k) / 2)²;
+  α = 1 − (n − 1) · Σ o_ck δ²_ck / Σ n_c n_k δ²_ck. This is ``krippendorff.alpha(data,
+  level_of_measurement="ordinal")``. None when every pairable grade is the same (no expected
+  disagreement). :func:`krippendorff_alpha_ci` adds a percentile bootstrap over units.
+- :func:`kendall_tau` — Kendall's τ-b of two scorings of the same items (ties counted as τ-b
+  counts them): (concordant − discordant) / √((n₀ − n₁)(n₀ − n₂)), ``scipy.stats.kendalltau``.
+  None below 2 items or when either side is constant.
 """
 
 from __future__ import annotations
@@ -191,3 +207,101 @@ def ppi_mean(judge_all: Sequence[float], judge_labelled: Sequence[float], human_
     value = float(f.mean()) + float(rectifier.mean())
     variance = float(f.var(ddof=1)) / len(f) + float(rectifier.var(ddof=1)) / len(rectifier)
     return _estimate(value, variance, level)
+
+
+# --------------------------------------------------------------------------- between judges
+
+def pass_agreement(a: Sequence[int], b: Sequence[int], ranks: Sequence[int | None],
+                   mark: float = PASS_MARK) -> float | None:
+    """The share of rows on which the two graders agree whether the row passes ``mark``; None
+    without rows."""
+    if not ranks:
+        return None
+    same = sum(1 for x, y, r in zip(a, b, ranks, strict=True) if (total_score(x, r) >= mark) == (total_score(y, r) >= mark))
+    return same / len(ranks)
+
+
+def _unit_coincidences(units: Sequence[Sequence[int | None]], values: Sequence[int]) -> np.ndarray:
+    """Each unit's contribution to the coincidence matrix (N × V × V; a unit with fewer than 2
+    grades contributes nothing)."""
+    index = {v: i for i, v in enumerate(values)}
+    out = np.zeros((len(units), len(values), len(values)))
+    for u, grades in enumerate(units):
+        present = [index[g] for g in grades if g is not None]
+        m = len(present)
+        if m < 2:
+            continue
+        counts = np.bincount(present, minlength=len(values)).astype(float)
+        out[u] = (np.outer(counts, counts) - np.diag(counts)) / (m - 1)
+    return out
+
+
+def _alpha_of(coincidences: np.ndarray) -> np.ndarray:
+    """Ordinal α of each coincidence matrix of ``coincidences`` (R × V × V); NaN where undefined."""
+    n_c = coincidences.sum(axis=2)  # R × V
+    n = n_c.sum(axis=1)
+    cum = np.cumsum(n_c, axis=1)
+    idx = np.arange(n_c.shape[1])
+    low, high = np.minimum(idx[:, None], idx[None, :]), np.maximum(idx[:, None], idx[None, :])
+    span = cum[:, high] - cum[:, low] + n_c[:, low]  # Σ_{g = min(c, k) .. max(c, k)} n_g
+    delta = (span - (n_c[:, :, None] + n_c[:, None, :]) / 2.0) ** 2
+    observed = (coincidences * delta).sum(axis=(1, 2))
+    expected = (n_c[:, :, None] * n_c[:, None, :] * delta).sum(axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(expected > 0, 1.0 - (n - 1) * observed / np.where(expected > 0, expected, 1.0), np.nan)
+
+
+def krippendorff_alpha(units: Sequence[Sequence[int | None]]) -> float | None:
+    """Krippendorff's ordinal α of ``units`` (module docstring); None when undefined."""
+    values = sorted({g for grades in units for g in grades if g is not None})
+    if not values:
+        return None
+    alpha = float(_alpha_of(_unit_coincidences(units, values).sum(axis=0)[None])[0])
+    return None if math.isnan(alpha) else alpha
+
+
+def krippendorff_alpha_ci(units: Sequence[Sequence[int | None]], *, resamples: int = 2_000, seed: int = 0,
+                          level: float = LEVEL) -> tuple[float, float] | None:
+    """The percentile bootstrap interval of :func:`krippendorff_alpha` over units (resampled with
+    replacement, ``resamples`` times, ``numpy.random.default_rng(seed)``); None below 2 pairable
+    units or when α is undefined in too many resamples (more than 1 in 20)."""
+    values = sorted({g for grades in units for g in grades if g is not None})
+    per_unit = _unit_coincidences(units, values)
+    if not values or sum(1 for grades in units if sum(g is not None for g in grades) > 1) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    flat = per_unit.reshape(len(units), -1)
+    alphas = []
+    for start in range(0, resamples, 500):
+        draws = rng.integers(0, len(units), size=(min(500, resamples - start), len(units)))
+        counts = np.zeros((len(draws), len(units)))
+        np.add.at(counts, (np.arange(len(draws))[:, None], draws), 1.0)
+        alphas.append(_alpha_of((counts @ flat).reshape(len(draws), len(values), len(values))))
+    distribution = np.concatenate(alphas)
+    defined = distribution[~np.isnan(distribution)]
+    if len(defined) < 0.95 * resamples:
+        return None
+    tail = (1.0 - level) / 2.0 * 100.0
+    return float(np.percentile(defined, tail)), float(np.percentile(defined, 100.0 - tail))
+
+
+def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Kendall's τ-b of two scorings of the same items (module docstring)."""
+    if len(a) != len(b):
+        raise ValueError("kendall_tau: the two sides need the same items")
+    n = len(a)
+    if n < 2:
+        return None
+    concordant = discordant = ties_a = ties_b = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            da, db = a[i] - a[j], b[i] - b[j]
+            ties_a += da == 0
+            ties_b += db == 0
+            if da * db > 0:
+                concordant += 1
+            elif da * db < 0:
+                discordant += 1
+    pairs = n * (n - 1) / 2
+    denominator = math.sqrt((pairs - ties_a) * (pairs - ties_b))
+    return (concordant - discordant) / denominator if denominator else None

@@ -18,6 +18,10 @@ labelled rows alone (normal interval over n), for scale.
 
 A label whose question is not in RUN, or is not graded there, is bad input (one line, exit 2,
 nothing written), as is a grade outside 1-10 or not a whole number (:func:`read_labels`).
+
+A panel run (``--judges``) is calibrated as the panel (its ``llm_grade``, the aggregate) and then as
+each judge alone (:func:`components.analysis.panel.judge_view`), each with every figure above
+(``judges`` in the JSON); a labelled question a judge did not grade is left out of that judge's.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from components.analysis import statistics as S
 from components.analysis.agreement import (LEVEL, normal_mean, pass_confusion, passes, ppi_mean,
                                            spearman_rho, weighted_kappa)
 from components.analysis.labels import Labels, read_labels
+from components.analysis.panel import is_panel, judge_names, judge_view
 from utils.errors import InputError
 from utils.metrics import PASS_MARK, total_score
 from utils.output import check_output, write_json_atomic
@@ -71,8 +76,9 @@ class Pairs:
     all_ranks: list[int | None]
 
 
-def match(result: RunResult, labels: Labels, run_source: str) -> Pairs:
-    """Pair each human grade with the run's judge grade of the same question; raises :class:`InputError`."""
+def match(result: RunResult, labels: Labels, run_source: str, skip_ungraded: bool = False) -> Pairs:
+    """Pair each human grade with the run's judge grade of the same question; raises :class:`InputError`
+    (``skip_ungraded``: a labelled question without a judge grade is left out instead)."""
     rows: dict[str, QuestionResult] = {r.question_id: r for r in result.rows}
     graded = labels.graded
     if not graded:
@@ -85,6 +91,8 @@ def match(result: RunResult, labels: Labels, run_source: str) -> Pairs:
         if row is None:
             raise InputError(f"{where}: question {label.question_id!r} is not in {run_source}: calibrate with the run "
                              "the labels were drawn from")
+        if row.llm_grade is None and skip_ungraded:
+            continue
         if row.llm_grade is None:
             raise InputError(f"{where}: question {label.question_id!r} has no judge grade in {run_source}: calibrate "
                              "with the run the labels were drawn from (its rows are graded)")
@@ -97,8 +105,19 @@ def match(result: RunResult, labels: Labels, run_source: str) -> Pairs:
 
 
 def calibrate(result: RunResult, labels: Labels, run_source: str) -> dict:
-    """Every figure of the command (module docstring), as the ``--json`` document."""
-    p = match(result, labels, run_source)
+    """Every figure of the command (module docstring), as the ``--json`` document; a panel run's
+    has each judge's under ``judges``."""
+    doc = _figures(result, labels, run_source)
+    if is_panel(result):
+        doc["judges"] = {name: {**_figures(judge_view(result, name), labels, run_source, skip_ungraded=True),
+                                "judge": name} for name in judge_names(result)}
+    return doc
+
+
+def _figures(result: RunResult, labels: Labels, run_source: str, skip_ungraded: bool = False) -> dict:
+    p = match(result, labels, run_source, skip_ungraded)
+    if not p.human:
+        return {"judge": f"{result.run.judge.provider}/{result.run.judge.model}", "labelled": 0}
     n, big_n = len(p.human), len(p.all_judge)
     differences = [j - h for h, j in zip(p.human, p.judge)]
     ci = S.paired_bootstrap_ci(p.human, p.judge)
@@ -194,6 +213,9 @@ def calibrate_files(run: Path, labels: Path, *, json_path: Path | None = None, s
                        labels, header_run, run, result.run.id)
     doc = calibrate(result, graded, str(run))
     sys.stdout.write(format_report(doc))
+    for judge in (doc.get("judges") or {}).values():  # a panel run: each judge alone, after the panel
+        sys.stdout.write("\n" + (format_report(judge) if judge.get("labelled") else
+                                 f"Calibration of the judge {judge['judge']}: it graded none of the labelled rows\n"))
     sys.stdout.flush()
     if json_path is not None:
         write_json_atomic(json_path, doc, secrets=secrets)

@@ -40,7 +40,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +48,11 @@ import numpy as np
 from loguru import logger
 
 from components.analysis import statistics as S
+from components.analysis.certificate import Certificate, certify
 from components.analysis.comparison import (ALPHA, BETTER, NOT_COMPARABLE, POWER, SAME, WORSE, MetricResult,
                                             PairComparison, QuestionChange, QuestionView, RunSummary, verdict)
 from components.analysis.gate import check_gate
+from components.analysis.panel import reconcile
 from components.analysis.recommendations import Recommendations, best_columns, recommend_runs
 from utils import metrics as M
 from utils import trec
@@ -81,14 +83,16 @@ class Comparison:
     permutation_seed: int = S.PERMUTATION_SEED
     shared_ids: dict[str, int] = field(default_factory=dict)  # label → how many of the baseline's question ids it holds
     recommendations: Recommendations | None = None  # with two runs or more (components/analysis/recommendations.py)
+    certificate: Certificate | None = None  # panel runs: the verdicts under each judge (components.analysis.certificate)
 
     def specs(self) -> list[M.Metric]:
         return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
 
     def gate(self, *, worse: Sequence[str] | bool = False, margins: dict[str, float] | None = None,
-             regressions: int | None = None, min_overlap: float = 1.0):
+             regressions: int | None = None, min_overlap: float = 1.0, require_agreement: bool = False):
         """The CI gate on this comparison: :func:`components.analysis.gate.check_gate`."""
-        return check_gate(self, worse=worse, margins=margins, regressions=regressions, min_overlap=min_overlap)
+        return check_gate(self, worse=worse, margins=margins, regressions=regressions, min_overlap=min_overlap,
+                          require_agreement=require_agreement)
 
     def __str__(self) -> str:
         return format_comparison(self)
@@ -113,6 +117,7 @@ class Comparison:
                                 "test": "paired sign-flip, two-sided"},
             },
             **({"recommendations": self.recommendations.to_json()} if self.recommendations is not None else {}),
+            **({"certificate": self.certificate.to_json()} if self.certificate is not None else {}),
         })
 
 
@@ -397,6 +402,7 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     labels = list(labels) if labels else default_labels(runs, sources)
     if len(labels) != len(runs) or len(set(labels)) != len(labels):
         raise InputError(f"compare: labels {labels} must be distinct, one per run")
+    runs, judge_warnings = reconcile(runs, labels)  # panel runs beside single-judge runs
     if metrics is None:
         specs = M.metrics(compared=True)
     else:
@@ -415,7 +421,7 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     views = [[question_view(r[q], run.run.k, g, specs) for q in common] for r, run, g in zip(rows, runs, graded)]
     summaries = [_summary(label, "run", run, src, len(r), v, specs)
                  for label, run, src, r, v in zip(labels, runs, list(sources or [None] * len(runs)), rows, views)]
-    warnings = _meta_warnings(summaries)
+    warnings = _meta_warnings(summaries) + judge_warnings
     left_out = {label: len(r) - len(common) for label, r in zip(labels, rows)}
     if any(left_out.values()):
         detail = ", ".join(f"{n} of {label}" for label, n in left_out.items())
@@ -470,8 +476,11 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
         comparisons.append(PairComparison(labels[0], label, kind, results, worse, better))
     shared = {label: sum(1 for q in rows[0] if q in r) for label, r in zip(labels[1:], rows[1:])}
     recommendations = recommend_runs(labels, rows, common, k, comparisons, alpha)
-    return Comparison(summaries, common, left_out, warnings, comparisons, k, [s.key for s in specs], alpha, power,
-                      bootstrap_seed, permutation_seed, shared, recommendations)
+    comparison = Comparison(summaries, common, left_out, warnings, comparisons, k, [s.key for s in specs], alpha,
+                            power, bootstrap_seed, permutation_seed, shared, recommendations)
+    certificate = certify(runs, labels, comparison, lambda judged, keys: compare_runs(
+        judged, labels, alpha=alpha, power=power, seed=seed, metrics=keys))
+    return comparison if certificate is None else replace(comparison, certificate=certificate)
 
 
 # ---- the table ----------------------------------------------------------------------------------
@@ -592,6 +601,8 @@ def format_comparison(c: Comparison, top: int = 10, *, bold: bool = False) -> st
         out += _change_lines(f"Better in {other}", pc.better, top)
     if c.recommendations is not None:
         out += ["", *(escape_control(line) for line in c.recommendations.lines())]
+    if c.certificate is not None and c.certificate.entries:
+        out += ["", str(c.certificate).rstrip("\n")]
     return "\n".join(out) + "\n"
 
 
@@ -655,11 +666,12 @@ def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
 def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: Path | None = None, top: int = 10,
                   alpha: float = ALPHA, metrics: Sequence[str] | None = None, worse: Sequence[str] | bool = False,
                   margins: Mapping[str, float] | None = None, regressions: int | None = None,
-                  min_overlap: float = 1.0, secrets: Iterable[str] = ()):
+                  min_overlap: float = 1.0, require_agreement: bool = False, secrets: Iterable[str] = ()):
     """``compare``'s work: read ``runs`` (results files or run ids, the first the baseline; TREC or
     ranx run files beside them as rank-only systems judged by ``qrels``), compare ``metrics`` (keys;
     default: the registry's compared ones), print the comparison and the gate's lines when one is
-    asked for (``worse``, ``margins``, ``regressions``, ``min_overlap``: :meth:`Comparison.gate`), write ``json_path``
+    asked for (``worse``, ``margins``, ``regressions``, ``min_overlap``, ``require_agreement``:
+    :meth:`Comparison.gate`), write ``json_path``
     with ``secrets`` redacted. Returns the gate's :class:`components.analysis.gate.GateResult`, or
     ``None`` without a gate. Raises :class:`InputError`."""
     margins = dict(margins or {})
@@ -680,8 +692,8 @@ def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: 
     for warning in comparison.warnings:
         logger.debug("compare warning: {}", warning)
     sys.stdout.write(format_comparison(comparison, top=top, bold=sys.stdout.isatty()))
-    result = comparison.gate(worse=worse, margins=margins, regressions=regressions,
-                             min_overlap=min_overlap) if gating else None
+    result = comparison.gate(worse=worse, margins=margins, regressions=regressions, min_overlap=min_overlap,
+                             require_agreement=require_agreement) if gating else None
     if result is not None:
         sys.stdout.write("\n" + str(result))
     sys.stdout.flush()

@@ -11,7 +11,15 @@ files after the first; reference systems and TREC runs are not gated):
   rates). A metric with a margin is judged by it, not by its verdict: a loss smaller than the margin
   passes even when it is significant; a loss the questions cannot rule out fails, however noisy;
 - ``--fail-on-regressions N``: fail when more than N questions lost their rank-1 hit (chunk
-  rank 1 in the baseline, not in the other run).
+  rank 1 in the baseline, not in the other run);
+- ``--require-agreement`` (with the rules above, on panel runs: ``--judges``): fail when a gated
+  verdict depends on the judge — a metric that uses grades whose *worse* verdict, or whose margin
+  check, comes out otherwise under one judge of the panel alone than under the panel
+  (:mod:`components.analysis.certificate`). Checks that cannot be judged follow the rule below:
+  runs that are not panel runs sharing two judges fail it (the option was asked for); a metric
+  whose verdict is not comparable under a judge fails when it is named (``worse:a,b``, a margin)
+  and reads ``not gated`` when it is one of every compared metric. A metric that does not use
+  grades cannot depend on the judge.
 
 What the gate cannot judge does not pass it:
 
@@ -43,6 +51,7 @@ ALIASES = {"ndcg": "ndcg_at_k", "map": "map_at_k", "recall": "recall_at_k", "hit
            "hit5": "hit_at_5_rate", "grade": "avg_llm_grade", "total": "avg_total_score", "pass7": "pass_rate_7"}
 WORSE_RULE = "worse"
 NOT_JUDGED = "not comparable (no question has it in both runs)"
+AGREEMENT_RULE = "agreement"
 _EXAMPLES = 5  # question ids named in a regressions line
 
 
@@ -92,7 +101,7 @@ class GateCheck:
 
     other: str  # the run compared with the baseline
     baseline: str
-    rule: str  # "worse" | "margin" | "regressions" | "overlap" | "nothing_judged"
+    rule: str  # "worse" | "margin" | "regressions" | "overlap" | "nothing_judged" | "agreement"
     metric: str | None  # the metric key (None for the other rules)
     failed: bool
     gated: bool  # False: the metric could not be judged (not comparable, no interval)
@@ -197,6 +206,48 @@ def _regressions(pc: PairComparison, allowed: int) -> GateCheck:
                      f"question(s) lost their rank-1 hit (at most {allowed} allowed)" + (f": {named}" if lost else ""))
 
 
+def _margin_fails(verdict, margin: float) -> bool | None:
+    """Whether a verdict's CI fails the margin; None without an interval."""
+    return None if verdict.ci95 is None else verdict.ci95[0] < -margin
+
+
+def _agreement(pc: PairComparison, spec: M.Metric, entry, margin: float | None, named: bool, k: int) -> GateCheck:
+    """``--require-agreement`` on one gated metric of one comparison (module docstring)."""
+    head = f"agreement  {spec.key} ({spec.label_at(k)}), {pc.other} vs {pc.baseline}"
+    if entry is None or entry.holds is None:
+        why = "not comparable under the panel or under a judge alone"
+        return GateCheck(pc.other, pc.baseline, AGREEMENT_RULE, spec.key, named, False,
+                         f"{'FAIL' if named else 'not gated'}  {head}: cannot be judged ({why})")
+    if margin is None:
+        differ = entry.disagreeing
+        what = f"the verdict {entry.panel.verdict!r}"
+    else:
+        panel = _margin_fails(entry.panel, margin)
+        differ = [n for n, v in entry.judges.items() if _margin_fails(v, margin) != panel]
+        what = f"the margin check ({'fails' if panel else 'passes'} under the panel)"
+    if not differ:
+        return GateCheck(pc.other, pc.baseline, AGREEMENT_RULE, spec.key, False, True,
+                         f"pass  {head}: {what} holds under every judge ({', '.join(entry.judges)})")
+    detail = "; ".join(f"{n}: {entry.judges[n].verdict} (Δ {_fmt(entry.judges[n].delta, spec.digits)}, 95% CI "
+                       + ("-" if entry.judges[n].ci95 is None else
+                          f"[{_fmt(entry.judges[n].ci95[0], spec.digits)}, {_fmt(entry.judges[n].ci95[1], spec.digits)}]")
+                       + ")" for n in differ)
+    return GateCheck(pc.other, pc.baseline, AGREEMENT_RULE, spec.key, True, True,
+                     f"FAIL  {head}: {what} depends on the judge: {detail}")
+
+
+def _agreement_checks(comparison, pc: PairComparison, names: Sequence[str], margins: Mapping[str, float],
+                      named: set[str]) -> list[GateCheck]:
+    certificate = comparison.certificate
+    gated = [key for key in comparison.metrics if key in margins or key in names]
+    graded = [key for key in gated if M.METRICS[key].level == "judge"]
+    if not graded:
+        return []
+    specs = {s.key: s for s in comparison.specs()}
+    return [_agreement(pc, specs[key], certificate.entry(pc.baseline, pc.other, key), margins.get(key),
+                       key in named, comparison.k) for key in graded]
+
+
 def gated_metrics(worse: Sequence[str] | bool, margins: Mapping[str, float]) -> list[str]:
     """The metric keys the gate needs compared (beyond the default ones when ``worse`` is True)."""
     named = list(worse) if not isinstance(worse, bool) else []
@@ -213,11 +264,13 @@ def check_min_overlap(value: float) -> float:
 
 def check_gate(comparison: "Comparison", *, worse: Sequence[str] | bool = False,
                margins: Mapping[str, float] | None = None, regressions: int | None = None,
-               min_overlap: float = 1.0) -> GateResult:
+               min_overlap: float = 1.0, require_agreement: bool = False) -> GateResult:
     """The gate on ``comparison`` (see the module docstring): ``worse`` True (every compared metric)
     or metric keys (or :data:`ALIASES`); ``margins`` {metric key: margin}; ``regressions`` the most questions allowed to
     lose their rank-1 hit (None: not checked); ``min_overlap`` the share of the baseline's question
-    ids each gated run must hold (default 1: all). A metric with a margin is judged by the margin only.
+    ids each gated run must hold (default 1: all); ``require_agreement``: a gated metric that uses
+    grades must hold under every judge of the panel runs (the verdict certificate). A metric with a
+    margin is judged by the margin only.
     Raises :class:`InputError` for a metric the comparison did not compare, or a ``min_overlap``
     outside 0-1.
 
@@ -232,6 +285,11 @@ def check_gate(comparison: "Comparison", *, worse: Sequence[str] | bool = False,
                              f"(compared: {', '.join(comparison.metrics)})")
     specs = {s.key: s for s in comparison.specs()}
     checks: list[GateCheck] = []
+    if require_agreement and comparison.certificate is None:
+        checks.append(GateCheck("-", "-", AGREEMENT_RULE, None, True, False,
+                                "FAIL  agreement: cannot be judged: --require-agreement needs panel runs (--judges) that "
+                                "share two judges or more, and these are not"))
+    named = set(margins) | (set() if worse is True else set(names))
     for pc in comparison.comparisons:
         if pc.kind != "run":
             continue
@@ -246,6 +304,8 @@ def check_gate(comparison: "Comparison", *, worse: Sequence[str] | bool = False,
                 checks.append(_worse(pc, specs[key], by_key[key], comparison.alpha, comparison.k, worse is not True))
         if regressions is not None:
             checks.append(_regressions(pc, regressions))
+        if require_agreement and comparison.certificate is not None:
+            checks += _agreement_checks(comparison, pc, names, margins, named)
     judged = [c for c in checks if c.gated and c.rule != "overlap"]
     if checks and not judged and not any(c.failed for c in checks):
         checks.append(GateCheck(checks[0].other, checks[0].baseline, "nothing_judged", None, True, False,

@@ -38,6 +38,7 @@ from components.analysis.comparison import BETTER, WORSE
 from components.analysis.diagnosis import FIXES, HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
 from components.analysis.recommendations import best_columns
 from components.analysis.recommendations import render_html as render_recommendations
+from components.analysis.panel_report import certificate_html, run_html
 from components.judges.providers import is_proxy_judge
 from utils import metrics as M
 from utils.console import CLAMPED_NOTE, NOTHING_GRADED, clamped_count, escape_control, format_ci, is_number, shorten
@@ -773,6 +774,7 @@ def render_comparison(comparison: Mapping, runs: Sequence[RunResult | Mapping] =
                 parts.append(_delta_plot(paired_deltas(base_run, other_run, question_ids), stats, str(baseline),
                                          str(other), f"paired-delta-{i}"))
         parts.append("</div>")
+    parts.append(certificate_html(comparison, _h))  # panel runs: would the verdict change with the judge?
     parts.append("</section>")
     return "".join(parts)
 
@@ -882,7 +884,7 @@ def _run_section(result: RunResult, label: str, index: int) -> str:
     schema = report.get("schema_version", "?")
     return (f'<section class="run" id="run-{index}"><h2>Run {_h(label)} <span class=muted>(schema {_h(schema)})'
             f'</span></h2>{_cards(result)}<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
-            f'<div><h3>Metrics</h3>{_metric_rows(result)}</div></div>'
+            f'<div><h3>Metrics</h3>{_metric_rows(result)}</div></div>{run_html(result, index, (_h, _plt, _svg))}'
             f'<div class="plots">{"".join(plots)}</div><h3>Questions</h3>{_questions(rows, k, result.diagnosis_counts is not None)}</section>')
 
 

@@ -62,15 +62,16 @@ examples:
   python benchmark.py compare baseline.json benchmark_results.json --fail-on worse:mrr,ndcg --margin hit1=20
   python benchmark.py compare runs/A.json runs/B.json
   python benchmark.py --questions q.json --estimate       (what a run would cost, before it spends)
+  python benchmark.py --strategy baseline,modular-no-llm --judges panel.toml   (a panel of judges, docs/judges.md)
 
 environment:
 {environment}
 exit codes:
   0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
-  3 the judge or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
+  3 the judge (a judge of a panel) or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
   4 --max-cost reached · 5 the results could not be written (the journal keeps the run) ·
-  6 a gate failed: compare's (--fail-on, --margin, --fail-on-regressions: one FAIL line per check) or a run's
-    --fail-on-targets ·
+  6 a gate failed: compare's (--fail-on, --margin, --fail-on-regressions, --require-agreement: one FAIL line
+    per check) or a run's --fail-on-targets ·
   7 the retriever failed on every question (status retrieval_failed) · 130 interrupted
 """
 
@@ -165,7 +166,10 @@ def _load_provider_modules(env: dict[str, str]) -> InputError | None:
 
 def _open_logs(command, args: argparse.Namespace, env: dict[str, str]) -> LogSinks:
     """The console and log file sinks, the log file's header, older log files pruned."""
-    sinks = add_sinks(args.log_level, log_file_path(args.log_dir), secrets=secrets_in(env))
+    from components.judges.panel import panel_secrets
+
+    secrets = (*secrets_in(env), *panel_secrets(getattr(args, "judges", None), env))  # a panel file's keys too
+    sinks = add_sinks(args.log_level, log_file_path(args.log_dir), secrets=secrets)
     log_header(args.argv, run_command.header_details(args) if command is None else None)
     if sinks.path is not None:  # None: console only (add_sinks said why, once)
         prune_logs(sinks.path.parent, args.log_keep, current=sinks.path)

@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     gate.add_argument("--min-overlap", type=float, default=None, metavar="SHARE",
                       help="the share of the baseline's question ids each gated run must hold, 0 to 1 (default 1: "
                            "all of them); a run holding fewer fails the gate")
+    gate.add_argument("--require-agreement", action="store_true",
+                      help="with --fail-on or --margin on panel runs (--judges): also fail when a gated verdict that "
+                           "uses grades depends on the judge (one judge of the panel alone would decide otherwise)")
 
 
 def _check(args: argparse.Namespace) -> tuple[list[str] | bool, dict[str, float]]:
@@ -59,6 +62,8 @@ def _check(args: argparse.Namespace) -> tuple[list[str] | bool, dict[str, float]
         if not worse and not margins and args.fail_on_regressions is None:
             raise InputError("--min-overlap relaxes the gate: give it with --fail-on, --margin or "
                              "--fail-on-regressions")
+    if args.require_agreement and not (worse or margins):
+        raise InputError("--require-agreement checks the gate's verdicts: add --fail-on worse[:METRICS] or --margin")
     return worse, margins
 
 
@@ -66,7 +71,7 @@ def run(args: argparse.Namespace, settings) -> int:
     worse, margins = _check(args)
     result = compare_files(args.runs, qrels=args.qrels, json_path=args.json, top=args.top, alpha=args.alpha,
                            metrics=_metrics(args.metrics, worse, margins), worse=worse, margins=margins,
-                           regressions=args.fail_on_regressions,
+                           regressions=args.fail_on_regressions, require_agreement=args.require_agreement,
                            min_overlap=1.0 if args.min_overlap is None else args.min_overlap, secrets=settings.secrets)
     if result is None:
         return EXIT_OK

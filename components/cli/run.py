@@ -93,7 +93,15 @@ def _add_input_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _add_judging_arguments(p: argparse.ArgumentParser) -> None:
-    """How the judge grades: repeats, batch, concurrency, the order check."""
+    """How the judge grades: a panel, repeats, batch, concurrency, the order check."""
+    p.add_argument("--judges", default=None, metavar="SPEC[,SPEC...]|panel.toml",
+                   help="a panel of judges instead of one: every judge grades every question and llm_grade is their "
+                        "aggregate (each judge's grade kept in grades_by_judge). A spec is offline, <provider> or "
+                        "<provider>/<model>; a .toml panel file names several endpoints of one provider. Overrides "
+                        "BENCHMARK_JUDGE and BENCHMARK_JUDGE_MODEL (docs/judges.md#a-panel-of-judges)")
+    p.add_argument("--panel-aggregate", default=None, choices=("median", "mean"),
+                   help="with --judges: the panel's grade of a question is the median (default) or the mean of the "
+                        "judges that graded it, rounded half up")
     p.add_argument("--judge-repeats", type=positive_int, default=1, metavar="N",
                    help="grade each question N times; the row keeps every grade and their spread")
     p.add_argument("--judge-batch", action="store_true",
@@ -132,12 +140,10 @@ def apply_resume_defaults(args: argparse.Namespace, env: dict[str, str]) -> None
 def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None, guard: SignalGuard, state) -> int:
     """The run of ``args`` with the judge ``env`` names; its exit code. Raises what the run raises;
     an exception that wraps the guard's interrupt becomes a :class:`KeyboardInterrupt`."""
-    from components.judges.settings import Settings
-
     suite = _suite(args)  # checked whole before any work
     if args.resume is not None:
         apply_resume_defaults(args, env)
-    settings = Settings.from_env(env)
+    settings = _settings(args, env)
     if args.questions is None:
         args.questions = default_questions()
     args.output = resolve_output(args.output, questions_path=args.questions, corpus_dir=args.corpus)
@@ -166,6 +172,20 @@ def _suite(args: argparse.Namespace):
     return load_suite(args.suite)
 
 
+def _settings(args: argparse.Namespace, env: dict[str, str]):
+    """The run's settings: the environment's judge, or the panel of ``--judges`` (which overrides
+    ``BENCHMARK_JUDGE`` and ``BENCHMARK_JUDGE_MODEL``)."""
+    from components.judges.panel import panel_settings, parse_judges
+    from components.judges.settings import Settings
+
+    if args.judges is None:
+        if args.panel_aggregate is not None:
+            raise InputError("--panel-aggregate applies to a panel of judges: add --judges, or leave it out")
+        return Settings.from_env(env)
+    specs = args.judges if isinstance(args.judges, list) else parse_judges(args.judges)  # --resume gives specs
+    return panel_settings(specs, env)
+
+
 def run_options(args: argparse.Namespace, settings, log_path: Path | None, suite=None):
     """The :class:`components.run.benchmark_run.RunOptions` of the parsed arguments (raises
     :class:`InputError` for a bad ``--targets``)."""
@@ -185,7 +205,8 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None, suite
         judge_batch=args.judge_batch, concurrency=args.concurrency,
         order_check=(args.order_check_sample or True) if args.order_check else None, log_file=log_path,
         argv=list(args.argv), estimate=args.estimate, retrieval_timeout=args.retrieval_timeout or None,
-        targets=parse_targets(args.targets, args.k) if args.targets else [], suite=suite)
+        targets=parse_targets(args.targets, args.k) if args.targets else [], suite=suite,
+        panel_aggregate=args.panel_aggregate or "median")
 
 
 def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: SignalGuard, state, suite) -> int:

@@ -50,6 +50,9 @@ class Settings:
     batch_poll_max_s: float = DEFAULT_BATCH_POLL_MAX_S  # BENCHMARK_BATCH_POLL_MAX
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)  # the providers' variables
     judge_config: Any = field(default=None, repr=False, compare=False)  # the judge provider's, checked
+    # --judges: every judge of the panel (components.judges.panel.PanelMember), the first one's settings
+    # being these; empty: the run's one judge
+    panel: tuple = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:

@@ -20,7 +20,10 @@ Nothing graded is lost:
   it does not fit); once it refuses, the remaining rows are retrieved and written ungraded with
   ``grade_error: "budget: …"``;
 * :meth:`BenchmarkLoop.retry_transient` gives the rows whose grade failed transiently one more
-  sequential pass after the loop.
+  sequential pass after the loop;
+* with a panel of judges (``panel``: :mod:`components.run.panel_grading`) every judge grades every
+  question in turn, each call through the same admission point; each judge has its own breaker
+  and fatal failure (the others go on), and the row keeps each judge's grade and the aggregate.
 """
 
 from __future__ import annotations
@@ -41,9 +44,10 @@ from loguru import logger
 from components.core import Chunk, Question, Retriever, ScoredChunk
 from components.judges.chunk_relevance import RelevanceResult
 from components.judges.llm import TRANSIENT_KINDS, LLMReply
-from components.judges.retrieval_grader import GradeResult
+from components.judges.retrieval_grader import GradeResult, prompt_variant
 from components.run.budget import Budget, BudgetRefused, through
 from components.run.concurrency import Gate
+from components.run.panel_grading import Member, PanelState, judge_grade, panel_outcome, transient
 from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, RetrievalDeadline, RetrievalTimeout
 from components.run.query_rewriter import QueryRewriter, RewriteResult
 from utils.console import escape_control
@@ -140,6 +144,9 @@ class Partial:
     relevance: Any = None
     cost: float | None = None
     reversed_grade: GradeResult | None = None  # --order-check: the grade of the same chunks in reverse order
+    by_judge: dict = field(default_factory=dict)  # a panel: judge name → its JudgeGrade
+    panel_value: float | None = None  # a panel: the unrounded aggregate
+    panel_graded: int | None = None  # a panel: how many judges graded
 
 
 class BenchmarkLoop:
@@ -155,11 +162,16 @@ class BenchmarkLoop:
                  retry_wait_max_s: float = MAX_RETRY_WAIT_S,
                  on_row: Callable[[QuestionResult, int, int], None] | None = None,
                  concurrency: int = 1, order_check: Collection[str] = (),
-                 retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S) -> None:
+                 retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
+                 panel: PanelState | None = None) -> None:
         self.should_stop = should_stop
         # --max-cost: every LLM call of the loop goes through it (components/run/budget.py)
         self.budget = Budget(max_cost_usd, should_stop) if max_cost_usd is not None else None
         self.retriever, self.judge, self.k = retriever, through(self.budget, judge), k
+        self.panel = panel  # a panel of judges (its members grade in turn); None: the one judge
+        self.members = panel.members if panel is not None else [Member(None, self.judge)]
+        for member in self.members if panel is not None else ():  # each judge's calls at its own cap and price
+            member.judge = through(self.budget, member.judge)
         self.deadline = RetrievalDeadline(retrieval_timeout, should_stop)  # components/run/retrieval_deadline.py
         self._retrieval_errors: dict[str, str] = {}  # each retrieval error → the first question it failed
         self.rewriter = through(self.budget, rewriter)
@@ -172,10 +184,7 @@ class BenchmarkLoop:
         self.on_row = on_row  # after each row is kept and recorded: (row, i, n), e.g. its console line
         self.judge_usage = Usage()
         self.rewriter_usage = Usage()
-        self.judge_failure: JudgeError | None = None  # the first fatal judge error
         self.rewriter_failure: JudgeError | None = None  # the first fatal rewriter error
-        self.rate_limited: str | None = None  # the circuit breaker's reason, once it opened (see _breaker)
-        self._limited_in_a_row = 0
         self.recovered = 0
         self.results: list[QuestionResult] = []
         self._graded_with: dict[str, Partial] = {}  # for the retry pass: questions graded transiently
@@ -184,6 +193,24 @@ class BenchmarkLoop:
         self.order_check = frozenset(order_check)  # question ids graded again with the chunks reversed
         self.gate: Gate | None = None  # with concurrency > 1: every LLM call passes it (components/run/concurrency.py)
         self._lock = threading.RLock()  # the loop's shared state, when judge calls run in worker threads
+
+    @property
+    def judge_failure(self) -> JudgeError | None:
+        """The first fatal judge error (of any judge of a panel)."""
+        return next((m.failure for m in self.members if m.failure is not None), None)
+
+    @judge_failure.setter
+    def judge_failure(self, err: JudgeError | None) -> None:
+        self.members[0].failure = err
+
+    @property
+    def rate_limited(self) -> str | None:
+        """The circuit breaker's reason, once it opened (see :meth:`_breaker`; of any judge of a panel)."""
+        return next((m.rate_limited for m in self.members if m.rate_limited is not None), None)
+
+    @rate_limited.setter
+    def rate_limited(self, reason: str | None) -> None:
+        self.members[0].rate_limited = reason
 
     def stop_if_signalled(self, err: BaseException) -> None:
         """Raise KeyboardInterrupt (from ``err``) when a signal was received: ``err`` may be the
@@ -210,16 +237,19 @@ class BenchmarkLoop:
             done(kind, getattr(result, "retry_after", None), getattr(reply, "rate_limit", None))
             return result
 
-    def _not_called(self) -> GradeResult | None:
-        """The grade of a call the judge must not get (it became unusable, the circuit breaker opened,
-        or ``--max-cost`` is spent), or None."""
+    def _not_called(self, member: Member | None = None) -> GradeResult | None:
+        """The grade of a call the judge (``member``; default: the first) must not get (it became
+        unusable, its circuit breaker opened, or ``--max-cost`` is spent), or None. The one admission
+        point of every grading call, a panel's too; the budget then reserves the call's own worst case
+        (:mod:`components.run.budget`)."""
+        member = member or self.members[0]
         with self._lock:
-            if self.judge_failure is not None:
-                err = self.judge_failure
+            if member.failure is not None:
+                err = member.failure
                 return GradeResult(None, None, 0.0, f"judge_unusable: not graded after an earlier {err.kind} error",
                                    None)
-            if self.rate_limited is not None:
-                return GradeResult(None, None, 0.0, self.rate_limited, None)
+            if member.rate_limited is not None:
+                return GradeResult(None, None, 0.0, member.rate_limited, None)
         if self.budget is not None and self.budget.refused is not None:
             return GradeResult(None, None, 0.0, self.budget.refused, None)
         return None
@@ -229,26 +259,35 @@ class BenchmarkLoop:
         """Whether ``--max-cost`` refused a call: the rest of the run is written ungraded."""
         return self.budget is not None and self.budget.refused is not None
 
-    def _grade_once(self, q: Question, chunks: list[Chunk]) -> GradeResult:
-        refused = self._not_called()
+    def _grade_once(self, q: Question, chunks: list[Chunk], member: Member | None = None) -> GradeResult:
+        member = member or self.members[0]
+        refused = self._not_called(member)
         if refused is not None:
             return refused
         try:  # asked again once the gate admits it: other calls may have changed that while it waited
-            result = self._call(lambda: self.judge.grade(q.question, q.expected_answer, chunks), self._not_called)
+            result = self._call(lambda: member.judge.grade(q.question, q.expected_answer, chunks),
+                                lambda: self._not_called(member))
             if isinstance(result, NotCalled):
                 return result.instead
         except BudgetRefused as refusal:  # --max-cost: the call's worst case does not fit
             return GradeResult(None, None, 0.0, str(refusal), None)
         except JudgeError as err:  # fatal: stop calling the judge
             self.stop_if_signalled(err)
+            if member.name is not None:  # a panel: the judge is named wherever the error is shown
+                err = JudgeError(err.kind, f"judge {member.name}: {err}", fatal=True)
             with self._lock:
-                self.judge_failure = self.judge_failure or err
-            logger.error("judge unusable ({}): {}", err.kind, err)
+                first = member.failure is None
+                member.failure = member.failure or err
+            if member.name is None:
+                logger.error("judge unusable ({}): {}", err.kind, err)
+            elif first:
+                logger.error("{} unusable ({}): {}; its grades are null from here, the other judges go on",
+                             member.label(), err.kind, err)
             return GradeResult(None, None, 0.0, f"{err.kind}: {err}", None)
         with self._lock:
             if result.retry_after is not None:
                 self._longest_retry_after = max(self._longest_retry_after, result.retry_after)
-            self._breaker(result)
+            self._breaker(result, member)
         return result
 
     def _rate(self, q: Question, chunks: list[Chunk]) -> Any:
@@ -268,26 +307,62 @@ class BenchmarkLoop:
             return None
         return None if isinstance(result, NotCalled) else result
 
-    def _breaker(self, result: GradeResult) -> None:
+    def _breaker(self, result: GradeResult, member: Member) -> None:
         """The circuit breaker: after :data:`BREAKER_THRESHOLD` rate-limit or overload failures in a
         row whose ``retry-after`` is missing or longer than the retry pass would wait, the judge is
         not called again in this run: the remaining questions are written ungraded (``rate_limit:
         …``) and the run ends ``rate_limited`` (exit 3), for ``--resume`` to finish later."""
         kind = (result.error or "").split(":", 1)[0]
         if result.grade is not None or kind not in RATE_LIMIT_KINDS:
-            self._limited_in_a_row = 0 if result.grade is not None else self._limited_in_a_row
+            member.limited_in_a_row = 0 if result.grade is not None else member.limited_in_a_row
             return
         if result.retry_after is not None and result.retry_after <= self.retry_wait_max_s:
             return  # a short wait: the retry pass will honour it
-        self._limited_in_a_row += 1
-        if self._limited_in_a_row >= BREAKER_THRESHOLD:
+        member.limited_in_a_row += 1
+        if member.limited_in_a_row >= BREAKER_THRESHOLD and member.rate_limited is None:
             wait = f"retry-after {result.retry_after:g} s" if result.retry_after is not None else "no retry-after"
-            self.rate_limited = (f"rate_limit: not graded: the judge answered {kind} {self._limited_in_a_row} times in a "
-                                 f"row ({wait}); the run stopped calling it: --resume grades this question later")
-            logger.error("The judge is rate-limited ({} {} times in a row, {}): grading stops; the rest of the "
-                         "questions are written ungraded for --resume", kind, self._limited_in_a_row, wait)
+            member.rate_limited = (f"rate_limit: not graded: {member.label()} answered {kind} {member.limited_in_a_row} "
+                                   f"times in a row ({wait}); the run stopped calling it: --resume grades this question "
+                                   "later")
+            logger.error("{} is rate-limited ({} {} times in a row, {}): {}; the rest of the questions are written "
+                         "{} for --resume", member.label().capitalize(), kind, member.limited_in_a_row, wait,
+                         "grading stops" if member.name is None else "its grading stops, the other judges go on",
+                         "ungraded" if member.name is None else "without its grade")
+
+    def _count(self, reply: LLMReply | None, member: Member | None = None) -> float | None:
+        """Count one reply in the run's judge usage (and its judge's, in a panel); its cost."""
+        with self._lock:
+            if member is not None and member.usage is not None:
+                member.usage.add(reply)
+            return self.judge_usage.add(reply)
+
+    def _grade_panel(self, p: Partial, chunks: list[Chunk], members: Sequence[Member] | None = None) -> None:
+        """Every judge of the panel (or of ``members``: the retry pass) grades ``p``, in panel order;
+        a judge whose grade ``--resume`` kept is not called. Then the aggregate."""
+        kept = self.panel.resumed.get(p.q.id, {})
+        for member in members if members is not None else self.members:
+            if members is None and member.name in kept:
+                p.by_judge[member.name] = kept[member.name]
+                continue
+            grades: list[GradeResult] = []
+            cost = None
+            for _ in range(self.repeats):
+                if self.should_stop():
+                    raise KeyboardInterrupt("stop requested")
+                g = self._grade_once(p.q, chunks, member)
+                grades.append(g)
+                spent = self._count(g.reply, member)
+                cost = cost if spent is None else (cost or 0.0) + spent
+            p.by_judge[member.name] = judge_grade(combine_grades(grades), grades, cost)
+            if cost is not None:
+                p.cost = (p.cost or 0.0) + cost
+        outcome = panel_outcome(p.by_judge, self.panel.names, self.panel.method, prompt_variant(p.q.expected_answer))
+        p.grade, p.panel_value, p.panel_graded = outcome.grade, outcome.value, outcome.graded
 
     def _grade(self, p: Partial, chunks: list[Chunk]) -> None:
+        if self.panel is not None:
+            self._grade_panel(p, chunks)
+            return
         for _ in range(self.repeats):
             if self.should_stop():
                 raise KeyboardInterrupt("stop requested")
@@ -395,8 +470,9 @@ class BenchmarkLoop:
                 p.grade = GradeResult(None, None, 0.0, error, None)
             else:
                 self._grade(p, chunks)
-                with self._lock:
-                    rate_ok = not self.budget_exhausted and self.judge_failure is None and self.rate_limited is None
+                with self._lock:  # chunk relevance is the first judge's
+                    first = self.members[0]
+                    rate_ok = not self.budget_exhausted and first.failure is None and first.rate_limited is None
                 if self.relevance_judge is not None and chunks and rate_ok:
                     if self.should_stop():
                         raise KeyboardInterrupt("stop requested")
@@ -406,8 +482,8 @@ class BenchmarkLoop:
                     if cost is not None:
                         p.cost = (p.cost or 0.0) + cost
             row = self.row(p, rank, None)
-            if chunks and p.grade is not None and p.grade.error \
-                    and p.grade.error.split(":", 1)[0] in TRANSIENT_KINDS:
+            if chunks and p.grade is not None and (p.grade.error and p.grade.error.split(":", 1)[0] in TRANSIENT_KINDS
+                                                   or any(map(transient, p.by_judge.values()))):
                 with self._lock:
                     self._graded_with[q.id] = p
             if self.annotate is not None:
@@ -473,7 +549,15 @@ class BenchmarkLoop:
             chunk_relevance_raw=getattr(rel, "raw", None),
             llm_grade_reversed=p.reversed_grade.grade if p.reversed_grade is not None else None,
             order_check_error=p.reversed_grade.error if p.reversed_grade is not None else None,
+            **self._panel_fields(p),
         )
+
+    def _panel_fields(self, p: Partial) -> dict:
+        """A panel run's row fields (none for the one judge's rows): each judge's grade, the aggregate."""
+        if self.panel is None:
+            return {}
+        return {"grades_by_judge": {n: p.by_judge[n] for n in self.panel.names if n in p.by_judge},
+                "panel_grade": p.panel_value, "panel_graded": p.panel_graded}
 
     # ------------------------------------------------------------------ the run
 
@@ -612,13 +696,31 @@ class BenchmarkLoop:
             self._finished(i, n, row)
             wait = False
 
+    def _retried(self, p: Partial) -> list[Member]:
+        """The judges of a panel whose grade of ``p`` failed transiently and that can still be called."""
+        return [m for m in self.members if transient(p.by_judge.get(m.name)) and self._not_called(m) is None]
+
+    def _regrade(self, p: Partial, chunks: list[Chunk]) -> bool:
+        """The retry pass's grading of ``p``: again by the judge (in a panel: by each judge whose grade
+        failed transiently and that can still be called); whether it brought a grade."""
+        if self.panel is None:
+            p.grades = []  # the failed attempt's grades are replaced, its cost stays counted
+            self._grade(p, chunks)
+            return p.grade is not None and p.grade.grade is not None
+        members = self._retried(p)
+        if not members:
+            return False
+        self._grade_panel(p, chunks, members)
+        return any(p.by_judge[m.name].grade is not None for m in members)
+
     def retry_transient(self, sleep: Callable[[float], None] = time.sleep) -> int:
         """One more sequential pass over the rows whose grade failed transiently (rate limit,
         overload, 5xx, timeout, connection), after waiting the longest ``retry-after`` seen
         (at most ``retry_wait_max_s``, default :data:`MAX_RETRY_WAIT_S`). Returns how many were recovered."""
         todo = [(pos, row) for pos, row in enumerate(self.results) if isinstance(row, QuestionResult)
-                and row.llm_grade is None and row.question_id in self._graded_with]
-        if not todo or self.judge_failure is not None or self.rate_limited is not None:
+                and row.question_id in self._graded_with and (row.llm_grade is None if self.panel is None
+                                                              else self._retried(self._graded_with[row.question_id]))]
+        if not todo or (self.panel is None and (self.judge_failure is not None or self.rate_limited is not None)):
             return 0
         wait = min(self.retry_wait_max_s, self._longest_retry_after)
         logger.info("Retrying {} question(s) whose grade failed transiently{}", len(todo),
@@ -627,13 +729,11 @@ class BenchmarkLoop:
             sleep(wait)
         n = len(self.results)
         for pos, row in todo:
-            if self.should_stop() or self.judge_failure is not None or self.budget_exhausted:
+            if self.should_stop() or self.budget_exhausted or (self.panel is None and self.judge_failure is not None):
                 break
             p = self._graded_with[row.question_id]  # its retrieval, rewrite, relevance and cost so far
             chunks = [s.chunk for s in p.retrieved]
-            p.grades = []  # the failed attempt's grades are replaced, its cost stays counted
-            self._grade(p, chunks)
-            if p.grade is None or p.grade.grade is None:
+            if not self._regrade(p, chunks):
                 continue
             new = replace(self.row(p, row.rank, None), recovered=True)
             if self.annotate is not None:

@@ -41,8 +41,8 @@ from components.judges.chunk_relevance import RELEVANCE_PROMPT_SHA256
 from components.judges.providers import is_proxy_judge
 from components.judges.retrieval_grader import PROMPT_SHA256
 from components.judges.settings import Settings
-from components.judges.setup import check_models
 from components.readers import load_questions
+from components.run import panel_run
 from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
 from components.run.journal import Journal, read_rows
 from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
@@ -90,6 +90,7 @@ class RunOptions:
     targets: list = field(default_factory=list)  # --targets (components.analysis.targets.Target), checked after the run
     retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S  # --retrieval-timeout; None: no deadline
     suite: Any = None  # --suite: a components.run.suite.Suite, whose configurations run instead of the strategies
+    panel_aggregate: str = "median"  # --panel-aggregate: a panel's grade of a question (with --judges)
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -137,7 +138,8 @@ def identity_of(run: dict) -> dict:
             "questions_file": run.get("questions_file"), "qrels_file": run.get("qrels_file"),
             "corpus": corpus.get("source"),
             "judge_provider": judge.get("provider"), "repeats": judge.get("repeats"),
-            "selection": run.get("selection") or {}, "configuration": run.get("configuration")}
+            "selection": run.get("selection") or {}, "configuration": run.get("configuration"),
+            **({"panel": judge.get("judges"), "aggregate": judge.get("aggregate")} if judge.get("judges") else {})}
 
 
 def _check_resume(identity: dict, previous: dict, path: Path) -> None:
@@ -203,6 +205,10 @@ def recorded_defaults(resume: Path, given: Collection[str], env: Mapping[str, st
     if "--k" not in given and isinstance(recorded.get("k"), int):
         options["k"] = recorded["k"]
     selection = recorded.get("selection") if isinstance(recorded.get("selection"), dict) else {}
+    if "--judges" not in given and isinstance(recorded.get("panel"), list):  # the same panel of judges
+        options["judges"] = _recorded_panel(recorded["panel"])
+        if "--panel-aggregate" not in given and recorded.get("aggregate") in ("median", "mean"):
+            options["panel_aggregate"] = recorded["aggregate"]
     if not given & {"--quick", "--limit", "--ids"}:  # the same questions as the run continued
         if isinstance(selection.get("limit"), int):
             options["limit"] = selection["limit"]
@@ -211,10 +217,20 @@ def recorded_defaults(resume: Path, given: Collection[str], env: Mapping[str, st
     return ResumeDefaults(options, _recorded_judge(recorded, env))
 
 
+def _recorded_panel(judges: list) -> list:
+    """The panel a run recorded (``run.judge.judges``), as the specs ``--judges`` gives."""
+    from components.judges.panel import FIELDS, parse_judges
+
+    return parse_judges([{k: j.get(k) for k in FIELDS} for j in judges if isinstance(j, dict)], "--resume: the panel")
+
+
 def _recorded_judge(recorded: dict, env: Mapping[str, str]) -> dict[str, str]:
     """The judge variables that name the recorded judge, when ``env`` sets none of its own."""
     provider, model = recorded.get("judge_provider"), recorded.get("judge_model")
     from components.judges.providers import providers
+
+    if recorded.get("panel"):  # a panel: --judges comes from the file (recorded_defaults)
+        return {}
 
     cls = providers().get(provider) if provider else None
     judge_vars = ["BENCHMARK_JUDGE", "BENCHMARK_JUDGE_MODEL", *(cls.model_variables.values() if cls else ())]
@@ -226,10 +242,13 @@ def _recorded_judge(recorded: dict, env: Mapping[str, str]) -> dict[str, str]:
 
 
 def _print_summary(result: RunResult) -> None:
-    """The run's METRIC log lines, then its summary table on stdout."""
+    """The run's METRIC log lines, then its summary table on stdout (a panel's lines after it)."""
+    from components.analysis.panel import summary_lines
+
     log_metrics(result)
     logger.info("Summary ({} judge: {}) follows on stdout", result.run.judge.provider, result.run.judge.model)
     sys.stdout.write(summary_table(result, proxy=is_proxy_judge(result.run.judge.provider)))
+    sys.stdout.write("".join(line + "\n" for line in summary_lines(result.panel)))
     sys.stdout.flush()
     if result.run.recovered:
         logger.info("The retry pass recovered {} grade(s)", result.run.recovered)
@@ -266,8 +285,11 @@ class BenchmarkRun:
         o, settings = self.o, self.settings
         if not o.estimate:  # an estimate writes nothing
             check_writable(o.output)
-        check_batch_options(judge=settings.judge, judge_batch=o.judge_batch, max_cost_usd=o.max_cost_usd,
-                            chunk_relevance=o.chunk_relevance)
+        for judge in settings.panel or [settings]:  # every judge of a panel
+            check_batch_options(judge=getattr(judge, "settings", judge).judge, judge_batch=o.judge_batch,
+                                max_cost_usd=o.max_cost_usd, chunk_relevance=o.chunk_relevance)
+        if settings.panel and o.order_check:
+            raise InputError("--order-check is not made with a panel of judges (--judges): run it with one judge")
         if o.judge_batch and o.order_check:
             raise InputError("--order-check is not sent through --judge-batch: run without one of them")
         if o.judge_batch and o.concurrency > 1:
@@ -289,16 +311,20 @@ class BenchmarkRun:
             raise InputError("--resume continues one run: give the one --strategy it was run with")
         else:
             previous = {strategies[0].name: (o.resume, read_rows(o.resume))} if o.resume else {}
-        setup = check_models(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
+        setups = panel_run.check_judges(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
         if o.max_cost_usd is not None:  # a budget that cannot pay for one call is refused before any work
-            check_budget(o.max_cost_usd, setup, rewrites=any(s.rewrites_queries for s in strategies))
-        return strategies, qset, questions, previous, setup
+            check_budget(o.max_cost_usd, setups, rewrites=any(s.rewrites_queries for s in strategies),
+                         names=[m.name for m in settings.panel] if settings.panel else ())
+        return strategies, qset, questions, previous, setups
 
     # ------------------------------------------------------------------ the whole command
 
     def execute(self) -> list[RunResult]:
-        strategies, qset, questions, previous, setup = self._prepare()
-        logger.info("{}", setup.console_line(self.settings))
+        strategies, qset, questions, previous, setups = self._prepare()
+        setup = setups[0]
+        for line in panel_run.console_lines(self.settings, setups, self.o.panel_aggregate) if self.settings.panel \
+                else [setup.console_line(self.settings)]:
+            logger.info("{}", line)
         labels = unique_labels([s.name for s in strategies])
         results: list[RunResult] = []
         judging, judged = None, None
@@ -311,7 +337,7 @@ class BenchmarkRun:
                         prepared.index_s, prepared.cache)
             if judged != (prepared.sha256, strategy.chunking):  # one judge and diagnoser per set of chunks
                 judging, judged = Judging.build(self.settings, setup, prepared.chunks, self.o.chunk_relevance,
-                                                diagnose=prepared.source != RECORDED_SOURCE), \
+                                                diagnose=prepared.source != RECORDED_SOURCE, setups=setups), \
                     (prepared.sha256, strategy.chunking)
             resume = previous.get(label)
             if self.o.estimate:
@@ -360,8 +386,14 @@ class BenchmarkRun:
         from components.run.estimate import estimate
         from components.run.evaluation import order_check_sample
 
-        kept = {qid for qid, row in previous[1][1].items() if row.llm_grade is not None} if previous else set()
+        kept = set(self._kept(previous[1][1])[0]) if previous else set()
         todo = [q for q in questions if q.id not in kept]
+        if judging.members:
+            from components.run.panel_estimate import estimate_panel
+
+            return estimate_panel(prepared.retriever, todo, self.o.k, judging, strategy=label,
+                                  repeats=self.o.judge_repeats, relevance=judging.relevance is not None,
+                                  rewrites=strategy.rewrites_queries)
         return estimate(prepared.retriever, todo, self.o.k, judging.setup, strategy=label,
                         repeats=self.o.judge_repeats, order_check=order_check_sample(questions, self.o.order_check),
                         relevance=judging.relevance is not None, rewrites=strategy.rewrites_queries)
@@ -370,7 +402,8 @@ class BenchmarkRun:
                       questions: list, previous, *, several: bool, max_cost: float | None) -> RunResult:
         """``previous``: ``(--resume file, what it holds)`` of this strategy, or None."""
         o = self.o
-        if max_cost is not None and judging.setup.calls_models:  # before the first judge call
+        if max_cost is not None and any(j.setup.calls_models for j in judging.members or [judging]):
+            # before the first judge call
             self._check_budget(strategy, label, prepared, judging, questions, previous, max_cost)
         runs_dir = o.output.parent / RUNS_FOLDER
         runs_dir.mkdir(parents=True, exist_ok=True)
@@ -382,7 +415,8 @@ class BenchmarkRun:
                     "questions_file": qset.path, "qrels_file": qset.qrels, "corpus": prepared.source,
                     "judge_provider": judging.setup.judge_provider.name,
                     "repeats": o.judge_repeats, "selection": {"limit": o.limit, "ids": o.ids},
-                    "configuration": strategy.configuration}
+                    "configuration": strategy.configuration,
+                    **(panel_run.identity(self.settings, o.panel_aggregate) if judging.members else {})}
         done, previous_batches = self._resumed(identity, previous, questions)
         journal_path = runs_dir / f"{run_id}.journal.jsonl"
         journal = Journal(journal_path, identity, self.secrets)
@@ -394,13 +428,22 @@ class BenchmarkRun:
         progress = Progress(label, len(questions), sys.stderr, unit="q")
         batch = None
         if o.judge_batch:
-            batch = BatchJudge(judging.setup.judge_provider.batch_api(judging.setup.judge),
-                               should_stop=self.should_stop, record=journal.append, deferred=self.deferred_signals,
-                               schedule=PollSchedule(max_s=self.settings.batch_poll_max_s))
+            def engine(setup, name=None) -> BatchJudge:
+                return BatchJudge(setup.judge_provider.batch_api(setup.judge), should_stop=self.should_stop,
+                                  record=journal.append, deferred=self.deferred_signals,
+                                  schedule=PollSchedule(max_s=self.settings.batch_poll_max_s), judge=name)
+            if judging.members:  # a panel: each judge's own batches (components/run/panel_batch.py)
+                from components.run.panel_batch import PanelBatch
+
+                batch = PanelBatch({m.name: engine(j.setup, m.name)
+                                    for m, j in zip(self.settings.panel, judging.members)})
+            else:
+                batch = engine(judging.setup)
         context = RunContext(
             id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir), done=done,
             resumed_from=str(previous[0]) if previous else None, batch=batch, previous_batches=previous_batches,
             grouped=journal.grouped, questions_file=str(o.questions), quick=o.limit == 5 and not o.ids,
+            panel_kept=self._kept(previous[1][1])[1] if previous and judging.members else {},
             selection={"limit": o.limit, "ids": o.ids,
                        **({"order_check": {"sample": o.order_check, "seed": 0}} if o.order_check else {})},
             log_file=str(o.log_file) if o.log_file else None, configuration=strategy.configuration)
@@ -410,7 +453,7 @@ class BenchmarkRun:
                               group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
                               concurrency=o.concurrency, order_check=o.order_check,
                               retrieval_timeout=o.retrieval_timeout, on_row=_row_printer(progress),
-                              should_stop=self.should_stop, context=context)
+                              should_stop=self.should_stop, context=context, panel_aggregate=o.panel_aggregate)
         if o.targets:
             from components.analysis.targets import check_targets
 
@@ -432,15 +475,23 @@ class BenchmarkRun:
 
         est = self._estimate(strategy, label, prepared, judging, questions, previous)
         calls = sum(r.calls for r in est.roles)
-        setup = judging.setup
-        reserve = worst_usd(setup.judge_provider.model(setup.judge),
-                            sum(r.input_tokens for r in est.roles) // calls) if calls else None
+        prompt = sum(r.input_tokens for r in est.roles) // calls if calls else 0
+        worst = [worst_usd(s.judge_provider.model(s.judge), prompt)  # the dearest judge's call, a panel's too
+                 for s in [j.setup for j in judging.members] or [judging.setup] if s.judge is not None]
+        reserve = max(worst) if calls and worst else None
         warning = over_budget(est, max_cost, reserve)
         if warning:
             logger.warning("{}", warning)
         else:
             cost = "unknown (a model without a price)" if est.usd is None else f"${est.usd:.4f}"
             logger.info("Estimated cost of this run: {} (--max-cost ${:g})", cost, max_cost)
+
+    def _kept(self, rows: dict) -> tuple[dict, dict]:
+        """``--resume``: the rows taken over as they are (graded; in a panel, by every judge) and, in a
+        panel, the grades kept of the others (:func:`components.run.panel_run.kept_grades`)."""
+        if self.settings.panel:
+            return panel_run.kept_grades(rows, [m.name for m in self.settings.panel])
+        return {qid: row for qid, row in rows.items() if row.llm_grade is not None}, {}
 
     def _resumed(self, identity: dict, previous, questions: list) -> tuple[dict[str, QuestionResult], list]:
         """With ``--resume``: the rows kept (the graded ones) and the batches recorded, once the file
@@ -451,7 +502,10 @@ class BenchmarkRun:
         path, (prev_run, prev_rows) = previous
         _check_resume(identity, identity_of(prev_run), path)
         warn_uncollected(prev_run, o.judge_batch)
-        done = {qid: row for qid, row in prev_rows.items() if row.llm_grade is not None}
+        done, kept = self._kept(prev_rows)
+        if kept:
+            logger.info("Resuming {}: {} more row(s) keep the grades of the judges that graded them; the other judges "
+                        "grade them now", path, len(kept))
         check_resume_repeats(prev_run, done, o.judge_repeats, path)
         logger.info("Resuming {}: {} graded row(s) kept as they are, {} question(s) to run", path, len(done),
                     sum(1 for q in questions if q.id not in done))

@@ -210,11 +210,14 @@ def count_input_tokens(provider, choice, prompts: Mapping[str, int]) -> tuple[in
 
 
 def estimate(retriever, questions: Sequence, k: int, setup, *, strategy: str = "?", repeats: int = 1,
-             order_check: Collection[str] = (), relevance: bool = False, rewrites: bool = False) -> CostEstimate:
+             order_check: Collection[str] = (), relevance: bool = False, rewrites: bool = False,
+             wanted: Mapping[str, Mapping[str, int]] | None = None) -> CostEstimate:
     """The :class:`CostEstimate` of running ``questions`` (module docstring); ``setup`` is the run's
-    :class:`~components.judges.setup.JudgeSetup`. No judge call is made."""
-    wanted = requests(retriever, questions, k, repeats=repeats, order_check=order_check, relevance=relevance,
-                      rewrites=rewrites and setup.rewriter is not None)
+    :class:`~components.judges.setup.JudgeSetup`; ``wanted``: the requests (:func:`requests`) when
+    already built (a panel prices the same requests for each judge). No judge call is made."""
+    if wanted is None:
+        wanted = requests(retriever, questions, k, repeats=repeats, order_check=order_check, relevance=relevance,
+                          rewrites=rewrites and setup.rewriter is not None)
     judge_provider, judge = setup.judge_provider, setup.judge
     free = judge is None and not wanted["rewriter"]
     result = CostEstimate(strategy, len(questions), judge_provider.name, judge.model if judge is not None else None,

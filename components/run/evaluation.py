@@ -7,7 +7,8 @@ callbacks — ``on_row(row, i, n)`` after each question, ``record(row_json)`` be
 command line's journal), ``should_stop()`` asked before each retrieval and each judge call.
 
 The judge side of a run is a :class:`Judging` (provider setup, judge, chunk-relevance judge,
-diagnoser), built once per corpus and reusable across strategies; the retrieval side a
+diagnoser; with a panel of judges, one ``Judging`` per judge in ``members``:
+:mod:`components.run.panel_run`), built once per corpus and reusable across strategies; the retrieval side a
 :class:`~components.run.index_cache.PreparedIndex` (chunks and an indexed retriever).
 """
 
@@ -34,11 +35,12 @@ from components.judges.chunk_relevance import RELEVANCE_PROMPT_SHA256
 from components.judges.providers import ModelChoice, provider_packages
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from components.judges.settings import Settings
-from components.judges.setup import JudgeSetup, check_models, make_judge, relevance_judge
+from components.judges.setup import JudgeSetup, make_judge, relevance_judge
 from components.readers import load_questions
 from components.readers.questions_json import parse_questions
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.concurrency import check_concurrency
+from components.run import panel_run
 from components.run.index_cache import PreparedIndex, prepare_index
 from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check_retrieval_timeout
 from components.run.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
@@ -65,19 +67,24 @@ class Judging:
     judge: Any
     relevance: Any = None
     diagnoser: Any = None
+    members: list[Judging] = field(default_factory=list)  # a panel: each judge's own; []: the one judge
 
     @classmethod
     def build(cls, settings: Settings, setup: JudgeSetup, chunks: Sequence[Chunk],
-              chunk_relevance: bool | None = None, judge: Any = None, diagnose: bool = True) -> Judging:
+              chunk_relevance: bool | None = None, judge: Any = None, diagnose: bool = True,
+              setups: Sequence[JudgeSetup] = ()) -> Judging:
         """``chunk_relevance`` None: on when the judge calls no model (it costs nothing); ``diagnose``
-        False: no diagnosis (``chunks`` are not a corpus, e.g. recorded retrievals without one)."""
+        False: no diagnosis (``chunks`` are not a corpus, e.g. recorded retrievals without one). A panel
+        (``settings.panel``) needs each judge's start-up check in ``setups``, the first being ``setup``."""
         from components.analysis.diagnosis import Diagnoser
 
         judge = judge if judge is not None else make_judge(settings, chunks, setup)
         wanted = chunk_relevance if chunk_relevance is not None else not setup.calls_models
         relevance = relevance_judge(setup, judge) if wanted else None
         diagnoser = Diagnoser(chunks, stats=getattr(judge, "stats", None)) if diagnose else None
-        return cls(settings, setup, judge, relevance, diagnoser)
+        members = [cls(m.settings, s, judge if i == 0 else make_judge(m.settings, chunks, s))
+                   for i, (m, s) in enumerate(zip(settings.panel, setups, strict=True))] if settings.panel else []
+        return cls(settings, setup, judge, relevance, diagnoser, members)
 
     def annotate(self, q: Question, chunks: Sequence[Chunk], row: QuestionResult) -> dict:
         """What the diagnosis adds to a row: where the answer lived, and why a miss missed."""
@@ -121,6 +128,7 @@ class RunContext:
     previous_batches: list = field(default_factory=list)  # the batches the resumed run recorded
     grouped: Callable[[], Any] | None = None  # the journal's grouped() (batch rows fsynced together)
     questions_file: str | None = None
+    panel_kept: dict = field(default_factory=dict)  # --resume of a panel: question id → judge → grade kept
     quick: bool = False
     selection: dict = field(default_factory=dict)
     log_file: str | None = None
@@ -129,9 +137,9 @@ class RunContext:
 
 def load_judging(settings: Settings, chunks: Sequence[Chunk], *, rewrites_queries: bool = False,
                  chunk_relevance: bool | None = None, diagnose: bool = True) -> Judging:
-    """Check the models of ``settings`` and build the judge side over ``chunks``."""
-    setup = check_models(settings, rewrites_queries=rewrites_queries)
-    return Judging.build(settings, setup, chunks, chunk_relevance, diagnose=diagnose)
+    """Check the models of ``settings`` (every judge of a panel) and build the judge side over ``chunks``."""
+    setups = panel_run.check_judges(settings, rewrites_queries=rewrites_queries)
+    return Judging.build(settings, setups[0], chunks, chunk_relevance, diagnose=diagnose, setups=setups)
 
 
 def prepare(retriever: Retriever | Strategy | str | PreparedIndex, corpus: Any = None, *,
@@ -212,7 +220,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
              group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: Path | None = None,
              rewrites_queries: bool | None = None, concurrency: int = 1,
              order_check: int | bool | None = None, order_check_seed: int = 0,
-             retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
+             retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S, panel_aggregate: str = "median",
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
              should_stop: Callable[[], bool] | None = None, context: RunContext | None = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
@@ -241,26 +249,33 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
                                diagnose=prepared.source != RECORDED_SOURCE)
     setup = judging.setup
     if max_cost_usd is not None:  # before the first call
-        check_budget(max_cost_usd, setup, rewrites=rewrites)
+        check_budget(max_cost_usd, [j.setup for j in judging.members] or [setup], rewrites=rewrites,
+                     names=panel_run.names(judging) if judging.members else ())
     rewriter = None
     if rewrites and setup.rewriter is not None:
         from components.run.query_rewriter import QueryRewriter
 
         rewriter = QueryRewriter(setup.rewriter_provider.model(setup.rewriter))
+    if judging.members and order_check:
+        raise InputError("--order-check is not made with a panel of judges: run it with one judge")
     loop = BenchmarkLoop(prepared.retriever, judging.judge, k=k, rewriter=rewriter, should_stop=should_stop,
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
                          repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
                          retry_wait_max_s=settings.retry_wait_max_s, on_row=on_row, concurrency=concurrency,
                          order_check=order_check_sample(selected, order_check, order_check_seed),
-                         retrieval_timeout=retrieval_timeout)
+                         retrieval_timeout=retrieval_timeout,
+                         panel=panel_run.loop_panel(judging, panel_aggregate, context.panel_kept)
+                         if judging.members else None)
     started = now()
     status = "completed"
     try:
         if context.batch is not None:
             from components.run.judge_batch import run_batch
+            from components.run.panel_batch import run_panel_batch
 
-            run_batch(loop, selected, context.done, context.batch, context.previous_batches,
-                      grouped=context.grouped or contextlib.nullcontext)
+            (run_panel_batch if judging.members else run_batch)(
+                loop, selected, context.done, context.batch, context.previous_batches,
+                grouped=context.grouped or contextlib.nullcontext)
         else:
             loop.run(selected, context.done)
         if not should_stop() and context.batch is None:
@@ -285,7 +300,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         status = "budget_exhausted"
     if loop.budget is not None:
         loop.budget.report()
-    judge_info = judging.judge_info("judge", judge_repeats, loop.judge_usage.models)
+    judge_info = panel_run.judge_record(judging, loop, judge_repeats, panel_aggregate) if judging.members else \
+        judging.judge_info("judge", judge_repeats, loop.judge_usage.models)
     if context.batch is not None:
         judge_info = replace(judge_info, mode="batch")
     if loop.gate is not None:
@@ -299,7 +315,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     unreported = [f"the server sent no token usage for {u['unreported']} {role} call(s): cost unknown"
                   for role, u in usage.items() if u.get("unreported")]
     cost_note = None if priced else "; ".join(
-        n for n in (setup.judge_provider.prices.note(judge_info.model) if setup.calls_models else None,
+        n for n in (*(panel_run.price_notes(judging) if judging.members else
+                      [setup.judge_provider.prices.note(judge_info.model) if setup.calls_models else None]),
                     setup.rewriter_provider.prices.note(setup.rewriter.model) if rewriter is not None else None,
                     *unreported)
         if n)
@@ -322,21 +339,28 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         question_set=qset.about or None)
     result = build_report(run, loop.results, index_time_s=round(prepared.index_s, 3), group_by=group_by,
                           relevance=judging.relevance is not None, diagnosed=judging.diagnoser is not None)
-    if failure is not None:
+    if judging.members:
+        result.panel = panel_run.section(judging, loop, result.rows, k)
+        for line in panel_run.unusable_lines(loop, result.rows):
+            logger.warning("{}", line)
+    if failure is not None and not (judging.members and loop.rewriter_failure is None):  # a panel said so above
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)
     return result
 
 
-def check_budget(max_cost_usd: float, setup: JudgeSetup, *, rewrites: bool = False) -> None:
-    """Before the first call: refuse a ``--max-cost`` that the models of ``setup`` (the judge's; the
-    rewriter's with ``rewrites``) cannot be bounded by, or that cannot pay for one call of them
-    (:func:`components.run.budget.check_max_cost`). Raises :class:`InputError`."""
+def check_budget(max_cost_usd: float, setups: Sequence[JudgeSetup], *, rewrites: bool = False,
+                 names: Sequence[str] = ()) -> None:
+    """Before the first call: refuse a ``--max-cost`` that the models of ``setups`` (the judge's, or
+    every judge's of a panel, named by ``names``; the first one's rewriter with ``rewrites``) cannot be
+    bounded by, or that cannot pay for one call of them (:func:`components.run.budget.check_max_cost`).
+    Raises :class:`InputError`."""
     from components.run.budget import check_max_cost
 
-    roles = {"judge": (setup.judge_provider, setup.judge)}
+    roles = {("judge" if not names else f"judge {name}"): (setup.judge_provider, setup.judge)
+             for name, setup in zip(names or ["judge"], setups, strict=True)}
     if rewrites:
-        roles["query rewriter"] = (setup.rewriter_provider, setup.rewriter)
+        roles["query rewriter"] = (setups[0].rewriter_provider, setups[0].rewriter)
     llms = {}
     for role, (provider, choice) in roles.items():
         if choice is None:  # a judge that calls no model costs nothing

@@ -86,6 +86,7 @@ from utils.settings import DEFAULT_BATCH_POLL_MAX_S
 if TYPE_CHECKING:
     from components.core import Chunk
     from components.run.benchmark_loop import BenchmarkLoop
+    from components.run.panel_grading import Member
 
 MAX_BATCH_REQUESTS = 100_000  # the API's limit per batch
 MAX_BATCH_BYTES = 256_000_000  # 256 MB of request JSON per batch (the API's limit), measured ASCII-escaped
@@ -220,9 +221,13 @@ class BatchRecord:
     # results lines skipped at collection, by reason (unknown_custom_id, duplicate_custom_id, not_json,
     # no_custom_id, over_line_cap; stopped_early when the reading stopped at its bounds); empty: none
     skipped_lines: dict = field(default_factory=dict)
+    judge: str | None = None  # a panel of judges: the judge whose batch it is (absent for the run's one judge)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        if data["judge"] is None:
+            del data["judge"]
+        return data
 
     @classmethod
     def from_json(cls, data: object) -> BatchRecord | None:
@@ -238,7 +243,8 @@ class BatchRecord:
                    processing_status=data.get("processing_status") if isinstance(data.get("processing_status"), str)
                    else None, request_counts=counts if isinstance(counts, dict) else {},
                    retry=bool(data.get("retry")), resumed=bool(data.get("resumed")),
-                   skipped_lines=skipped if isinstance(skipped, dict) else {})
+                   skipped_lines=skipped if isinstance(skipped, dict) else {},
+                   judge=data.get("judge") if isinstance(data.get("judge"), str) else None)
 
 
 def split_requests(requests: Sequence[BatchRequest], max_requests: int = MAX_BATCH_REQUESTS,
@@ -272,8 +278,10 @@ class BatchJudge:
                  sleep: Callable[[float], None] = time.sleep,
                  should_stop: Callable[[], bool] = lambda: False, record: Callable[[dict], None] = lambda line: None,
                  deferred: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-                 max_requests: int = MAX_BATCH_REQUESTS, max_bytes: int = MAX_BATCH_BYTES) -> None:
+                 max_requests: int = MAX_BATCH_REQUESTS, max_bytes: int = MAX_BATCH_BYTES,
+                 judge: str | None = None) -> None:
         self.api = api
+        self.judge = judge  # a panel's judge: its name goes in each batch's record
         self.model = api.model
         self.schedule, self.sleep, self.should_stop, self.record = schedule, sleep, should_stop, record
         self.deferred = deferred  # signals wait while a batch is created and journaled
@@ -307,7 +315,7 @@ class BatchJudge:
                     batch = self.api.create(body)
                     record = BatchRecord(id=batch.id, custom_ids={r.custom_id: r.question_id for r in requests},
                                          processing_status=batch.processing_status,
-                                         request_counts=dict(batch.request_counts), retry=retry)
+                                         request_counts=dict(batch.request_counts), retry=retry, judge=self.judge)
                     self._started[record.id] = time.monotonic()
                     self.records.append(record)
                     self._journal(record)
@@ -533,18 +541,7 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
     n = len(questions)
     try:
         owned = _adopt(judge, previous, {q.id for q in questions if q.id not in done}, loop.repeats)
-        for index, q in enumerate(questions):
-            if q.id in done:
-                items.append(_Item(index, q, done=done[q.id]))
-                continue
-            if loop.should_stop():
-                raise KeyboardInterrupt("stop requested")
-            item = _retrieve(loop, index, q)
-            if loop.should_stop():  # a signal during this retrieval: its error may be the signal's
-                raise KeyboardInterrupt("stop requested")
-            if item.waiting:
-                item.sources.extend(owned.get(q.id, ()))
-            items.append(item)
+        retrieve_all(loop, questions, done, items, owned)
         waiting = [it for it in items if it.waiting]
         if waiting:
             _grade(loop, judge, waiting, adopted=bool(owned), settled=set(done))
@@ -560,6 +557,25 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
         _write_unfinished(loop, judge, items[len(loop.results):], n)
         raise
     return loop.results
+
+
+def retrieve_all(loop: BenchmarkLoop, questions: Sequence[Question], done: dict, items: list[_Item],
+                 owned: dict[str, list[BatchRecord]] | None = None) -> None:
+    """Every question in order into ``items``: a row taken over (``done``), or retrieved, with the
+    earlier batches that hold it (``owned``); raises KeyboardInterrupt once a stop is asked, the
+    items so far kept."""
+    for index, q in enumerate(questions):
+        if q.id in done:
+            items.append(_Item(index, q, done=done[q.id]))
+            continue
+        if loop.should_stop():
+            raise KeyboardInterrupt("stop requested")
+        item = _retrieve(loop, index, q)
+        if loop.should_stop():  # a signal during this retrieval: its error may be the signal's
+            raise KeyboardInterrupt("stop requested")
+        if item.waiting and owned:
+            item.sources.extend(owned.get(q.id, ()))
+        items.append(item)
 
 
 def _retrieve(loop: BenchmarkLoop, index: int, q: Question) -> _Item:
@@ -601,9 +617,11 @@ def _requests(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item]) ->
 
 
 def _submit(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item], *, retry: bool = False,
-            only: dict[str, set[int]] | None = None) -> list[BatchRecord]:
+            only: dict[str, set[int]] | None = None, member: Member | None = None) -> list[BatchRecord]:
     """Submit the requests of ``items`` (``only``: question id → the repeats to send), split as
-    needed. A failed create leaves its items' ``error`` set (fatal: the judge becomes unusable)."""
+    needed. A failed create leaves its items' ``error`` set (fatal: the judge, ``member`` of a
+    panel, becomes unusable)."""
+    member = member or loop.members[0]
     by_id = {it.q.id: it for it in items}
     requests = [r for r in _requests(loop, judge, items)
                 if only is None or repeat_of(r.custom_id) in only.get(r.question_id, ())]
@@ -612,15 +630,15 @@ def _submit(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item], *, r
         if loop.should_stop():
             raise KeyboardInterrupt("stop requested")
         targets = list({r.question_id: by_id[r.question_id] for r in chunk}.values())
-        if loop.judge_failure is not None:
-            error = f"judge_unusable: not graded after an earlier {loop.judge_failure.kind} error"
+        if member.failure is not None:
+            error = f"judge_unusable: not graded after an earlier {member.failure.kind} error"
         else:
             try:
                 record = judge.submit(chunk, retry=retry)
             except JudgeError as err:
                 logger.error("Batch not submitted ({}): {}", err.kind, err)
                 if err.fatal:
-                    loop.judge_failure = err
+                    member.failure = err
                 error = f"{err.kind}: {err}"
             else:
                 records.append(record)
@@ -675,7 +693,7 @@ def _adopt(judge: BatchJudge, previous: Sequence[object], wanted: set[str],
 
 
 def _grade(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], adopted: bool,
-           settled: set[str] = frozenset()) -> None:
+           settled: set[str] = frozenset(), member: Member | None = None) -> None:
     """Submit, collect, and re-submit transient failures once. ``settled``: question ids whose
     rows this run takes over (a batch holding only those and the ones collected is ``collected``)."""
     by_id = {it.q.id: it for it in items}
@@ -683,21 +701,22 @@ def _grade(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], adopted: 
     logger.info("Retrieval done for {:,} question(s); {:,} grading request(s) go to the Message Batches API{}",
                 len(items), len(fresh) * loop.repeats,
                 f" ({len(items) - len(fresh):,} collected from earlier batches)" if adopted else "")
-    _submit(loop, judge, fresh)
-    _collect(loop, judge, [r for r in judge.records if r.status == "submitted"], by_id, settled)
+    member = member or loop.members[0]
+    _submit(loop, judge, fresh, member=member)
+    _collect(loop, judge, [r for r in judge.records if r.status == "submitted"], by_id, settled, member)
     # One more, smaller batch for the entries that failed transiently (never for a retry batch's).
     again: dict[str, set[int]] = {}
     for it in items:
         for r, entry in it.entries.items():
             if entry.transient and it.batch is not None and not it.batch.retry:
                 again.setdefault(it.q.id, set()).add(r)
-    if again and loop.judge_failure is None:
+    if again and member.failure is None:
         logger.info("Re-submitting {:,} request(s) whose batch entry failed transiently, in a second batch",
                     sum(len(v) for v in again.values()))
         retry_items = [by_id[qid] for qid in again]
         first = {it.q.id: dict(it.entries) for it in retry_items}
-        records = _submit(loop, judge, retry_items, retry=True, only=again)
-        _collect(loop, judge, records, by_id, settled)
+        records = _submit(loop, judge, retry_items, retry=True, only=again, member=member)
+        _collect(loop, judge, records, by_id, settled, member)
         for it in retry_items:
             before = first[it.q.id]
             it.recovered = any(it.entries.get(r) is not None and it.entries[r].kind == "succeeded"
@@ -709,18 +728,19 @@ def _grade(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], adopted: 
 
 
 def _collect(loop: BenchmarkLoop, judge: BatchJudge, records: Sequence[BatchRecord],
-             by_id: dict[str, _Item], settled: set[str] = frozenset()) -> None:
+             by_id: dict[str, _Item], settled: set[str] = frozenset(), member: Member | None = None) -> None:
     """Wait for each batch and give its entries to the questions it holds. A batch is then
     ``collected``, or ``partial`` when it holds questions this run neither grades nor takes over
     (a narrower ``--limit``/``--ids``): a later ``--resume`` collects those from it."""
+    member = member or loop.members[0]
     for record in records:
-        if loop.judge_failure is not None:
+        if member.failure is not None:
             break
         try:
             judge.wait(record)
             entries = judge.collect(record)
         except JudgeError as err:
-            loop.judge_failure = err
+            member.failure = err
             judge.mark(record, "failed")
             logger.error("judge unusable ({}): {}", err.kind, err)
             break

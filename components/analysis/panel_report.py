@@ -1,0 +1,118 @@
+"""The report's parts of a panel of judges: per run, each judge's figures, a judge × judge table
+of agreement and one plot of the grades by judge; in the comparison, the verdict certificate.
+
+Called by :mod:`components.analysis.report` with its HTML helpers (escaping, the pyplot set-up and
+the inline-SVG figure), which this module does not import: that module imports this one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from components.analysis.certificate import DEPENDS, HOLDS, Certificate, certificate_lines
+from utils.metrics import PASS_MARK
+from utils.results import RunResult
+
+Helpers = tuple[Callable[[Any], str], Callable[[], Any], Callable[[Any, str, str], str]]  # (escape, plt, svg)
+COLORS = ("#3b6ea8", "#e67e22", "#2e8b57", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#d4ac0d")
+
+
+def _num(value: Any, digits: int) -> str:
+    return "-" if not isinstance(value, (int, float)) or isinstance(value, bool) else f"{value:.{digits}f}"
+
+
+def _with_ci(figures: Mapping, key: str, digits: int) -> str:
+    ci = (figures.get("ci95") or {}).get(key)
+    shown = _num((figures.get("metrics") or {}).get(key), digits)
+    return shown + (f" [{_num(ci[0], digits)}, {_num(ci[1], digits)}]" if ci else "")
+
+
+def _judges_table(panel: Mapping, h: Callable[[Any], str]) -> str:
+    per = panel.get("per_judge") or {}
+    body = "".join(
+        f"<tr><th>{h(name)}</th><td class=num>{h(per.get(name, {}).get('graded', '-'))}</td>"
+        f"<td class=num>{h(_with_ci(per.get(name, {}), 'avg_llm_grade', 2))}</td>"
+        f"<td class=num>{h(_with_ci(per.get(name, {}), 'avg_total_score', 2))}</td>"
+        f"<td class=num>{h(_with_ci(per.get(name, {}), 'pass_rate_7', 1))}</td>"
+        f"<td>{h(per.get(name, {}).get('unusable') or '')}</td></tr>" for name in panel.get("judges") or [])
+    head = ("<tr><th>judge</th><th>graded</th><th>mean grade [95% CI]</th><th>mean total</th>"
+            f"<th>pass ≥ {PASS_MARK:g} (%)</th><th>became unusable</th></tr>")
+    return f"<table class='metrics panel'><thead>{head}</thead><tbody>{body}</tbody></table>"
+
+
+def _agreement_table(panel: Mapping, h: Callable[[Any], str]) -> str:
+    """Judge × judge: quadratic-weighted κ above the diagonal, pass/fail agreement at the pass mark below."""
+    names = [str(n) for n in panel.get("judges") or []]
+    pairs = {tuple(p.get("judges") or ()): p for p in (panel.get("agreement") or {}).get("pairs") or []}
+    rows = []
+    for i, a in enumerate(names):
+        cells = []
+        for j, b in enumerate(names):
+            pair = pairs.get((a, b)) or pairs.get((b, a)) or {}
+            if i == j:
+                cells.append("<td class=num>—</td>")
+            elif i < j:
+                cells.append(f"<td class=num title='quadratic-weighted kappa, n {h(pair.get('n'))}'>κ "
+                             f"{h(_num(pair.get('kappa_quadratic'), 3))}</td>")
+            else:
+                share = (pair.get("pass_agreement") or {}).get(f"{PASS_MARK:g}")
+                cells.append(f"<td class=num title='pass/fail agreement at {PASS_MARK:g}'>"
+                             f"{h(_num(None if share is None else 100 * share, 1))}%</td>")
+        rows.append(f"<tr><th>{h(a)}</th>{''.join(cells)}</tr>")
+    head = "<tr><th></th>" + "".join(f"<th>{h(n)}</th>" for n in names) + "</tr>"
+    alpha = (panel.get("agreement") or {}).get("alpha_ordinal") or {}
+    ci = alpha.get("ci95")
+    note = (f"Above the diagonal: quadratic-weighted κ; below: the share of questions both judges put on the same "
+            f"side of pass ≥ {PASS_MARK:g}. Krippendorff's α (ordinal) over the panel: {_num(alpha.get('value'), 3)}"
+            + (f" [95% CI {_num(ci[0], 3)}, {_num(ci[1], 3)}]" if ci else "")
+            + f" over {alpha.get('questions', 0)} questions.")
+    return (f"<table class='metrics panel'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+            f"<p class=muted>{h(note)}</p>")
+
+
+def _grades_plot(result: RunResult, names: list[str], name: str, plt_of: Callable[[], Any],
+                 svg: Callable[[Any, str, str], str]) -> str:
+    """One plot: how many questions each judge gave each grade, side by side."""
+    plt = plt_of()
+    counts = {n: Counter((r.grades_by_judge or {})[n].grade for r in result.rows if n in (r.grades_by_judge or {}))
+              for n in names}
+    fig, ax = plt.subplots(figsize=(6.4, 2.8))
+    width = 0.8 / max(1, len(names))
+    for i, judge in enumerate(names):
+        xs = [g + (i - (len(names) - 1) / 2) * width for g in range(1, 11)]
+        ax.bar(xs, [counts[judge].get(g, 0) for g in range(1, 11)], width=width, label=judge[:30],
+               color=COLORS[i % len(COLORS)])
+    ax.set_xticks(range(1, 11))
+    ax.set_xlabel("grade")
+    ax.set_ylabel("questions")
+    ax.set_title("Grades by judge")
+    ax.legend(fontsize=7, frameon=False)
+    return svg(fig, name, "Grades by judge: how many questions each judge of the panel gave each grade")
+
+
+def run_html(result: RunResult, index: int, helpers: Helpers) -> str:
+    """A panel run's part of its section ("" for a single judge's run)."""
+    panel = result.panel
+    if not isinstance(panel, Mapping):
+        return ""
+    h, plt_of, svg = helpers
+    names = [str(n) for n in panel.get("judges") or []]
+    return (f"<h3>Judges of the panel</h3><p class=muted>llm_grade is the {h(panel.get('aggregate'))} of the judges "
+            f"that graded, rounded half up; each row keeps every judge's grade.</p>{_judges_table(panel, h)}"
+            f"<div class=twocol><div>{_agreement_table(panel, h)}</div>"
+            f"<div>{_grades_plot(result, names, f'r{index}-panel-grades', plt_of, svg)}</div></div>")
+
+
+def certificate_html(comparison: Mapping, h: Callable[[Any], str]) -> str:
+    """The comparison's verdict certificate ("" without one): its lines, the conclusions marked."""
+    doc = comparison.get("certificate")
+    if not isinstance(doc, Mapping) or not doc.get("entries"):
+        return ""
+    lines = certificate_lines(Certificate.from_json(doc))
+
+    def item(line: str) -> str:
+        cls = " class=bad" if DEPENDS in line else " class=good" if HOLDS in line else ""
+        return f"<li{cls}>{h(line.strip())}</li>"
+    return f"<h3>Verdict certificate</h3><p>{h(lines[0])}</p><ul class=certificate>{''.join(map(item, lines[1:]))}</ul>"

@@ -1,0 +1,137 @@
+"""``--judge-batch`` with a panel of judges: each judge's grading requests through its own
+provider's batch API (every judge of the panel must have one: the run refuses otherwise, as for one
+judge).
+
+Retrieval runs once, in order, as in :func:`components.run.judge_batch.run_batch`; then each judge in
+panel order submits, polls and collects its own batch(es) of the questions it has not graded yet
+(with the same prompt, request settings, transient re-submission and fatal failures as one judge's
+batch: a judge whose batch API fails becomes unusable, and the others go on). Each batch's record
+names its judge (``judge`` in ``run.judge_batch`` and the journal), so ``--resume`` collects each
+judge's batches without submitting them again and submits only what a judge has not graded. Rows
+are finished in question order once every judge is collected, each with every judge's grade and
+the panel's aggregate; an interruption writes the questions not finished as ``batch_pending``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from components.core import Question
+from components.judges.retrieval_grader import GradeResult, prompt_variant
+from components.run.benchmark_loop import BenchmarkLoop, combine_grades, typed_rows
+from components.run.judge_batch import (BatchJudge, BatchRecord, _adopt, _annotated, _grade, _Item, _pending_error,
+                                        retrieve_all)
+from components.run.panel_grading import judge_grade, panel_outcome
+from utils.results import JudgeGrade, QuestionResult
+
+
+@dataclass
+class PanelBatch:
+    """The batch engines of a panel's judges, by judge name, in panel order."""
+
+    judges: dict[str, BatchJudge]
+
+    @property
+    def all_records(self) -> list[BatchRecord]:
+        return [r for judge in self.judges.values() for r in judge.all_records]
+
+
+def run_panel_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: Mapping | None, batch: PanelBatch,
+                    previous: Sequence[object] = (),
+                    grouped: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+                    ) -> list[QuestionResult]:
+    """Every question with ``loop`` and each judge's grades from its batches (module docstring);
+    as :func:`components.run.judge_batch.run_batch` for one judge."""
+    loop.results = []
+    loop.judge_usage.batch = True
+    for member in loop.members:
+        member.usage.batch = True
+    done = typed_rows(done)
+    kept = loop.panel.resumed
+    wanted = {q.id for q in questions if q.id not in done}
+    items: list[_Item] = []
+    per_judge: dict[str, dict[str, _Item]] = {}
+    n = len(questions)
+    try:
+        owned = {name: _adopt(judge, [p for p in previous if _judge_of(p) == name],
+                              {q for q in wanted if name not in kept.get(q, {})}, loop.repeats)
+                 for name, judge in batch.judges.items()}
+        retrieve_all(loop, questions, done, items)
+        waiting = [it for it in items if it.waiting]
+        for member in loop.members:
+            mine = [replace(it, entries={}, sources=list(owned[member.name].get(it.q.id, ())), error=None,
+                            recovered=False) for it in waiting if member.name not in kept.get(it.q.id, {})]
+            per_judge[member.name] = {it.q.id: it for it in mine}
+            if mine:
+                _grade(loop, batch.judges[member.name], mine, adopted=bool(owned[member.name]), settled=set(done),
+                       member=member)
+        with grouped():
+            for it in items:
+                loop.finish(it.index + 1, n, it.done if it.done is not None else it.row if it.row is not None
+                            else _row(loop, it, per_judge))
+        for judge in batch.judges.values():
+            for record in judge.records:
+                if record.status in ("collected", "partial"):
+                    judge.mark(record, record.status)
+    except KeyboardInterrupt:
+        for it in items[len(loop.results):]:
+            if it.done is not None or it.row is not None:
+                loop.finish(it.index + 1, n, it.done if it.done is not None else it.row)
+            else:
+                loop.results.append(_pending_row(loop, it, per_judge))
+        raise
+    return loop.results
+
+
+def _judge_of(record: object) -> str | None:
+    parsed = BatchRecord.from_json(record)
+    return parsed.judge if parsed is not None else None
+
+
+def _row(loop: BenchmarkLoop, it: _Item, per_judge: Mapping[str, Mapping[str, _Item]]) -> QuestionResult:
+    """The finished row of a question every judge's batches graded (or that ``--resume`` kept)."""
+    p = it.partial
+    variant = prompt_variant(it.q.expected_answer)
+    kept = loop.panel.resumed.get(it.q.id, {})
+    recovered = False
+    try:
+        for member in loop.members:
+            if member.name in kept:
+                p.by_judge[member.name] = kept[member.name]
+                continue
+            mine = per_judge[member.name][it.q.id]
+            if mine.entries:
+                grades = [mine.entries[r].grade(variant, mine.latency_ms) for r in sorted(mine.entries)]
+            else:
+                error = mine.error or (f"judge_unusable: not graded after an earlier {member.failure.kind} error"
+                                       if member.failure is not None and mine.batch is None else _pending_error(mine))
+                grades = [GradeResult(None, None, 0.0, error, None, variant)]
+            cost = None
+            for g in grades:
+                spent = loop._count(g.reply, member)
+                cost = cost if spent is None else (cost or 0.0) + spent
+            p.by_judge[member.name] = judge_grade(combine_grades(grades), grades, cost)
+            if cost is not None:
+                p.cost = (p.cost or 0.0) + cost
+            recovered = recovered or (mine.recovered and p.by_judge[member.name].grade is not None)
+        outcome = panel_outcome(p.by_judge, loop.panel.names, loop.panel.method, variant)
+        p.grade, p.panel_value, p.panel_graded = outcome.grade, outcome.value, outcome.graded
+        row = loop.row(p, it.rank, None)
+        return _annotated(loop, it, replace(row, recovered=True) if recovered else row)
+    except (Exception, SystemExit) as err:  # its grades are in hand: kept in the row, even after a signal
+        return loop.failed_row(p, err)
+
+
+def _pending_row(loop: BenchmarkLoop, it: _Item, per_judge: Mapping[str, Mapping[str, _Item]]) -> QuestionResult:
+    """After an interruption: a question not finished, each judge's grade pending (results only)."""
+    p = it.partial
+    variant = prompt_variant(it.q.expected_answer)
+    kept = loop.panel.resumed.get(it.q.id, {})
+    for member in loop.members:
+        mine = per_judge.get(member.name, {}).get(it.q.id)
+        p.by_judge[member.name] = kept.get(member.name) or JudgeGrade(error=_pending_error(mine or it))
+    outcome = panel_outcome(p.by_judge, loop.panel.names, loop.panel.method, variant)
+    p.grade, p.panel_value, p.panel_graded = outcome.grade, outcome.value, outcome.graded
+    return loop.row(p, it.rank, None)

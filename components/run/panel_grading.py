@@ -1,0 +1,110 @@
+"""What the question loop needs to grade with a panel of judges (``--judges``): each judge's own
+state, its grade of a question as the row keeps it, and the panel's aggregate.
+
+Every judge of the panel grades every question with the same prompt, parser, retries and
+``--judge-repeats``, through the loop's one admission point (the ``--max-cost`` budget, the
+``--concurrency`` gate): :class:`~components.run.benchmark_loop.BenchmarkLoop` calls each
+:class:`Member` in panel order. A judge has its own circuit breaker and its own fatal failure: a
+judge that becomes unusable mid-run is not called again (its grades are null with the reason) and
+the others go on.
+
+**The aggregate** (:func:`panel_outcome`) of the judges that graded a question: their median
+(``--panel-aggregate median``, the default; two middle grades average) or mean, kept unrounded in
+``panel_grade``; ``llm_grade`` is that value rounded half up (7.5 → 8), as ``--judge-repeats``
+rounds, so every metric, report and recipe reads a panel run as it reads any run.
+``panel_graded`` counts the judges that graded. When none did, ``llm_grade`` is null and
+``grade_error`` is the first judge's error.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.judges.llm import TRANSIENT_KINDS
+from components.judges.retrieval_grader import GradeResult
+from utils.errors import JudgeError
+from utils.results import JudgeGrade
+
+MEDIAN, MEAN = "median", "mean"
+
+
+@dataclass
+class Member:
+    """One judge as the loop calls it: its grader and its own state. ``name`` None: the run's one
+    judge (no panel)."""
+
+    name: str | None
+    judge: Any
+    failure: JudgeError | None = None  # its first fatal error: it is not called again
+    rate_limited: str | None = None  # its circuit breaker's reason, once it opened
+    limited_in_a_row: int = 0
+    usage: Any = None  # a benchmark_loop.Usage of its calls (a panel's judges)
+
+    def label(self) -> str:
+        """How messages name it: "the judge", or "judge <name>" in a panel."""
+        return "the judge" if self.name is None else f"judge {self.name}"
+
+
+def round_half_up(value: float) -> int:
+    return int(math.floor(value + 0.5))
+
+
+def aggregate(grades: Sequence[float], method: str = MEDIAN) -> float:
+    """The panel's value of ``grades`` (at least one): their median or mean."""
+    return float(statistics.median(grades) if method == MEDIAN else statistics.fmean(grades))
+
+
+def judge_grade(result: GradeResult, repeats: Sequence[GradeResult] | None, cost: float | None) -> JudgeGrade:
+    """One judge's grade of one question as the row keeps it (``grades_by_judge``)."""
+    reply = result.reply
+    return JudgeGrade(grade=result.grade, reasoning=result.reasoning, error=result.error if result.grade is None else None,
+                      raw_reply=result.raw, model=reply.model if reply else None,
+                      grades=[g.grade for g in repeats] if repeats is not None and len(repeats) > 1 else None,
+                      input_tokens=reply.input_tokens if reply else None,
+                      output_tokens=reply.output_tokens if reply else None, cost_usd=cost,
+                      latency_ms=round(sum(g.latency_ms for g in repeats or [result]), 3))
+
+
+@dataclass(frozen=True)
+class PanelOutcome:
+    """A question's panel result: ``grade`` (what the row's ``llm_grade`` and ``grade_error`` come
+    from), the unrounded ``value`` and how many judges graded."""
+
+    grade: GradeResult
+    value: float | None
+    graded: int
+
+
+def panel_outcome(by_judge: Mapping[str, JudgeGrade], names: Sequence[str], method: str,
+                  variant: str = "reference") -> PanelOutcome:
+    """The aggregate of the judges of ``names`` that graded (module docstring)."""
+    grades = [by_judge[n].grade for n in names if n in by_judge and by_judge[n].grade is not None]
+    latency = sum(by_judge[n].latency_ms for n in names if n in by_judge)
+    if not grades:
+        error = next((by_judge[n].error for n in names if n in by_judge and by_judge[n].error), None)
+        return PanelOutcome(GradeResult(None, None, latency, error, None, variant), None, 0)
+    value = aggregate(grades, method)
+    return PanelOutcome(GradeResult(round_half_up(value), None, latency, None, None, variant), round(value, 4),
+                        len(grades))
+
+
+def transient(grade: JudgeGrade | None) -> bool:
+    """Whether a judge's grade failed by a transient error (the retry pass grades it again)."""
+    return grade is not None and grade.grade is None and (grade.error or "").split(":", 1)[0] in TRANSIENT_KINDS
+
+
+@dataclass
+class PanelState:
+    """The loop's panel: its members in order and the aggregate's method."""
+
+    members: list[Member]
+    method: str = MEDIAN
+    resumed: dict[str, dict[str, JudgeGrade]] = field(default_factory=dict)  # --resume: grades kept per question
+
+    @property
+    def names(self) -> list[str]:
+        return [m.name for m in self.members if m.name is not None]
