@@ -185,6 +185,23 @@ class CorpusInfo:
 
 
 @dataclass(frozen=True)
+class UsageInfo:
+    """One role's LLM calls in ``run.usage`` (``{"judge": {...}, "rewriter": {...}}``): what the reader
+    checks in each of them. ``run.usage`` itself stays the objects as written."""
+
+    calls: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cost_usd: float | None = None
+    models: list[str] = field(default_factory=list)
+    batch: bool = False
+    unreported: int = 0
+    extra: dict = field(default_factory=dict)  # fields of a file this version does not know
+
+
+@dataclass(frozen=True)
 class RunInfo:
     started_at: str | None = None
     finished_at: str | None = None
@@ -229,7 +246,10 @@ class RunInfo:
 
     @classmethod
     def from_json(cls, data: object, where: str = "run") -> RunInfo:
-        return record(cls, data, where, _FIX, extra="extra")
+        info = record(cls, data, where, _FIX, extra="extra")
+        for role, usage in info.usage.items():  # the token counts and cost the console and report print
+            record(UsageInfo, usage, f"{where}.usage.{role}", _FIX, extra="extra")
+        return info
 
 
 @dataclass
