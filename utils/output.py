@@ -228,7 +228,8 @@ Input = str | os.PathLike | None
 
 
 def check_output(output: str | os.PathLike, *, option: str, inputs: Iterable[Input | tuple[str, Input]] = (),
-                 corpus: str | os.PathLike | None = None, example: str = DEFAULT_OUTPUT_NAME) -> Path:
+                 corpus: str | os.PathLike | None = None, example: str = DEFAULT_OUTPUT_NAME,
+                 recorded_corpora: Iterable[str | os.PathLike] = ()) -> Path:
     """The file a command's output option (``option``, e.g. ``--json``) writes to; raises
     :class:`InputError` (one line naming the problem and the fix) when writing there could destroy
     something. The one rule of every command's output:
@@ -238,7 +239,9 @@ def check_output(output: str | os.PathLike, *, option: str, inputs: Iterable[Inp
       path is returned;
     * refused: any of ``inputs`` (paths, or ``(what, path)`` pairs naming them in the message), in
       any spelling (the same file by ``os.path.samefile``: another spelling, hard links and symlinks
-      included); anything inside the ``corpus`` folder; anything that exists and is not a regular
+      included); anything inside the ``corpus`` folder, or inside a corpus folder a run read by the
+      command records (``recorded_corpora``: :func:`utils.results.recorded_corpora`; a relative one
+      is taken from the current folder, as the run took it); anything that exists and is not a regular
       file (a device, a FIFO, a socket, a folder); a folder that cannot be written;
     * a missing folder on the way is created, once every check has passed (never inside the corpus).
 
@@ -273,6 +276,10 @@ def check_output(output: str | os.PathLike, *, option: str, inputs: Iterable[Inp
     if corpus is not None and _inside(path, Path(corpus)):
         raise InputError(f"{option} {shown} is inside the corpus folder {os.fspath(corpus)}: give {option} a path "
                          "outside it")
+    for recorded in recorded_corpora:
+        if _inside(path, Path(recorded)):
+            raise InputError(f"{option} {shown} is inside the corpus folder {os.fspath(recorded)}, which the run "
+                             f"records: give {option} a path outside it")
     _make_folder(path.parent, option, shown)
     check_writable(path, option, example)
     return path

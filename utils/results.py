@@ -176,12 +176,20 @@ class JudgeInfo:
         return record(cls, data, where, _FIX, extra="details")
 
 
+BUILTIN_PREFIX = "builtin:"  # a corpus shipped inside a package (components.core.corpus.BUILTIN_SOURCE): no folder
+
+
 @dataclass(frozen=True)
 class CorpusInfo:
-    source: str | None = None
+    source: str | None = None  # the --corpus folder (or BEIR file) as given, or builtin:<module>
     documents: int | None = None
     chunks: int | None = None
     sha256: str | None = None
+
+    @property
+    def path(self) -> str | None:
+        """The corpus folder (or file) the run read, as recorded; None for a built-in corpus or none recorded."""
+        return self.source if self.source and not self.source.startswith(BUILTIN_PREFIX) else None
 
 
 @dataclass(frozen=True)
@@ -341,6 +349,12 @@ class RunResult:
             values[f.name] = convert(hints(cls)[f.name], doc[f.name], f"{source}: {f.name}", _FIX)
         return cls(run=run, rows=rows, metrics=metric_values, schema_version=version, source=source,
                    extra={k: v for k, v in doc.items() if k not in known}, **values)
+
+
+def recorded_corpora(results: Iterable[RunResult]) -> list[str]:
+    """The corpus folders (or files) ``results`` record: where no output of a command reading them
+    may go (:func:`utils.output.check_output`'s ``recorded_corpora``)."""
+    return list(dict.fromkeys(r.run.corpus.path for r in results if r.run.corpus.path))
 
 
 # --------------------------------------------------------------------------- reading

@@ -38,7 +38,7 @@ from components.analysis.labels import Labels, read_labels
 from utils.errors import InputError
 from utils.metrics import NOT_FOUND_WEIGHT, PASS_MARK, total_score
 from utils.output import check_output, write_json_atomic
-from utils.results import QuestionResult, RunResult, load_run
+from utils.results import QuestionResult, RunResult, load_run, recorded_corpora
 
 PPI_FORMULA = ("PPI = mean_N(judge) + mean_n(human - judge); Var = var_N(judge)/N + var_n(human - judge)/n "
                "(ddof 1); 95% interval = PPI +/- 1.959964 * sqrt(Var)")
@@ -231,10 +231,11 @@ def calibrate_files(run: Path, labels: Path, *, json_path: Path | None = None, s
     """``calibrate``'s work: the judge of the results file ``run`` against the human grades of the
     labelling file ``labels``: the report printed, and written to ``json_path`` (``secrets``
     redacted) when given. Returns the figures (:func:`calibrate`). Raises :class:`InputError`."""
+    result = load_run(run)
     if json_path is not None:
         json_path = check_output(json_path, option="--json", example="calibration.json",
-                                 inputs=[("the run", run), ("the labels file", labels)])
-    result = load_run(run)
+                                 inputs=[("the run", run), ("the labels file", labels)],
+                                 recorded_corpora=recorded_corpora([result]))
     graded = read_labels(labels)
     header_run = (graded.header or {}).get("run_id")
     if header_run and result.run.id and header_run != result.run.id:

@@ -56,7 +56,7 @@ from utils import trec
 from utils.console import shorten
 from utils.errors import InputError
 from utils.output import check_output, write_json_atomic
-from utils.results import QuestionResult, RunResult, read_json_file
+from utils.results import QuestionResult, RunResult, read_json_file, recorded_corpora
 
 TOP_DOCS = 3  # documents shown per question
 COMPARE_SCHEMA_VERSION = 2
@@ -652,10 +652,11 @@ def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: 
     margins = dict(margins or {})
     gating = bool(worse) or bool(margins) or regressions is not None
     paths = [resolve_run(arg, Path.cwd(), runs) for arg in runs]
+    results, labels, sources, systems = _read_compared(runs, paths)
     if json_path is not None:
         json_path = check_output(json_path, option="--json", example="comparison.json",
-                                 inputs=[*(("a run", p) for p in paths), *((("the qrels", qrels),) if qrels else ())])
-    results, labels, sources, systems = _read_compared(runs, paths)
+                                 inputs=[*(("a run", p) for p in paths), *((("the qrels", qrels),) if qrels else ())],
+                                 recorded_corpora=recorded_corpora(results))
     if gating and len(results) < 2:
         raise InputError("the gate (--fail-on, --margin, --fail-on-regressions) judges results files against the "
                          "baseline: give at least two results files")

@@ -93,19 +93,19 @@ def export_run_file(run: str, output: Path, *, qrels: Path | None = None, level:
     ``output``, and its qrels to ``qrels`` when given (see :func:`export_trec`). Raises
     :class:`InputError`."""
     from components.analysis.compare import resolve_run
-    from utils.results import load_run
+    from utils.results import load_run, recorded_corpora
 
     path = resolve_run(run, Path.cwd(), [run])
-    exported = [("the results file being exported", path)]
-    output = check_output(output, option="-o", example="run.trec", inputs=exported)
+    result = load_run(path)
+    exported, corpora = [("the results file being exported", path)], recorded_corpora([result])
+    output = check_output(output, option="-o", example="run.trec", inputs=exported, recorded_corpora=corpora)
     if qrels is not None:
-        qrels = check_output(qrels, option="--qrels", example="qrels.txt", inputs=exported)
+        qrels = check_output(qrels, option="--qrels", example="qrels.txt", inputs=exported, recorded_corpora=corpora)
         if same_file(qrels, output):
             raise InputError(f"--qrels {qrels} is the run file -o: give them two paths")
     for option, target in (("-o", output), ("--qrels", qrels)):
         if target is not None and same_file(target, path):
             raise InputError(f"{option} {target} is the results file being exported: give another path")
-    result = load_run(path)
     run_text, _ = export_trec(result, output, qrels, level=level, tag=tag)
     empty = sum(1 for row in result.rows if not row.retrieved)
     logger.info("Run written to {} ({} questions, {} lines, {} level){}", output, len(result.rows),

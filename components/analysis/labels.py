@@ -41,7 +41,7 @@ from loguru import logger
 from utils.errors import InputError
 from utils.lines import file_kind
 from utils.output import check_output, to_strict_json, write_text_atomic
-from utils.results import QuestionResult, RunResult, load_run, parse_json
+from utils.results import QuestionResult, RunResult, load_run, parse_json, recorded_corpora
 
 BANDS = ((1, 3), (4, 6), (7, 8), (9, 10))
 FORMAT = "retrieval-benchmark-labels"
@@ -128,9 +128,10 @@ def write_labels(run: Path, output: Path, *, sample: int = 60, seed: int = 0, se
     """``label``'s work: a stratified sample of ``sample`` graded rows of the results file ``run``
     (seed ``seed``) written to ``output`` as a labelling file, with ``secrets`` redacted; never over
     a file that holds human grades. Returns the file written. Raises :class:`InputError`."""
-    output = check_output(output, option="-o", example="labels.jsonl", inputs=[("the run", run)])
-    _refuse_to_overwrite_grades(output)
     result = load_run(run)
+    output = check_output(output, option="-o", example="labels.jsonl", inputs=[("the run", run)],
+                          recorded_corpora=recorded_corpora([result]))
+    _refuse_to_overwrite_grades(output)
     lines = build_labels(result, str(run), sample, seed)
     write_text_atomic(output, "".join(to_strict_json(line, secrets, indent=None) + "\n" for line in lines))
     header = lines[0]

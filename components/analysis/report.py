@@ -40,7 +40,7 @@ from utils.console import NOTHING_GRADED, escape_control, format_ci, is_number, 
 from utils.metrics import PASS_MARK
 from utils.output import check_output, write_text_atomic
 from utils.redaction import Redactor
-from utils.results import RunResult, load_run
+from utils.results import RunResult, load_run, recorded_corpora
 
 MAX_GROUP_VALUES = 12  # a field with more values than this is shown as its largest groups plus "other"
 MAX_PLOTTED_RANK = 20  # ranks beyond this share one bar (and one column of the grade-against-rank plot)
@@ -58,10 +58,11 @@ def write_report(runs: Sequence[Path], output: Path, *, labels: Path | None = No
     """``report``'s work: the page of the results files ``runs`` (with their comparison when there
     are several, and ``labels``' rows when given) written to ``output`` (a folder gets report.html)
     with ``secrets`` redacted. Returns the file written. Raises :class:`InputError`."""
+    results = [load_run(path) for path in runs]
     output = check_output(output, option="-o", example="report.html",
                           inputs=[*(("a results file", p) for p in runs),
-                                  *((("the labels file", labels),) if labels else ())])
-    results = [load_run(path) for path in runs]
+                                  *((("the labels file", labels),) if labels else ())],
+                          recorded_corpora=recorded_corpora(results))
     names = [run_label(r, p) for r, p in zip(results, runs, strict=True)]
     comparison = None
     if len(results) > 1:  # compare's labels (strategies when distinct) name the runs everywhere on the page
