@@ -32,7 +32,7 @@ from utils import metrics as M
 from utils.errors import InputError
 from utils.lines import file_kind
 from utils.output import write_json_atomic
-from utils.redaction import environment_secrets
+from utils.redaction import Redactor, environment_secrets
 from utils.typecheck import convert, hints, record
 
 SCHEMA_VERSION = 2
@@ -316,9 +316,10 @@ class RunResult:
         return path
 
     @classmethod
-    def from_json(cls, doc: object, source: str = "results") -> RunResult:
-        """A results dict (a parsed results file, schema 1 or 2) as a checked :class:`RunResult`;
-        raises :class:`InputError` naming ``source``, the field and the fix."""
+    def from_json(cls, doc: object, source: str = "results", secrets: Iterable[str] = ()) -> RunResult:
+        """A results dict (a parsed results file, schema 1 or 2) as a checked :class:`RunResult`,
+        ``secrets`` redacted from every text; raises :class:`InputError` naming ``source``, the
+        field and the fix."""
         if not isinstance(doc, Mapping) or not isinstance(doc.get("results"), list):
             raise InputError(f"{source}: not a results file (no \"results\" list): {_FIX}")
         version = doc.get("schema_version", 1)
@@ -328,6 +329,7 @@ class RunResult:
                              f"({', '.join(map(str, READABLE_SCHEMAS))}): "
                              + ("upgrade the benchmark to read it" if newer else _FIX))
         _check_json(doc, source)
+        doc = Redactor(secrets).json(doc)  # nested at most MAX_READ_DEPTH deep: checked above
         rows, seen = [], set()
         for i, raw in enumerate(doc["results"]):
             if not isinstance(raw, Mapping) or raw.get("question_id") in (None, ""):
@@ -411,9 +413,11 @@ def parse_json(text: str, where: str, fix: str = _FIX) -> object:
         raise InputError(f"{where}: {str(err).split(';')[0]}: {fix}") from None
 
 
-def load_run(path: str | os.PathLike) -> RunResult:
-    """A results file as a checked :class:`RunResult` (see :func:`read_json_file`, :meth:`RunResult.from_json`)."""
-    return RunResult.from_json(read_json_file(path), str(path))
+def load_run(path: str | os.PathLike, secrets: Iterable[str] = ()) -> RunResult:
+    """A results file as a checked :class:`RunResult` (see :func:`read_json_file`, :meth:`RunResult.from_json`),
+    every ``secrets`` redacted from its text as it is read: whatever is made of it (a page, a run
+    file, a table) is redacted before it is escaped."""
+    return RunResult.from_json(read_json_file(path), str(path), secrets=secrets)
 
 
 def _check_json(doc: object, source: str) -> None:

@@ -231,12 +231,12 @@ def calibrate_files(run: Path, labels: Path, *, json_path: Path | None = None, s
     """``calibrate``'s work: the judge of the results file ``run`` against the human grades of the
     labelling file ``labels``: the report printed, and written to ``json_path`` (``secrets``
     redacted) when given. Returns the figures (:func:`calibrate`). Raises :class:`InputError`."""
-    result = load_run(run)
+    result = load_run(run, secrets)
     if json_path is not None:
         json_path = check_output(json_path, option="--json", example="calibration.json",
                                  inputs=[("the run", run), ("the labels file", labels)],
                                  recorded_corpora=recorded_corpora([result]))
-    graded = read_labels(labels)
+    graded = read_labels(labels, secrets)
     header_run = (graded.header or {}).get("run_id")
     if header_run and result.run.id and header_run != result.run.id:
         logger.warning("{} was drawn from run {}, and {} is run {}: the questions are matched by id all the same",

@@ -652,7 +652,7 @@ def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: 
     margins = dict(margins or {})
     gating = bool(worse) or bool(margins) or regressions is not None
     paths = [resolve_run(arg, Path.cwd(), runs) for arg in runs]
-    results, labels, sources, systems = _read_compared(runs, paths)
+    results, labels, sources, systems = _read_compared(runs, paths, secrets)
     if json_path is not None:
         json_path = check_output(json_path, option="--json", example="comparison.json",
                                  inputs=[*(("a run", p) for p in paths), *((("the qrels", qrels),) if qrels else ())],
@@ -682,8 +682,8 @@ def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: 
     return result
 
 
-def _read_compared(args: Sequence[str], paths: Sequence[Path]) -> tuple[list[RunResult], list[str], list[str],
-                                                                        list[RankedSystem]]:
+def _read_compared(args: Sequence[str], paths: Sequence[Path],
+                   secrets: Iterable[str] = ()) -> tuple[list[RunResult], list[str], list[str], list[RankedSystem]]:
     """The results files among ``paths`` (with the argument and path of each) and the TREC/ranx
     runs as rank-only systems; the baseline must be a results file."""
     runs: list[RunResult] = []
@@ -691,7 +691,7 @@ def _read_compared(args: Sequence[str], paths: Sequence[Path]) -> tuple[list[Run
     run_paths: list[str] = []
     systems: list[RankedSystem] = []
     for arg, path in zip(args, paths):
-        loaded = read_run_or_ranking(path)
+        loaded = read_run_or_ranking(path, secrets)
         if isinstance(loaded, RunResult):
             runs.append(loaded)
             run_args.append(arg)
@@ -719,12 +719,12 @@ def _first_byte(path: Path) -> bytes:
         os.close(fd)
 
 
-def read_run_or_ranking(path: Path) -> RunResult | dict[str, list[str]]:
-    """A results file (:class:`RunResult`), or the rankings of a TREC run file or a ranx JSON run
-    ({question id: doc ids, best first}). Raises :class:`InputError`."""
+def read_run_or_ranking(path: Path, secrets: Iterable[str] = ()) -> RunResult | dict[str, list[str]]:
+    """A results file (:class:`RunResult`, ``secrets`` redacted as it is read), or the rankings of a
+    TREC run file or a ranx JSON run ({question id: doc ids, best first}). Raises :class:`InputError`."""
     if path.suffix.lower() != ".json" and _first_byte(path) not in (b"", b"{", b"["):
         return trec.read_trec_run(path)
     doc = read_json_file(path)
     if trec.is_ranx_run(doc):
         return trec.ranx_run(doc, str(path))
-    return RunResult.from_json(doc, str(path))
+    return RunResult.from_json(doc, str(path), secrets=secrets)

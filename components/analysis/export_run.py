@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from loguru import logger
@@ -30,6 +31,7 @@ from loguru import logger
 from utils import metrics as M
 from utils.errors import InputError
 from utils.output import check_output, same_file
+from utils.redaction import Redactor
 from utils.results import RunResult
 from utils.trec import check_id, write_qrels, write_run
 
@@ -88,15 +90,16 @@ def export_trec(result: RunResult, run_path: str | os.PathLike, qrels_path: str 
 
 
 def export_run_file(run: str, output: Path, *, qrels: Path | None = None, level: str = "doc",
-                    tag: str | None = None) -> None:
+                    tag: str | None = None, secrets: Iterable[str] = ()) -> None:
     """``export-run``'s work: the results file (or run id) ``run`` written as the TREC run file
-    ``output``, and its qrels to ``qrels`` when given (see :func:`export_trec`). Raises
-    :class:`InputError`."""
+    ``output``, and its qrels to ``qrels`` when given (see :func:`export_trec`), ``secrets``
+    redacted from the results as they are read (and from ``tag``). Raises :class:`InputError`."""
     from components.analysis.compare import resolve_run
     from utils.results import load_run, recorded_corpora
 
     path = resolve_run(run, Path.cwd(), [run])
-    result = load_run(path)
+    result = load_run(path, secrets)
+    tag = Redactor(secrets)(tag) if tag is not None else None
     exported, corpora = [("the results file being exported", path)], recorded_corpora([result])
     output = check_output(output, option="-o", example="run.trec", inputs=exported, recorded_corpora=corpora)
     if qrels is not None:

@@ -58,18 +58,19 @@ def write_report(runs: Sequence[Path], output: Path, *, labels: Path | None = No
     """``report``'s work: the page of the results files ``runs`` (with their comparison when there
     are several, and ``labels``' rows when given) written to ``output`` (a folder gets report.html)
     with ``secrets`` redacted. Returns the file written. Raises :class:`InputError`."""
-    results = [load_run(path) for path in runs]
+    redact = Redactor(secrets)  # on what is read, before anything is escaped (a results file from elsewhere may hold the key)
+    results = [load_run(path, redact.secrets) for path in runs]
     output = check_output(output, option="-o", example="report.html",
                           inputs=[*(("a results file", p) for p in runs),
                                   *((("the labels file", labels),) if labels else ())],
                           recorded_corpora=recorded_corpora(results))
-    names = [run_label(r, p) for r, p in zip(results, runs, strict=True)]
+    names = [redact(run_label(r, p)) for r, p in zip(results, runs, strict=True)]
     comparison = None
     if len(results) > 1:  # compare's labels (strategies when distinct) name the runs everywhere on the page
         names = default_labels(results, names)
         comparison = compare_runs(results, names, sources=[str(p) for p in runs]).to_json()
-    page = render_report(results, names, comparison, extra=labels_section(labels))
-    page = Redactor(secrets)(page)  # a results file from elsewhere may hold the key
+    page = render_report(results, names, comparison, extra=labels_section(labels, redact.secrets))
+    page = redact(page)  # and the page again: its escaped spellings too (utils.redaction)
     write_text_atomic(output, page)
     logger.info("Report written to {} ({} run{}, {} KB)", output, len(results), "s" if len(results) > 1 else "",
                 round(len(page.encode()) / 1024))
@@ -862,13 +863,14 @@ def glossary() -> str:
     return f"<details class=glossary><summary>Glossary</summary><dl class=glossary>{body}</dl></details>"
 
 
-def labels_section(path: Path | None) -> str:
-    """``--labels FILE``: the labelling sample's rows as one section (components.analysis.labels); "" without."""
+def labels_section(path: Path | None, secrets: Iterable[str] = ()) -> str:
+    """``--labels FILE``: the labelling sample's rows as one section (components.analysis.labels),
+    ``secrets`` redacted; "" without."""
     if path is None:
         return ""
     from components.analysis.labels import render_labels
 
-    return render_labels(path)
+    return render_labels(path, secrets)
 
 
 def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], comparison: Mapping | None = None,
