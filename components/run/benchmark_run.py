@@ -20,7 +20,6 @@ that continues it. Exit statuses are mapped to exit codes by the command line (:
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -40,6 +39,7 @@ from components.judges.settings import Settings
 from components.judges.setup import check_models
 from components.readers import load_questions
 from components.run.evaluation import Judging, RunContext, evaluate, prepare, selected_questions
+from components.run.file_names import strategy_file_names, strategy_results_path
 from components.run.journal import Journal, read_rows
 from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
@@ -93,10 +93,11 @@ class RunState:
     written: list[Path] = field(default_factory=list)
 
 
-def new_run_id(strategy: str, runs_dir: Path) -> str:
-    """``<UTC time>_<strategy>``, made unique in ``runs_dir`` (never overwrite a run)."""
+def new_run_id(file_name: str, runs_dir: Path) -> str:
+    """``<UTC time>_<strategy's file name>`` (:mod:`components.run.file_names`), made unique in
+    ``runs_dir`` (never overwrite a run)."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    base = f"{stamp}_{re.sub(r'[^A-Za-z0-9._-]+', '-', strategy).strip('-') or 'strategy'}"
+    base = f"{stamp}_{file_name}"
     run_id, n = base, 1
     while (runs_dir / f"{run_id}.json").exists() or (runs_dir / f"{run_id}.journal.jsonl").exists():
         n += 1
@@ -281,6 +282,7 @@ class BenchmarkRun:
         strategies, qset, questions, previous, setup = self._prepare()
         logger.info("{}", setup.console_line(self.settings))
         labels = unique_labels([s.name for s in strategies])
+        file_names = dict(zip(labels, strategy_file_names(labels), strict=True))
         results: list[RunResult] = []
         judging = None
         for strategy, label in zip(strategies, labels, strict=True):
@@ -297,7 +299,7 @@ class BenchmarkRun:
                 sys.stdout.flush()
                 continue
             results.append(self._run_strategy(strategy, label, prepared, judging, qset, questions, previous,
-                                              several=len(strategies) > 1))
+                                              several=len(strategies) > 1, file_name=file_names[label]))
             if results[-1].run.status == "interrupted":
                 break
         if len(results) > 1 and results[-1].run.status != "interrupted":
@@ -337,13 +339,13 @@ class BenchmarkRun:
                         relevance=judging.relevance is not None, rewrites=strategy.rewrites_queries)
 
     def _run_strategy(self, strategy: Strategy, label: str, prepared, judging: Judging, qset: QuestionSet,
-                      questions: list, previous, *, several: bool) -> RunResult:
+                      questions: list, previous, *, several: bool, file_name: str) -> RunResult:
         o = self.o
         if o.max_cost_usd is not None and judging.setup.calls_models:  # before the first judge call
             self._check_budget(strategy, label, prepared, judging, questions, previous)
         runs_dir = o.output.parent / RUNS_FOLDER
         runs_dir.mkdir(parents=True, exist_ok=True)
-        run_id = new_run_id(label, runs_dir)
+        run_id = new_run_id(file_name, runs_dir)
         judge_model = getattr(judging.judge, "model", judging.setup.judge_provider.name)
         identity = {"run_id": run_id, "questions_sha256": qset.sha256, "corpus_sha256": prepared.sha256,
                     "strategy": strategy.name, "k": o.k, "judge_model": judge_model, "prompt_sha256": PROMPT_SHA256,
@@ -382,7 +384,7 @@ class BenchmarkRun:
         finished = len(result.rows)
         if batch is not None and not batch.all_records:  # no batch to record: rows not submitted are no work
             finished = sum(1 for r in result.rows if batch_finished(r))
-        extra = [o.output.with_name(f"{o.output.stem}.{label}{o.output.suffix}")] if several else []
+        extra = [strategy_results_path(o.output, file_name)] if several else []
         self._write(result, runs_dir / f"{run_id}.json", journal, n_rows=finished, extra=extra)
         return result
 
