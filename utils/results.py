@@ -237,6 +237,7 @@ class RunInfo:
     resumed_rows: int = 0  # rows taken over from --resume without a new judge call
     journal: str | None = None  # the run's journal (deleted once the results are written)
     runs_dir: str | None = None  # the folder of the run's history (runs/ beside its output)
+    output: str | None = None  # the --output file, absolute: where --resume writes unless told otherwise
     selection: dict = field(default_factory=dict)  # {"limit": N, "ids": [...]} when questions were selected
     index: dict | None = None  # {"cache": "hit" | "miss" | "off", "key": str | None}
     # --judge-batch: each batch (id, status, processing_status, request_counts, retry, resumed,

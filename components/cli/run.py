@@ -13,7 +13,7 @@ from loguru import logger
 from components.cli.common import SignalGuard, comma_list, concurrency, dollars, exit_code, positive_int
 from components.run.concurrency import MAX_CONCURRENCY
 from utils.errors import EXIT_INTERRUPTED, EXIT_OK, ResultsWriteError
-from utils.output import DEFAULT_OUTPUT_NAME, resolve_output
+from utils.output import DEFAULT_OUTPUT_NAME, remove_empty_folders, resolve_output
 
 ROOT = Path(__file__).resolve().parents[2]  # the folder of benchmark.py
 
@@ -107,6 +107,9 @@ def apply_resume_defaults(args: argparse.Namespace, env: dict[str, str]) -> None
     for name, value in defaults.options.items():
         setattr(args, name, value)
     env.update(defaults.env)
+    if "output" in defaults.options:
+        logger.info("--resume {}: the results go to {}, the output of the run it continues (give --output to "
+                    "write elsewhere)", args.resume, args.output)
 
 
 def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None, guard: SignalGuard, state) -> int:
@@ -156,7 +159,10 @@ def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: S
 
     runner = BenchmarkRun(run_options(args, settings, log_path), settings,
                           should_stop=lambda: guard.received is not None, deferred_signals=guard.deferred, state=state)
-    results = runner.execute()
+    try:
+        results = runner.execute()
+    finally:  # a run that wrote nothing leaves no empty folder behind
+        remove_empty_folders(runner.created_folders)
     if guard.received:
         return EXIT_INTERRUPTED
     codes = [exit_code(r.run.status) for r in results]

@@ -20,6 +20,7 @@ that continues it. Exit statuses are mapped to exit codes by the command line (:
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -46,7 +47,7 @@ from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_op
 from utils.console import Progress, escape_control, question_line, summary_table
 from utils.errors import InputError
 from utils.metrics import METRICS
-from utils.output import check_writable, write_json_atomic
+from utils.output import DEFAULT_OUTPUT_NAME, check_writable, make_folders, write_json_atomic
 from utils.results import QuestionResult, RunResult
 
 RUNS_FOLDER = "runs"
@@ -125,7 +126,7 @@ def identity_of(run: dict) -> dict:
             "strategy": run.get("strategy"), "k": run.get("k"), "judge_model": judge.get("model"),
             "prompt_sha256": judge.get("prompt_sha256"), "relevance_prompt_sha256": judge.get("relevance_prompt_sha256"),
             "questions_file": run.get("questions_file"), "qrels_file": run.get("qrels_file"),
-            "corpus": corpus.get("source"),
+            "corpus": corpus.get("source"), "output": run.get("output"),
             "judge_provider": judge.get("provider"), "repeats": judge.get("repeats"),
             "selection": run.get("selection") or {}}
 
@@ -172,9 +173,10 @@ class ResumeDefaults:
 
 def recorded_defaults(resume: Path, given: Collection[str], env: Mapping[str, str]) -> ResumeDefaults:
     """``--resume FILE`` without ``--questions`` (and BEIR's ``--qrels``/``--split``), ``--corpus``,
-    ``--strategy``, ``--k``, a selection (``--quick``/``--limit``/``--ids``) or a judge setting in
-    ``env``: what FILE recorded for them. ``given``: the options on the command line (their values
-    stay, and :func:`_check_resume` refuses a real conflict later)."""
+    ``--strategy``, ``--k``, a selection (``--quick``/``--limit``/``--ids``), ``--output`` or a judge
+    setting in ``env``: what FILE recorded for them (the output: :func:`resumed_output`). ``given``:
+    the options on the command line (their values stay, and :func:`_check_resume` refuses a real
+    conflict later)."""
     from components.core.corpus import BUILTIN_SOURCE
     from components.readers.questions_json import STDIN_NAME
 
@@ -198,7 +200,21 @@ def recorded_defaults(resume: Path, given: Collection[str], env: Mapping[str, st
             options["limit"] = selection["limit"]
         if isinstance(selection.get("ids"), list) and all(isinstance(i, str) for i in selection["ids"]):
             options["ids"] = ",".join(selection["ids"])
+    if "--output" not in given:
+        options["output"] = resumed_output(resume, recorded.get("output"))
     return ResumeDefaults(options, _recorded_judge(recorded, env))
+
+
+def resumed_output(resume: Path, recorded: object) -> str:
+    """Where ``--resume FILE`` without ``--output`` writes: the output the interrupted run recorded;
+    for a file written before outputs were recorded, FILE itself, or — for a journal or a file of a
+    run's history folder (``runs/``) — ``benchmark_results.json`` beside that folder."""
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    resume = Path(resume)
+    if resume.parent.name == RUNS_FOLDER:
+        return str(resume.parent.parent / DEFAULT_OUTPUT_NAME)
+    return str(resume)
 
 
 def _recorded_judge(recorded: dict, env: Mapping[str, str]) -> dict[str, str]:
@@ -248,6 +264,7 @@ class BenchmarkRun:
         self.should_stop = should_stop
         self.deferred_signals = deferred_signals  # a context manager factory: signals wait while writing
         self.secrets = settings.secrets  # every provider's secrets (components.judges.providers.secrets_in)
+        self.created_folders: list[Path] = []  # made for the run (runs/ and above): removed if left empty
 
     # ------------------------------------------------------------------ start-up checks
 
@@ -344,7 +361,7 @@ class BenchmarkRun:
         if o.max_cost_usd is not None and judging.setup.calls_models:  # before the first judge call
             self._check_budget(strategy, label, prepared, judging, questions, previous)
         runs_dir = o.output.parent / RUNS_FOLDER
-        runs_dir.mkdir(parents=True, exist_ok=True)
+        self.created_folders += make_folders(runs_dir)
         run_id = new_run_id(file_name, runs_dir)
         judge_model = getattr(judging.judge, "model", judging.setup.judge_provider.name)
         identity = {"run_id": run_id, "questions_sha256": qset.sha256, "corpus_sha256": prepared.sha256,
@@ -352,7 +369,8 @@ class BenchmarkRun:
                     "relevance_prompt_sha256": RELEVANCE_PROMPT_SHA256 if judging.relevance is not None else None,
                     "questions_file": qset.path, "qrels_file": qset.qrels, "corpus": prepared.source,
                     "judge_provider": judging.setup.judge_provider.name,
-                    "repeats": o.judge_repeats, "selection": {"limit": o.limit, "ids": o.ids}}
+                    "repeats": o.judge_repeats, "selection": {"limit": o.limit, "ids": o.ids},
+                    "output": os.path.abspath(o.output)}
         done, previous_batches = self._resumed(identity, previous, questions)
         journal_path = runs_dir / f"{run_id}.journal.jsonl"
         journal = Journal(journal_path, identity, self.secrets)
@@ -368,7 +386,8 @@ class BenchmarkRun:
                                should_stop=self.should_stop, record=journal.append, deferred=self.deferred_signals,
                                schedule=PollSchedule(max_s=self.settings.batch_poll_max_s))
         context = RunContext(
-            id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir), done=done,
+            id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir),
+            output=os.path.abspath(o.output), done=done,
             resumed_from=str(o.resume) if o.resume else None, batch=batch, previous_batches=previous_batches,
             grouped=journal.grouped, questions_file=str(o.questions), quick=o.limit == 5 and not o.ids,
             selection={"limit": o.limit, "ids": o.ids,
