@@ -54,6 +54,7 @@ from components.analysis.gate import check_gate
 from utils import metrics as M
 from utils import trec
 from utils.console import shorten
+from utils.history_index import recent_history_folders
 from utils.errors import InputError
 from utils.output import check_output, write_json_atomic
 from utils.results import QuestionResult, RunResult, read_json_file, recorded_corpora
@@ -591,9 +592,10 @@ def format_comparison(c: Comparison, top: int = 10) -> str:
 
 # ---- the command's work (its arguments: components/cli/compare.py) --------------------------------------------------------------------------------
 
-def _runs_dirs(cwd: Path, args: Sequence[str]) -> list[Path]:
+def _runs_dirs(cwd: Path, args: Sequence[str], state_dir: Path | None = None) -> list[Path]:
     """Where run ids are looked up: ``runs/`` of the current folder, the history folder a results
-    file of the current folder records (``run.runs_dir``), and that of every results file given."""
+    file of the current folder records (``run.runs_dir``), that of every results file given, then
+    the recent history folders of the index in ``state_dir`` (:mod:`utils.history_index`)."""
     folders = [cwd / "runs"]
     for candidate in [cwd / "benchmark_results.json", *(Path(a) for a in args)]:
         if not candidate.is_file():
@@ -606,16 +608,18 @@ def _runs_dirs(cwd: Path, args: Sequence[str]) -> list[Path]:
             folder = Path(runs_dir) if Path(runs_dir).is_absolute() else candidate.parent / Path(runs_dir).name
             if folder not in folders:
                 folders.append(folder)
-    return folders
+    seen = {Path(os.path.abspath(f)) for f in folders}
+    return folders + [f for f in recent_history_folders(state_dir) if f not in seen and f.is_dir()]
 
 
-def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
+def resolve_run(arg: str, cwd: Path, others: Sequence[str] = (), state_dir: Path | None = None) -> Path:
     """A results file path, or a run id: ``<runs dir>/<id>.json``, or the file there whose ``run.id``
-    is ``arg``, in the history folders of :func:`_runs_dirs`."""
+    is ``arg``, in the history folders of :func:`_runs_dirs`. Raises :class:`InputError` naming
+    every folder searched."""
     path = Path(arg)
     if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
         return path  # a FIFO, a device or a link loop too: the reader says what it is
-    folders = _runs_dirs(cwd, others)
+    folders = _runs_dirs(cwd, others, state_dir)
     for runs_dir in folders:
         candidate = runs_dir / f"{arg}.json"
         if candidate.is_file():
@@ -634,24 +638,24 @@ def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
                 continue
     if path.is_dir():
         raise InputError(f"compare: {arg} is a folder: pass a results JSON file or a run id")
-    where = " or ".join(str(f) for f in folders)
-    raise InputError(f"compare: {arg} is neither a results file nor a run id in {where}: pass a results JSON "
-                     "path or a run id (the names in runs/ without .json)")
+    where = ", ".join(str(f) for f in folders)
+    raise InputError(f"compare: {arg} is neither a results file nor a run id in the history folders searched "
+                     f"({where}): pass a results JSON path or a run id (the names in runs/ without .json)")
 
 
 def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: Path | None = None, top: int = 10,
                   alpha: float = ALPHA, metrics: Sequence[str] | None = None, worse: Sequence[str] | bool = False,
                   margins: Mapping[str, float] | None = None, regressions: int | None = None,
-                  secrets: Iterable[str] = ()):
+                  secrets: Iterable[str] = (), state_dir: Path | None = None):
     """``compare``'s work: read ``runs`` (results files or run ids, the first the baseline; TREC or
     ranx run files beside them as rank-only systems judged by ``qrels``), compare ``metrics`` (keys;
     default: the registry's compared ones), print the comparison and the gate's lines when one is
     asked for (``worse``, ``margins``, ``regressions``: :meth:`Comparison.gate`), write ``json_path``
-    with ``secrets`` redacted. Returns the gate's :class:`components.analysis.gate.GateResult`, or
+    with ``secrets`` redacted; run ids are also looked up in the index of ``state_dir``. Returns the gate's :class:`components.analysis.gate.GateResult`, or
     ``None`` without a gate. Raises :class:`InputError`."""
     margins = dict(margins or {})
     gating = bool(worse) or bool(margins) or regressions is not None
-    paths = [resolve_run(arg, Path.cwd(), runs) for arg in runs]
+    paths = [resolve_run(arg, Path.cwd(), runs, state_dir) for arg in runs]
     results, labels, sources, systems = _read_compared(runs, paths, secrets)
     if json_path is not None:
         json_path = check_output(json_path, option="--json", example="comparison.json",

@@ -90,14 +90,15 @@ def export_trec(result: RunResult, run_path: str | os.PathLike, qrels_path: str 
 
 
 def export_run_file(run: str, output: Path, *, qrels: Path | None = None, level: str = "doc",
-                    tag: str | None = None, secrets: Iterable[str] = ()) -> None:
+                    tag: str | None = None, secrets: Iterable[str] = (), state_dir: Path | None = None) -> None:
     """``export-run``'s work: the results file (or run id) ``run`` written as the TREC run file
     ``output``, and its qrels to ``qrels`` when given (see :func:`export_trec`), ``secrets``
-    redacted from the results as they are read (and from ``tag``). Raises :class:`InputError`."""
+    redacted from the results as they are read (and from ``tag``); a run id is also looked up in
+    the index of ``state_dir``. Raises :class:`InputError`."""
     from components.analysis.compare import resolve_run
     from utils.results import load_run, recorded_corpora
 
-    path = resolve_run(run, Path.cwd(), [run])
+    path = resolve_run(run, Path.cwd(), [run], state_dir)
     result = load_run(path, secrets)
     tag = Redactor(secrets)(tag) if tag is not None else None
     exported, corpora = [("the results file being exported", path)], recorded_corpora([result])

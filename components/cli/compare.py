@@ -58,7 +58,8 @@ def run(args: argparse.Namespace, settings) -> int:
     worse, margins = _check(args)
     result = compare_files(args.runs, qrels=args.qrels, json_path=args.json, top=args.top, alpha=args.alpha,
                            metrics=_metrics(args.metrics, worse, margins), worse=worse, margins=margins,
-                           regressions=args.fail_on_regressions, secrets=settings.secrets)
+                           regressions=args.fail_on_regressions, secrets=settings.secrets,
+                           state_dir=settings.state_dir)
     if result is None:
         return EXIT_OK
     if result.passed:

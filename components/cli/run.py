@@ -13,6 +13,7 @@ from loguru import logger
 from components.cli.common import SignalGuard, comma_list, concurrency, dollars, exit_code, positive_int
 from components.run.concurrency import MAX_CONCURRENCY
 from utils.errors import EXIT_INTERRUPTED, EXIT_OK, ResultsWriteError
+from utils.history_index import record_history_folder
 from utils.output import DEFAULT_OUTPUT_NAME, remove_empty_folders, resolve_output
 
 ROOT = Path(__file__).resolve().parents[2]  # the folder of benchmark.py
@@ -161,8 +162,10 @@ def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: S
                           should_stop=lambda: guard.received is not None, deferred_signals=guard.deferred, state=state)
     try:
         results = runner.execute()
-    finally:  # a run that wrote nothing leaves no empty folder behind
+    finally:  # a run that wrote nothing leaves no empty folder behind; one that did is found by its id
         remove_empty_folders(runner.created_folders)
+        if state.written:
+            record_history_folder(settings.state_dir, state.written[0].parent)
     if guard.received:
         return EXIT_INTERRUPTED
     codes = [exit_code(r.run.status) for r in results]
