@@ -218,6 +218,20 @@ def test_the_shipped_example_set():
     assert doc["labelled"] == len(labels.graded) and doc["judge"].startswith("offline/")
 
 
+def test_the_shipped_run_records_paths_relative_to_the_repository():
+    """No scratch path of the machine it was made on: every recorded path is relative, and the
+    files of the repository it names are where it says (the questions file is written by the
+    recipe in examples/README.md; the corpus is the data set beside the repository)."""
+    run = load_run(ROOT / "examples" / "kubernetes_run.json").run
+    paths = {"questions_file": run.questions_file, "corpus": run.corpus.source, "log_file": run.log_file,
+             "journal": run.journal, "runs_dir": run.runs_dir, "output": run.output}
+    assert all(p and not Path(p).is_absolute() and "/tmp" not in p for p in paths.values()), paths
+    assert (ROOT / run.output).resolve() == (ROOT / "examples" / "kubernetes_run.json").resolve()
+    assert paths["questions_file"] == "examples/kubernetes_questions.json" and run.runs_dir == "examples/runs"
+    recipe = (ROOT / "examples" / "README.md").read_text(encoding="utf-8")
+    assert "open('examples/kubernetes_questions.json','w')" in recipe and "--output examples/kubernetes_run.json" in recipe
+
+
 @pytest.mark.parametrize("edit, words", [
     ({1: 7}, "already holds 1 human grade(s): write the new sample to another file"),
     # a grade mistyped while editing (11 is off the scale): the file is still people's work
