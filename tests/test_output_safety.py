@@ -155,16 +155,18 @@ def test_a_symlink_to_a_results_file_is_written_through(case):
     ("sub/", "sub/benchmark_results.json"),
     ("sub", "sub/benchmark_results.json"),
     ("sub/r.json", "sub/r.json"),
-    ("new/deeper/r.json", "new/deeper/r.json"),  # missing folders are created
+    ("new/deeper/r.json", "new/deeper/r.json"),  # missing folders are created by the write
     ("new/", "new/benchmark_results.json"),
 ])
 def test_resolve_output_accepts(tmp_path: Path, monkeypatch, output, expected):
-    from utils.output import resolve_output
+    from utils.output import resolve_output, write_json_atomic
 
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path)
     assert resolve_output(output, questions_path=None, corpus_dir=None) == Path(expected)
-    assert Path(expected).parent.is_dir()
+    assert not (tmp_path / "new").exists()  # checked, not made: a run failing before its write leaves no folder
+    write_json_atomic(Path(expected), {"ok": True})
+    assert json.loads(Path(expected).read_text()) == {"ok": True}
 
 
 # --------------------------------------------------------------------------- the atomic write
