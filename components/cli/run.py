@@ -33,7 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"results JSON file, or a folder (existing, or ending in /) to write {DEFAULT_OUTPUT_NAME} "
                         "in (default: %(default)s); every run is also kept under runs/ beside it")
     p.add_argument("--resume", type=Path, help="continue a run from its results file or journal: graded rows are "
-                   "kept without a new judge call, the rest run")
+                   "kept without a new judge call, the rest run; the results go to the output that run recorded "
+                   "unless --output is given")
     p.add_argument("--max-cost", type=dollars, dest="max_cost", metavar="USD",
                    help="stop grading before the judge's cost would pass USD (exit 4; --resume finishes later); a "
                         "run whose estimated cost is over USD says so before the first judge call")
