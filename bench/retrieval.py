@@ -1,7 +1,10 @@
 """Retrieval quality and speed on the Kubernetes question sets, next to the reference systems.
 
     python -m bench.retrieval [--strategies baseline modular-no-llm] [--sets FILE ...] [--json OUT]
+    python -m bench.retrieval --corpus builtin --sets questions.json   # the built-in corpus, on any clone
 
+The Kubernetes data set is expected in ``../shared/datasets/kubernetes`` beside the project (skipped
+when absent); ``--corpus builtin`` reads the built-in corpus (the Python Language Reference).
 Each strategy runs in its own process, so peak RSS (VmHWM) is that strategy's alone.
 Rank = position of the first of the top 5 chunks whose doc id is the needle.
 """
@@ -19,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT.parent / "shared" / "datasets" / "kubernetes"
 SETS = ["needle_questions.json", "needle_questions_adversarial.json", "informed_questions.json"]
+BUILTIN = "builtin"  # --corpus builtin: the built-in corpus
 
 
 def metrics(ranks: list[int | None]) -> dict:
@@ -43,7 +47,7 @@ def one(strategy: str, corpus: Path, sets: list[Path]) -> dict:
     from utils.metrics import RetrievalMetrics as M
 
     t0 = time.perf_counter()
-    docs = load_corpus(corpus)
+    docs = load_corpus(None if str(corpus) == BUILTIN else corpus)
     chunks = chunk_corpus(docs.documents)
     load_s = time.perf_counter() - t0
     retriever = resolve_strategy(strategy).factory()
@@ -78,7 +82,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--strategies", nargs="+", default=["baseline", "modular-no-llm"])
     p.add_argument("--sets", nargs="+", type=Path, default=[K8S / s for s in SETS])
-    p.add_argument("--corpus", type=Path, default=K8S / "docs")
+    p.add_argument("--corpus", type=Path, default=K8S / "docs", help=f"a corpus folder, or {BUILTIN}")
     p.add_argument("--json", type=Path, default=ROOT / "bench" / "out" / "retrieval.json")
     p.add_argument("--one", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -88,13 +92,13 @@ def main() -> int:
         logger.remove()
         print(json.dumps(one(args.one, args.corpus, args.sets)))
         return 0
-    if not args.corpus.is_dir():
+    if str(args.corpus) != BUILTIN and not args.corpus.is_dir():
         print(f"skipped: {args.corpus} is absent", file=sys.stderr)
         return 0
     results = []
     for strategy in args.strategies:
         proc = subprocess.run([sys.executable, __file__, "--one", strategy, "--corpus", str(args.corpus), "--sets",
-                               *map(str, args.sets)], cwd=ROOT, capture_output=True, text=True, check=True,
+                               *(str(s.resolve()) for s in args.sets)], cwd=ROOT, capture_output=True, text=True, check=True,
                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
         results.append(json.loads(proc.stdout))
     print(f"{'strategy':<22}{'set':<38}{'H@1':>6}{'H@5':>6}{'MRR':>7}")

@@ -36,6 +36,16 @@ if _SESSION_CACHE not in os.environ:
     atexit.register(shutil.rmtree, os.environ[_SESSION_CACHE], True)
 TEST_CACHE_HOME = Path(os.environ[_SESSION_CACHE])
 
+# The same for XDG_STATE_HOME (the index of recent history folders, utils.history_index), and in this
+# process's own environment too, so that no run of the session, in process or child, library call or
+# command, ever writes the user's real index. A test of the index points it at its own tmp_path.
+_SESSION_STATE = "RETRIEVAL_BENCHMARK_TESTS_STATE_HOME"
+if _SESSION_STATE not in os.environ:
+    os.environ[_SESSION_STATE] = tempfile.mkdtemp(prefix="retrieval-benchmark-tests-state-")
+    atexit.register(shutil.rmtree, os.environ[_SESSION_STATE], True)
+TEST_STATE_HOME = Path(os.environ[_SESSION_STATE])
+os.environ["XDG_STATE_HOME"] = str(TEST_STATE_HOME)
+
 needs_k8s = pytest.mark.skipif(not (K8S / "docs").is_dir(), reason=f"{K8S} is absent")
 
 
@@ -67,10 +77,11 @@ loopback_bypasses_proxies(os.environ)  # the in-process SDK calls of the tests t
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment without any judge settings, with loopback outside any proxy, and with the
-    index cache under a temporary folder (XDG_CACHE_HOME = TEST_CACHE_HOME) unless ``extra`` says
-    otherwise."""
+    index cache and the state folder under temporary folders (XDG_CACHE_HOME = TEST_CACHE_HOME,
+    XDG_STATE_HOME = TEST_STATE_HOME) unless ``extra`` says otherwise."""
     env = loopback_bypasses_proxies({k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))})
     env["XDG_CACHE_HOME"] = str(TEST_CACHE_HOME)
+    env["XDG_STATE_HOME"] = str(TEST_STATE_HOME)
     env.update(extra)
     return env
 

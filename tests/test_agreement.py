@@ -38,6 +38,22 @@ def test_weighted_kappa_matches_the_closed_form_on_random_grades():
         assert weighted_kappa(h, j) == pytest.approx(closed_form_kappa(h, j), abs=1e-12)
 
 
+def test_linear_kappa_matches_the_pairwise_form_on_random_grades():
+    """Linear κ = 1 − mean |h − j| over the rows / mean |h − j'| over every (human, judge) pair of rows."""
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        n = int(rng.integers(2, 60))
+        h = rng.integers(1, 11, n)
+        j = np.clip(h + rng.integers(-3, 4, n), 1, 10)
+        if len(set(h.tolist()) | set(j.tolist())) == 1:
+            continue
+        chance = np.abs(h[:, None] - j[None, :]).mean()
+        assert weighted_kappa(h.tolist(), j.tolist(), weights="linear") == pytest.approx(
+            1 - np.abs(h - j).mean() / chance, abs=1e-12)
+    with pytest.raises(ValueError, match="quadratic, linear"):
+        weighted_kappa([1, 2], [1, 2], weights="cubic")
+
+
 def test_kappa_edges():
     assert weighted_kappa([5, 5, 5], [5, 5, 5]) is None  # no chance disagreement: undefined
     assert weighted_kappa([1, 10], [1, 10]) == pytest.approx(1.0)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from components.analysis.aggregate import build_report
-from components.analysis.calibration import calibrate
+from components.analysis.calibration import calibrate, format_report
 from components.analysis.labels import allocate, read_labels, sample_rows
 from tests.conftest import ROOT, run_cli
 from utils.errors import InputError
@@ -218,6 +218,20 @@ def test_the_shipped_example_set():
     assert doc["labelled"] == len(labels.graded) and doc["judge"].startswith("offline/")
 
 
+def test_the_shipped_run_records_paths_relative_to_the_repository():
+    """No scratch path of the machine it was made on: every recorded path is relative, and the
+    files of the repository it names are where it says (the questions file is written by the
+    recipe in examples/README.md; the corpus is the data set beside the repository)."""
+    run = load_run(ROOT / "examples" / "kubernetes_run.json").run
+    paths = {"questions_file": run.questions_file, "corpus": run.corpus.source, "log_file": run.log_file,
+             "journal": run.journal, "runs_dir": run.runs_dir, "output": run.output}
+    assert all(p and not Path(p).is_absolute() and "/tmp" not in p for p in paths.values()), paths
+    assert (ROOT / run.output).resolve() == (ROOT / "examples" / "kubernetes_run.json").resolve()
+    assert paths["questions_file"] == "examples/kubernetes_questions.json" and run.runs_dir == "examples/runs"
+    recipe = (ROOT / "examples" / "README.md").read_text(encoding="utf-8")
+    assert "open('examples/kubernetes_questions.json','w')" in recipe and "--output examples/kubernetes_run.json" in recipe
+
+
 @pytest.mark.parametrize("edit, words", [
     ({1: 7}, "already holds 1 human grade(s): write the new sample to another file"),
     # a grade mistyped while editing (11 is off the scale): the file is still people's work
@@ -237,3 +251,83 @@ def test_label_never_writes_over_human_grades(tmp_path: Path, edit: dict, words:
     assert again.code == 2 and out.read_text() == before
     errors = [line for line in again.stderr.splitlines() if "| ERROR" in line]
     assert len(errors) == 1 and words in errors[0], again.stderr[-2000:]
+
+
+def edge_run(path: Path, grade: int, rank: int | None) -> Path:
+    """Five rows, every one graded ``grade`` by the judge with the needle at ``rank``."""
+    rows = [QuestionResult(question_id=f"e{i}", question=f"question {i}?", needle_doc_id="needle",
+                           needle_doc_ids=["needle"], rank=rank, llm_grade=grade) for i in range(5)]
+    build_report(RunInfo(id="edge", strategy="baseline", k=5), rows).save(path)
+    return path
+
+
+def labelled(path: Path, grades: list[int]) -> Path:
+    path.write_text("".join(json.dumps({"question_id": f"e{i}", "human_grade": g}) + "\n" for i, g in enumerate(grades)))
+    return path
+
+
+def test_calibrate_clips_intervals_at_the_top_of_the_scale(tmp_path: Path):
+    """Every judge grade 10 at rank 1 (every row passes), three rows labelled 10, 10, 6: the PPI and
+    human intervals pass 10 and 100% and are clipped there, the footnote names each clipped bound."""
+    run, labels = edge_run(tmp_path / "run.json", 10, 1), labelled(tmp_path / "l.jsonl", [10, 10, 6])
+    out = tmp_path / "cal.json"
+    done = run_cli("calibrate", str(run), "--labels", str(labels), "--json", str(out))
+    assert done.code == 0, done.stderr
+    est = json.loads(out.read_text())["estimates"]
+    # judge only: all 10, sd 0 → [10, 10], nothing to clip
+    assert est["mean_grade"]["judge_only"]["ci95"] == [10.0, 10.0] and est["mean_grade"]["judge_only"]["clipped"] == []
+    # human − judge = 0, 0, −4: PPI 10 − 4/3; se √(var(0, 0, −4)/3) = √(16/3 / 3) = 4/3; ± 1.959964 · 4/3
+    half = 1.959964 * 4 / 3
+    for name in ("ppi", "human_labelled"):  # the human mean is 26/3 with the same se
+        e = est["mean_grade"][name]
+        assert e["value"] == pytest.approx(26 / 3) and e["clipped"] == ["high"]
+        assert e["ci95"] == pytest.approx([26 / 3 - half, 10.0], abs=1e-5)
+        assert e["ci95_unclipped"] == pytest.approx([26 / 3 - half, 26 / 3 + half], abs=1e-5)  # 11.28
+        # pass rate: judge 100, 100, 100; human 100, 100, 0 (6 < 7): 200/3 ± 1.959964 · 100/3 → high 132.0
+        rate = est["pass_rate"][name]
+        assert rate["value"] == pytest.approx(200 / 3) and rate["clipped"] == ["high"]
+        assert rate["ci95"] == pytest.approx([200 / 3 - 1.959964 * 100 / 3, 100.0], abs=1e-4)
+    for figure in est.values():
+        for e in figure.values():
+            assert 0.0 <= e["ci95"][0] <= e["ci95"][1] <= 100.0
+    assert all(0.6 <= b <= 10 for e in [*est["mean_grade"].values(), *est["mean_total_score"].values()]
+               for b in e["ci95"])
+    assert "8.67 [6.05, 10.00*]" in done.stdout and "66.7 [1.3, 100.0*]" in done.stdout
+    note = next(line for line in done.stdout.splitlines() if "clipped to the scale" in line)
+    assert "mean grade, PPI: high 11.28 -> 10.00" in note and "pass rate, human, labelled rows: high 132.0 -> 100.0" in note
+    assert "judge only" not in note
+
+
+def test_calibrate_clips_intervals_at_the_bottom_of_the_scale(tmp_path: Path):
+    """Every judge grade 1, needle never retrieved (total 0.6, nothing passes), labelled 1, 1, 5."""
+    run, labels = edge_run(tmp_path / "run.json", 1, None), labelled(tmp_path / "l.jsonl", [1, 1, 5])
+    doc = calibrate(load_run(run), read_labels(labels), str(run))
+    grade, total, rate = (doc["estimates"][k]["ppi"] for k in ("mean_grade", "mean_total_score", "pass_rate"))
+    half = 1.959964 * 4 / 3  # human − judge = 0, 0, 4: se 4/3
+    assert grade["value"] == pytest.approx(7 / 3) and grade["clipped"] == ["low"]
+    assert grade["ci95"] == pytest.approx([1.0, 7 / 3 + half], abs=1e-5)
+    assert total["clipped"] == ["low"] and total["ci95"][0] == pytest.approx(0.6)  # 0.6 · (7/3 ± half): low < 0.6
+    assert rate["ci95"] == [0.0, 0.0] and rate["clipped"] == []  # nobody passes: nothing to clip
+    assert "clipped to the scale" not in format_report(calibrate(load_run(make_run(tmp_path / "r.json")),
+                                                                 labelled_rows(tmp_path), "r.json"))
+
+
+def labelled_rows(tmp_path: Path):
+    path = tmp_path / "mid.jsonl"
+    path.write_text("".join(json.dumps({"question_id": q, "human_grade": g}) + "\n" for q, g in HUMAN.items()))
+    return read_labels(path)
+
+
+def test_calibrate_gives_linear_kappa_and_the_grade_by_grade_table(tmp_path: Path):
+    doc = calibrate(load_run(make_run(tmp_path / "run.json")), labelled_rows(tmp_path), "run.json")
+    # (human, judge): q00 (2, 1), q03 (4, 5), q06 (6, 8), q07 (7, 9), q08 (9, 10), q12 (3, 4), q15 (8, 7), q18 (8, 8)
+    table = doc["grade_table"]["counts"]
+    assert table[1][0] == 1 and table[3][4] == 1 and table[7][6] == 1 and table[7][7] == 1
+    assert sum(map(sum, table)) == 8 and [sum(r) for r in table] == [0, 1, 1, 1, 0, 1, 1, 2, 1, 0]
+    # linear κ = 1 − Σ|h − j| / (n · E|h − j'|) with h, j' drawn independently from the two margins:
+    # Σ|h − j| = 1+1+2+2+1+1+1+0 = 9; humans 2,3,4,6,7,8,8,9, judges 1,4,5,7,8,8,9,10: Σ over the 64 pairs = 38+32+26+20+18+2·18+22 = 192
+    assert doc["kappa_linear"] == pytest.approx(1 - 9 / (8 * 192 / 64))  # 0.625
+    text = format_report(doc)
+    assert "linear-weighted Cohen's kappa     0.625" in text
+    row8 = next(line for line in text.splitlines() if line.startswith("              8"))
+    assert row8.split() == ["8", ".", ".", ".", ".", ".", ".", "1", "1", ".", ".", "2"]

@@ -134,8 +134,26 @@ def test_the_offline_judge_is_free():
     from components.judges.providers.offline import OfflineProvider
 
     est = E.estimate(Retriever(), QUESTIONS, 3, Setup(OfflineProvider(None, None), None), relevance=True)
-    assert est.free and est.usd == 0.0 and "free" in est.table()
-    assert all(r.counted.startswith("approximation") for r in est.roles if r.calls)
+    assert est.free and est.usd == 0.0 and est.usd_batch == 0.0
+    assert [(r.calls, r.input_tokens, r.output_tokens) for r in est.roles] == [(0, 0, 0)] * len(E.ROLES)
+    assert est.table() == (f"Cost estimate: strategy ?, {len(QUESTIONS)} question(s), judge offline: the offline judge "
+                           "makes no calls and costs nothing ($0; it grades here, from the retrieved chunks)\n")
+
+
+def test_the_offline_judge_with_a_rewriter_counts_only_the_rewriters_calls():
+    from components.judges.providers.offline import OfflineProvider
+
+    provider = AnthropicProvider(ProviderConfig(api_key=SENTINEL_KEY, base_url="http://127.0.0.1:9"))
+    provider.count_tokens = lambda _choice, prompts: [100] * len(prompts)  # no call leaves the test
+    est = E.estimate(Retriever(), QUESTIONS, 3, Setup(OfflineProvider(None, None), None, provider, choice()),
+                     relevance=True, rewrites=True)
+    calls = {r.role: r.calls for r in est.roles}
+    assert calls == {"grading": 0, "relevance": 0, "order check": 0, "rewriter": 3} and not est.free
+    table = est.table()
+    assert "rewriter" in table and "  grading: the offline judge makes no calls and costs nothing" in table
+    rows = [line.split()[0] for line in table.splitlines()[2:] if line.startswith("  ") and line.split()[1].isdigit()]
+    assert rows == ["rewriter", "total"]  # no row for a call never made
+    assert f"prices as of {PRICES.as_of}" in table  # the rewriter's price table
 
 
 def test_over_budget_says_how_far_the_budget_goes():
@@ -180,9 +198,12 @@ def test_cli_max_cost_over_the_estimate_warns_then_the_budget_stops_grading(tmp_
 
 
 def test_cli_estimate_with_the_offline_judge(tmp_path: Path, few_questions: Path):
+    """No token counts for calls that will never be made: one line saying the offline judge is free."""
     done = run_cli("--questions", str(few_questions), "--estimate", "--output", str(tmp_path / "r.json"))
     assert done.code == 0, done.stderr
-    assert "free" in done.stdout and "relevance" in done.stdout and not (tmp_path / "r.json").exists()
+    assert "the offline judge makes no calls and costs nothing" in done.stdout
+    assert "tokens" not in done.stdout and "relevance" not in done.stdout and "grading " not in done.stdout
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_cli_estimate_with_an_openai_compatible_judge(tmp_path: Path, few_questions: Path):

@@ -46,6 +46,13 @@ HOSTILE = [  # (name, text of the file made from a valid results dict, words of 
     ("lone-surrogate", lambda d: json.dumps(d).replace('"question": "', '"question": "\\ud800', 1), "lone surrogate"),
     ("id-as-number", lambda d: (_set(["results", 0, "question_id"], 12)(d), json.dumps(d))[1],
      "question_id is a number"),
+    ("token-counts-as-strings", lambda d: (_set(["run", "usage", "judge", "input_tokens"], "900")(d),
+                                           _set(["run", "usage", "judge", "output_tokens"], "12")(d), json.dumps(d))[2],
+     "run.usage.judge.input_tokens is a string"),
+    ("call-count-as-string", lambda d: (_set(["run", "usage", "judge", "calls"], "3")(d), json.dumps(d))[1],
+     "run.usage.judge.calls is a string"),
+    ("usage-cost-as-string", lambda d: (_set(["run", "usage", "judge", "cost_usd"], "$1")(d), json.dumps(d))[1],
+     "run.usage.judge.cost_usd is a string"),
 ]
 
 

@@ -155,16 +155,18 @@ def test_a_symlink_to_a_results_file_is_written_through(case):
     ("sub/", "sub/benchmark_results.json"),
     ("sub", "sub/benchmark_results.json"),
     ("sub/r.json", "sub/r.json"),
-    ("new/deeper/r.json", "new/deeper/r.json"),  # missing folders are created
+    ("new/deeper/r.json", "new/deeper/r.json"),  # missing folders are created by the write
     ("new/", "new/benchmark_results.json"),
 ])
 def test_resolve_output_accepts(tmp_path: Path, monkeypatch, output, expected):
-    from utils.output import resolve_output
+    from utils.output import resolve_output, write_json_atomic
 
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path)
     assert resolve_output(output, questions_path=None, corpus_dir=None) == Path(expected)
-    assert Path(expected).parent.is_dir()
+    assert not (tmp_path / "new").exists()  # checked, not made: a run failing before its write leaves no folder
+    write_json_atomic(Path(expected), {"ok": True})
+    assert json.loads(Path(expected).read_text()) == {"ok": True}
 
 
 # --------------------------------------------------------------------------- the atomic write
@@ -264,3 +266,57 @@ def test_a_full_disk_at_the_final_write_exits_5(tiny_tmpfs: Path):
     assert not [f for f in files if f.endswith(".tmp")], files
     journals = [f for f in files if f.endswith(".journal.jsonl")]
     assert len(journals) == 1 and journals[0] in run.stderr
+
+
+# ---- the commands that read a run never write into the corpus folder it records
+
+def recorded_run(path: Path, corpus: str) -> Path:
+    """A graded two-question run whose results record ``corpus`` as the corpus folder it read."""
+    from components.analysis.aggregate import build_report
+    from utils.results import CorpusInfo, QuestionResult, RetrievedItem, RunInfo
+
+    rows = [QuestionResult(question_id=f"q{i}", question=f"question {i}?", needle_doc_id="loops",
+                           needle_doc_ids=["loops"], rank=1, llm_grade=8,
+                           retrieved=[RetrievedItem(rank=1, doc_id="loops", chunk_id="loops#0", text="Use a for loop.")])
+            for i in range(2)]
+    build_report(RunInfo(id=f"run-{path.stem}", strategy=path.stem, corpus=CorpusInfo(source=corpus)), rows).save(path)
+    return path
+
+
+OUTPUT_OPTIONS = {  # command: its arguments with the run A (and B, the labels L) and the output OUT
+    "report -o": lambda a, b, labels, out: ["report", a, "-o", out],
+    "label -o": lambda a, b, labels, out: ["label", a, "-o", out],
+    "compare --json": lambda a, b, labels, out: ["compare", a, b, "--json", out],
+    "export-run -o": lambda a, b, labels, out: ["export-run", a, "-o", out],
+    "export-run --qrels": lambda a, b, labels, out: ["export-run", a, "-o", str(Path(a).parent / "run.trec"),
+                                                     "--qrels", out],
+    "calibrate --json": lambda a, b, labels, out: ["calibrate", a, "--labels", labels, "--json", out],
+}
+
+
+@pytest.mark.parametrize("spelling", ["absolute", "relative"])
+@pytest.mark.parametrize("where", ["a-new-file", "the-folder-itself", "a-new-subfolder"])
+@pytest.mark.parametrize("command", OUTPUT_OPTIONS)
+def test_every_output_option_refuses_the_corpus_folder_the_run_records(case, command, where, spelling):
+    """As the run refuses --output inside --corpus, so does every command reading the run: its
+    output option inside the recorded corpus folder is exit 2, one line, nothing written."""
+    root, corpus = case["root"], case["corpus"]
+    recorded = str(corpus) if spelling == "absolute" else "corpus"  # relative: from the folder the commands run in
+    a = recorded_run(case["out"] / "a.json", recorded)
+    b = recorded_run(case["out"] / "b.json", recorded)
+    labels = case["out"] / "labels.jsonl"
+    labels.write_text('{"question_id": "q0", "human_grade": 7}\n{"question_id": "q1", "human_grade": 9}\n')
+    out = {"a-new-file": str(corpus / "x.out"), "the-folder-itself": str(corpus),
+           "a-new-subfolder": str(corpus / "sub" / "x.out")}[where]
+    before = snapshot(root)
+    run = run_cli(*OUTPUT_OPTIONS[command](str(a), str(b), str(labels), out), cwd=root)
+    assert run.code == 2, run.stderr[-2000:]
+    errors = [ln for ln in run.stderr.splitlines() if "| ERROR" in ln]
+    assert len(errors) == 1 and "is inside the corpus folder" in errors[0] and "which the run records" in errors[0]
+    assert snapshot(root) == before  # nothing written, no folder made
+
+
+def test_an_output_beside_the_recorded_corpus_is_written(case):
+    a = recorded_run(case["out"] / "a.json", str(case["corpus"]))
+    page = case["root"] / "corpus-report.html"  # the corpus folder's name as a prefix is not inside it
+    assert run_cli("report", str(a), "-o", str(page)).code == 0 and page.is_file()

@@ -1,7 +1,7 @@
 """The commands around a run keep the run's promises, case by hostile case (one table per class):
 
 1. outputs: one rule for every command's output option (never an input, never inside the corpus,
-   only a regular file, missing folders created);
+   only a regular file, missing folders created by the write);
 2. ``--judge-batch`` collection: what can be matched is collected, whatever else the results hold;
    ``--resume`` with another ``--judge-repeats`` is refused;
 3. secrets: every spelling of the key (any case, base64, spaced) is redacted everywhere;
@@ -192,12 +192,14 @@ def test_check_output_refuses_the_real_dev_null_without_touching_it():
     assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
 
 
-def test_check_output_creates_a_folder_given_with_a_trailing_slash(tmp_path: Path):
-    from utils.output import check_output
+def test_a_folder_given_with_a_trailing_slash_is_created_by_the_write(tmp_path: Path):
+    from utils.output import check_output, write_json_atomic
 
-    assert check_output(f"{tmp_path}/new/", option="--json", example="validation.json") == \
-        tmp_path / "new" / "validation.json"
-    assert (tmp_path / "new").is_dir() and not list((tmp_path / "new").iterdir())  # no probe file left
+    path = check_output(f"{tmp_path}/new/", option="--json", example="validation.json")
+    assert path == tmp_path / "new" / "validation.json"
+    assert list(tmp_path.iterdir()) == []  # checked, not made: a command failing before its write leaves nothing
+    write_json_atomic(path, {"a": 1})
+    assert [p.name for p in (tmp_path / "new").iterdir()] == ["validation.json"]  # no probe or temp file left
 
 
 CLI_REFUSED = [

@@ -187,7 +187,7 @@ def test_comparison_is_escaped():
     assert page.count("<script") == 2 and "<img" not in page
     section = render_comparison(comp, [base, other])
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img" in section
-    assert count(section, "figure", "plot") == 1  # the plot's title holds the label, escaped by matplotlib
+    assert count(section, "figure", "plot") == 1  # the plot's title holds the label, escaped by the SVG writer
 
 
 def test_self_contained():

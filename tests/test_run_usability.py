@@ -106,3 +106,68 @@ def test_resume_refuses_a_changed_chunk_relevance_prompt(tmp_path: Path):
     assert refused.code == 2 and not (tmp_path / "x.json").exists()
     errors = [line for line in refused.stderr.splitlines() if "| ERROR" in line]
     assert len(errors) == 1 and "the chunk-relevance prompt differs (relevance_prompt_sha256 differs" in errors[0], errors
+
+
+def test_resume_alone_writes_to_the_output_the_run_recorded(tmp_path: Path):
+    """``--resume FILE`` without ``--output``, from another folder: the results go where the run
+    wrote them (FILE itself here), not to ./benchmark_results.json, and the run says where."""
+    out = tmp_path / "results" / "r.json"
+    assert run_cli("--limit", "2", "--strategy", "baseline", "--output", str(out)).code == 0
+    recorded = json.loads(out.read_text())["run"]
+    assert recorded["output"] == str(out)  # absolute
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for resume in (out, next((tmp_path / "results" / "runs").glob("*.json"))):  # the output, or its history file
+        again = run_cli("--resume", str(resume), cwd=elsewhere)
+        assert again.code == 0, again.stderr[-2000:]
+        assert f"the results go to {out}, the output of the run it continues" in again.stderr
+        assert json.loads(out.read_text())["run"]["resumed_rows"] == 2
+        assert list(elsewhere.iterdir()) == []  # nothing written where the command was run
+    given = run_cli("--resume", str(out), "--output", str(tmp_path / "given.json"), cwd=elsewhere)
+    assert given.code == 0 and (tmp_path / "given.json").is_file()  # --output still wins
+
+
+def test_resume_alone_of_a_file_without_a_recorded_output(tmp_path: Path):
+    """A results file written before outputs were recorded: FILE itself, or benchmark_results.json
+    beside the runs/ folder it sits in."""
+    out = tmp_path / "r.json"
+    assert run_cli("--limit", "2", "--strategy", "baseline", "--output", str(out)).code == 0
+    old = json.loads(out.read_text())
+    del old["run"]["output"]
+    (tmp_path / "old" / "runs").mkdir(parents=True)
+    plain, history = tmp_path / "old" / "old.json", tmp_path / "old" / "runs" / "20250101T000000Z_baseline.json"
+    for path in (plain, history):
+        path.write_text(json.dumps(old))
+    assert run_cli("--resume", str(plain), cwd=tmp_path).code == 0
+    assert json.loads(plain.read_text())["run"]["resumed_rows"] == 2
+    assert run_cli("--resume", str(history), cwd=tmp_path).code == 0
+    assert json.loads((tmp_path / "old" / "benchmark_results.json").read_text())["run"]["resumed_rows"] == 2
+    assert json.loads(history.read_text()) == old  # the history file itself is never written over
+
+
+STOPPER = """
+class Stopper:
+    def index(self, chunks):
+        pass
+
+    def retrieve(self, query, k):
+        raise KeyboardInterrupt  # as Ctrl-C during the first question
+
+
+def make():
+    return Stopper()
+"""
+
+
+def test_a_run_that_fails_before_writing_leaves_no_empty_output_folder(tmp_path: Path):
+    out = tmp_path / "new" / "deeper" / "r.json"
+    refused = run_cli("--strategy", "no-such-strategy", "--output", str(out))
+    assert refused.code == 2 and not (tmp_path / "new").exists()  # refused after --output was checked
+    (tmp_path / "stopper.py").write_text(STOPPER)
+    stopped = run_cli("--strategy", "stopper:make", "--limit", "2", "--output", str(out), cwd=tmp_path)
+    assert stopped.code == 130, stopped.stderr[-2000:]
+    assert not (tmp_path / "new").exists()  # runs/ was made for the journal, and nothing was written: gone
+    kept = tmp_path / "kept"
+    (kept / "runs").mkdir(parents=True)
+    stopped = run_cli("--strategy", "stopper:make", "--limit", "2", "--output", str(kept / "r.json"), cwd=tmp_path)
+    assert stopped.code == 130 and (kept / "runs").is_dir()  # a folder the run did not make stays

@@ -7,7 +7,9 @@ paths an output may take.
   never a partial one; :func:`remove_temp_files` for an exit that skips ``finally`` blocks;
 * :func:`check_output` (and :func:`resolve_output`, the run's ``--output``): where an output of any
   command may go (never an input file, never inside the corpus, only a regular file; a missing
-  folder is created); :func:`check_writable`: whether a file can be written in its folder.
+  folder must be one that can be created); :func:`check_writable`: whether a file can be written
+  there. A missing folder is created by the write itself (:func:`make_folders`), never before: a
+  command that fails before writing leaves no empty folder behind.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import json
 import math
 import numbers
 import os
-import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable
@@ -149,7 +150,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     including ``KeyboardInterrupt``/``SystemExit`` at any point; an earlier file at ``path`` is left
     as it was. A failure to write (a full disk, the folder gone) raises :class:`ResultsWriteError`.
     A new file gets the mode an ordinary write gives (0666 less the umask); an earlier file's mode
-    is kept.
+    is kept. A missing folder on the way is created first (:func:`make_folders`).
     """
     _write_atomic(Path(path), lambda fh: fh.write(text))
 
@@ -157,6 +158,7 @@ def write_text_atomic(path: Path, text: str) -> None:
 def _write_atomic(path: Path, write: Callable[[TextIO], object]) -> None:
     tmp: str | None = None
     try:
+        make_folders(path.parent)
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode)
         except FileNotFoundError:
@@ -215,19 +217,6 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def safe_name(name: str, fallback: str = "run") -> str:
-    """``name`` as one part of a file name: every run of characters other than ``A-Z a-z 0-9 . _ -``
-    becomes ``-``, with no ``-`` at either end; ``fallback`` when nothing is left (``baseline`` stays
-    ``baseline``, ``my_retriever:make`` gives ``my_retriever-make``)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or fallback
-
-
-def sibling_output(output: Path, name: str) -> Path:
-    """The results file of one strategy or configuration ``name`` beside ``output``:
-    ``benchmark_results.json`` → ``benchmark_results.<safe name>.json``."""
-    return output.with_name(f"{output.stem}.{safe_name(name)}{output.suffix}")
-
-
 def resolve_output(output: str | os.PathLike, *, questions_path: str | os.PathLike | None,
                    corpus_dir: str | os.PathLike | None) -> Path:
     """The file the results go to, for ``--output output``: :func:`check_output` with the questions
@@ -242,7 +231,8 @@ Input = str | os.PathLike | None
 
 
 def check_output(output: str | os.PathLike, *, option: str, inputs: Iterable[Input | tuple[str, Input]] = (),
-                 corpus: str | os.PathLike | None = None, example: str = DEFAULT_OUTPUT_NAME) -> Path:
+                 corpus: str | os.PathLike | None = None, example: str = DEFAULT_OUTPUT_NAME,
+                 recorded_corpora: Iterable[str | os.PathLike] = ()) -> Path:
     """The file a command's output option (``option``, e.g. ``--json``) writes to; raises
     :class:`InputError` (one line naming the problem and the fix) when writing there could destroy
     something. The one rule of every command's output:
@@ -252,11 +242,15 @@ def check_output(output: str | os.PathLike, *, option: str, inputs: Iterable[Inp
       path is returned;
     * refused: any of ``inputs`` (paths, or ``(what, path)`` pairs naming them in the message), in
       any spelling (the same file by ``os.path.samefile``: another spelling, hard links and symlinks
-      included); anything inside the ``corpus`` folder; anything that exists and is not a regular
+      included); anything inside the ``corpus`` folder, or inside a corpus folder a run read by the
+      command records (``recorded_corpora``: :func:`utils.results.recorded_corpora`; a relative one
+      is taken from the current folder, as the run took it); anything that exists and is not a regular
       file (a device, a FIFO, a socket, a folder); a folder that cannot be written;
-    * a missing folder on the way is created, once every check has passed (never inside the corpus).
+    * a missing folder on the way must be one that can be created (its nearest existing parent a
+      folder that can be written); the write creates it (never inside the corpus).
 
-    Nothing is opened or written before every check has passed, so a refusal touches nothing.
+    Nothing is opened, created or written here, so a refusal touches nothing, and neither does a
+    command that fails after the check and before its write.
     """
     raw = os.fspath(output)
     path = Path(raw)
@@ -287,40 +281,36 @@ def check_output(output: str | os.PathLike, *, option: str, inputs: Iterable[Inp
     if corpus is not None and _inside(path, Path(corpus)):
         raise InputError(f"{option} {shown} is inside the corpus folder {os.fspath(corpus)}: give {option} a path "
                          "outside it")
-    _make_folder(path.parent, option, shown)
-    check_writable(path, option, example)
+    for recorded in recorded_corpora:
+        if _inside(path, Path(recorded)):
+            raise InputError(f"{option} {shown} is inside the corpus folder {os.fspath(recorded)}, which the run "
+                             f"records: give {option} a path outside it")
+    check_writable(path, option, example, shown=shown)
     return path
 
 
-def _make_folder(folder: Path, option: str, shown: str) -> None:
-    """Create ``folder`` (and its missing parents) after checking that the nearest existing one can
-    be written; InputError (one line) when it cannot be created."""
-    if folder.is_dir():
-        return
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if existing.exists() and not existing.is_dir():
-        raise InputError(f"{option} {shown}: {existing} is a file, not a folder: choose another path")
-    _probe(existing, option, shown)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise InputError(f"{option} {shown}: folder {folder} cannot be created ({err.strerror}): "
-                         "choose a folder you can write to") from None
-    logger.info("Created folder {} for {}", folder, option)
+def make_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; returns the folders created, the outermost first
+    (for :func:`remove_empty_folders`). Raises ``OSError`` when one cannot be created."""
+    created = []
+    missing = Path(folder)
+    while not missing.is_dir() and missing != missing.parent:
+        created.append(missing)
+        missing = missing.parent
+    if created:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        logger.info("Created folder {}", folder)
+    return created[::-1]
 
 
-def _probe(folder: Path, option: str, shown: str) -> None:
-    """Raise InputError unless a file can be created in ``folder`` (created and removed at once)."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".probe.", suffix=".tmp", dir=folder)
-    except OSError as err:
-        raise InputError(f"{option} {shown}: folder {folder} is not writable ({err.strerror}): "
-                         "choose a folder you can write to") from None
-    os.close(fd)
-    os.unlink(tmp)
-
+def remove_empty_folders(folders: Iterable[Path]) -> None:
+    """Remove each of ``folders`` that is still empty, the innermost first (folders a command made
+    and then wrote nothing in); a folder that holds anything stays. Never raises."""
+    for folder in reversed(list(folders)):
+        try:
+            folder.rmdir()  # only an empty folder goes
+        except OSError:
+            continue
 
 
 
@@ -352,19 +342,25 @@ def _inside(path: Path, folder: Path) -> bool:
     return False
 
 
-def check_writable(path: Path, option: str = "--output", example: str = DEFAULT_OUTPUT_NAME) -> None:
-    """Raise InputError unless ``path`` can be written (its folder exists and accepts files); the
-    message names the command-line ``option`` that gave the path (and ``example``, a file name)."""
+def check_writable(path: Path, option: str = "--output", example: str = DEFAULT_OUTPUT_NAME,
+                   shown: str | None = None) -> None:
+    """Raise InputError unless ``path`` can be written: its folder accepts files, or — missing — can
+    be created (its nearest existing parent is a folder that accepts files; nothing is created here).
+    The message names the command-line ``option`` that gave the path (as ``shown``; and ``example``,
+    a file name)."""
     path = Path(path)
+    shown = str(path) if shown is None else shown
     if path.is_dir():
-        raise InputError(f"{option} {path} is a folder: give a file path such as {path / example}")
-    parent = path.parent
-    if not parent.is_dir():
-        raise InputError(f"{option} {path}: folder {parent} does not exist: create it or choose another path")
+        raise InputError(f"{option} {shown} is a folder: give a file path such as {path / example}")
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"{option} {shown}: {existing} is a file, not a folder: choose another path")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=existing)
     except OSError as err:
-        raise InputError(f"{option} {path}: folder {parent} is not writable ({err.strerror}): "
+        raise InputError(f"{option} {shown}: folder {existing} is not writable ({err.strerror}): "
                          "choose a folder you can write to") from None
     os.close(fd)
     os.unlink(tmp)

@@ -10,9 +10,16 @@ A secret can reach text in many spellings, and the redactor looks for all of the
 * **with whitespace between its characters** (``s k - a n t …``, a key wrapped over lines, or
   spaced with the escapes ``\\n``, ``\\r``, ``\\t``, escaped once or more), for a secret without
   whitespace of its own;
+* **HTML-escaped** (``&quot;``, ``&amp;``, ``&lt;``, ``&gt;``, ``&#x27;``: ``html.escape``), for a
+  page that was escaped before it was redacted;
 * **base64-encoded**, standard and URL-safe alphabets, with and without ``=`` padding, and inside a
   longer base64 string: at each of the three byte alignments the secret can have there, the
   characters that depend on its bytes alone (at least :data:`MIN_BASE64_CHARS`).
+
+Redact **before** escaping: a writer that escapes (HTML, TREC, the console) works on values the
+redactor has already seen — :meth:`Redactor.json` on a parsed file (``load_run(path, secrets)``)
+before a page or a run file is built from it, :func:`redacted_stdout` on every console table. The
+escaped spellings above are the second line of defence, not the first.
 
 All the forms of all the secrets make ONE regular expression, compiled once, without nested
 quantifiers (the whitespace between characters is matched possessively): a multi-megabyte text is
@@ -29,9 +36,13 @@ writer down here (``RunResult.save``) redacts them without importing the provide
 from __future__ import annotations
 
 import base64
+import contextlib
+import html
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TextIO
 
 REDACTED = "[REDACTED]"
 MIN_BASE64_CHARS = 8  # a shorter base64 fragment of a secret is not looked for (it would match by chance)
@@ -63,6 +74,7 @@ def secret_forms(secret: str) -> tuple[str, ...]:
             forms.add(json.dumps(form)[1:-1])
             forms.add(json.dumps(form, ensure_ascii=False)[1:-1])
             forms.add(repr(form)[1:-1])
+    forms |= {html.escape(form, quote=True) for form in forms}  # a page escaped before it was redacted
     return tuple(sorted(forms, key=lambda f: (-len(f), f)))
 
 
@@ -141,3 +153,56 @@ class Redactor:
 
     def __bool__(self) -> bool:
         return self._regex is not None
+
+    def json(self, value: Any) -> Any:
+        """A copy of the parsed JSON ``value`` with every string (value and key) redacted; other
+        values as they are. Without secrets, ``value`` itself. Iterative: any depth."""
+        if self._regex is None:
+            return value
+        root = [value]
+        todo: list[tuple[Any, Any]] = [(root, 0)]  # (container, key) of each value still to redact
+        while todo:
+            container, key = todo.pop()
+            item = container[key]
+            if isinstance(item, str):
+                container[key] = self(item)
+            elif isinstance(item, dict):
+                container[key] = copy = {self(k) if isinstance(k, str) else k: v for k, v in item.items()}
+                todo.extend((copy, k) for k in copy)
+            elif isinstance(item, list):
+                container[key] = copy = list(item)
+                todo.extend((copy, i) for i in range(len(copy)))
+        return root[0]
+
+
+class _RedactedStream:
+    """A text stream whose every write is redacted first; everything else is the stream's."""
+
+    def __init__(self, stream: TextIO, redact: Redactor) -> None:
+        self._stream, self._redact = stream, redact
+
+    def write(self, text: str) -> int:
+        return self._stream.write(self._redact(text))
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def redacted_stdout(secrets: Iterable[str]) -> Iterator[None]:
+    """Inside the block, every write to ``sys.stdout`` has ``secrets`` redacted (the command line's
+    tables: a run's summary, ``compare``, ``calibrate``...; the log sinks redact stderr)."""
+    redact = Redactor(secrets)
+    if not redact:
+        yield
+        return
+    saved = sys.stdout
+    sys.stdout = _RedactedStream(saved, redact)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout = saved

@@ -32,7 +32,7 @@ from utils import metrics as M
 from utils.errors import InputError
 from utils.lines import file_kind
 from utils.output import write_json_atomic
-from utils.redaction import environment_secrets
+from utils.redaction import Redactor, environment_secrets
 from utils.typecheck import convert, hints, record
 
 SCHEMA_VERSION = 2
@@ -212,12 +212,37 @@ class JudgeInfo:
         return record(cls, data, where, _FIX, extra="details")
 
 
+BUILTIN_PREFIX = "builtin:"  # a corpus shipped inside a package (components.core.corpus.BUILTIN_SOURCE): no folder
+
+
 @dataclass(frozen=True)
 class CorpusInfo:
-    source: str | None = None
+    source: str | None = None  # the --corpus folder (or BEIR file) as given, or builtin:<module>
     documents: int | None = None
     chunks: int | None = None
     sha256: str | None = None
+
+    @property
+    def path(self) -> str | None:
+        """The corpus folder (or file) the run read, as recorded; None for a built-in corpus or none recorded."""
+        return self.source if self.source and not self.source.startswith(BUILTIN_PREFIX) else None
+
+
+@dataclass(frozen=True)
+class UsageInfo:
+    """One role's LLM calls in ``run.usage`` (``{"judge": {...}, "rewriter": {...}}``): what the reader
+    checks in each of them. ``run.usage`` itself stays the objects as written."""
+
+    calls: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cost_usd: float | None = None
+    models: list[str] = field(default_factory=list)
+    batch: bool = False
+    unreported: int = 0
+    extra: dict = field(default_factory=dict)  # fields of a file this version does not know
 
 
 @dataclass(frozen=True)
@@ -249,6 +274,7 @@ class RunInfo:
     resumed_rows: int = 0  # rows taken over from --resume without a new judge call
     journal: str | None = None  # the run's journal (deleted once the results are written)
     runs_dir: str | None = None  # the folder of the run's history (runs/ beside its output)
+    output: str | None = None  # the --output file, absolute: where --resume writes unless told otherwise
     selection: dict = field(default_factory=dict)  # {"limit": N, "ids": [...]} when questions were selected
     index: dict | None = None  # {"cache": "hit" | "miss" | "off", "key": str | None}
     # --judge-batch: each batch (id, status, processing_status, request_counts, retry, resumed,
@@ -273,6 +299,8 @@ class RunInfo:
     @classmethod
     def from_json(cls, data: object, where: str = "run") -> RunInfo:
         info = record(cls, data, where, _FIX, extra="extra")
+        for role, usage in info.usage.items():  # the token counts and cost the console and report print
+            record(UsageInfo, usage, f"{where}.usage.{role}", _FIX, extra="extra")
         judges = {name: JudgeInfo.from_json(data[name], f"{where}.{name}")  # their details kept too
                   for name in ("judge", "rewriter") if isinstance(data.get(name), Mapping)}
         return replace(info, **judges) if judges else info
@@ -338,9 +366,10 @@ class RunResult:
         return path
 
     @classmethod
-    def from_json(cls, doc: object, source: str = "results") -> RunResult:
-        """A results dict (a parsed results file, schema 1 or 2) as a checked :class:`RunResult`;
-        raises :class:`InputError` naming ``source``, the field and the fix."""
+    def from_json(cls, doc: object, source: str = "results", secrets: Iterable[str] = ()) -> RunResult:
+        """A results dict (a parsed results file, schema 1 or 2) as a checked :class:`RunResult`,
+        ``secrets`` redacted from every text; raises :class:`InputError` naming ``source``, the
+        field and the fix."""
         if not isinstance(doc, Mapping) or not isinstance(doc.get("results"), list):
             raise InputError(f"{source}: not a results file (no \"results\" list): {_FIX}")
         version = doc.get("schema_version", 1)
@@ -350,6 +379,7 @@ class RunResult:
                              f"({', '.join(map(str, READABLE_SCHEMAS))}): "
                              + ("upgrade the benchmark to read it" if newer else _FIX))
         _check_json(doc, source)
+        doc = Redactor(secrets).json(doc)  # nested at most MAX_READ_DEPTH deep: checked above
         rows, seen = [], set()
         for i, raw in enumerate(doc["results"]):
             if not isinstance(raw, Mapping) or raw.get("question_id") in (None, ""):
@@ -371,6 +401,12 @@ class RunResult:
             values[f.name] = convert(hints(cls)[f.name], doc[f.name], f"{source}: {f.name}", _FIX)
         return cls(run=run, rows=rows, metrics=metric_values, schema_version=version, source=source,
                    extra={k: v for k, v in doc.items() if k not in known}, **values)
+
+
+def recorded_corpora(results: Iterable[RunResult]) -> list[str]:
+    """The corpus folders (or files) ``results`` record: where no output of a command reading them
+    may go (:func:`utils.output.check_output`'s ``recorded_corpora``)."""
+    return list(dict.fromkeys(r.run.corpus.path for r in results if r.run.corpus.path))
 
 
 # --------------------------------------------------------------------------- reading
@@ -427,9 +463,11 @@ def parse_json(text: str, where: str, fix: str = _FIX) -> object:
         raise InputError(f"{where}: {str(err).split(';')[0]}: {fix}") from None
 
 
-def load_run(path: str | os.PathLike) -> RunResult:
-    """A results file as a checked :class:`RunResult` (see :func:`read_json_file`, :meth:`RunResult.from_json`)."""
-    return RunResult.from_json(read_json_file(path), str(path))
+def load_run(path: str | os.PathLike, secrets: Iterable[str] = ()) -> RunResult:
+    """A results file as a checked :class:`RunResult` (see :func:`read_json_file`, :meth:`RunResult.from_json`),
+    every ``secrets`` redacted from its text as it is read: whatever is made of it (a page, a run
+    file, a table) is redacted before it is escaped."""
+    return RunResult.from_json(read_json_file(path), str(path), secrets=secrets)
 
 
 def _check_json(doc: object, source: str) -> None:

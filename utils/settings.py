@@ -4,7 +4,8 @@ The run's own settings (:class:`components.judges.settings.Settings`) and every 
 variables are checked with these, at start-up, so that a bad value gives one clear line (exit 2)
 naming the variable and the fix, and no message ever shows a secret: :func:`check_key`,
 :func:`check_base_url`, :func:`check_model_id`, :func:`seconds`; :func:`masked` and
-:func:`url_password` for what a URL may hide; :func:`default_cache_dir` for the index cache.
+:func:`url_password` for what a URL may hide; :func:`default_cache_dir` for the index cache,
+:func:`default_state_dir` for the index of recent history folders.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ def default_cache_dir(env: Mapping[str, str]) -> Path:
     if os.path.isabs(xdg):
         return Path(xdg) / "retrieval-benchmark"
     return Path(env.get("HOME") or Path.home()) / ".cache" / "retrieval-benchmark"
+
+
+def default_state_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_STATE_HOME/retrieval-benchmark`` (an absolute path), else ``~/.local/state/retrieval-benchmark``:
+    where the index of recent history folders lives (:mod:`utils.history_index`)."""
+    xdg = env.get("XDG_STATE_HOME") or ""
+    if os.path.isabs(xdg):
+        return Path(xdg) / "retrieval-benchmark"
+    return Path(env.get("HOME") or Path.home()) / ".local" / "state" / "retrieval-benchmark"
 
 
 def url_password(url: str | None) -> str | None:

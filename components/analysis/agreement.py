@@ -3,13 +3,15 @@
 Stateless, numpy only; each formula is defined here once and used by ``calibrate``
 (:mod:`components.analysis.calibration`).
 
-- :func:`weighted_kappa` — Cohen's κ with quadratic weights on the 1-10 grade scale:
-  κ = 1 − Σᵢⱼ wᵢⱼ Oᵢⱼ / Σᵢⱼ wᵢⱼ Eᵢⱼ with wᵢⱼ = (i − j)², O the n × n-normalised 10 × 10 table of
-  (human, judge) grade pairs and E = the outer product of its margins (what two raters with these
-  grade distributions would agree by chance). The weights are the squared distance between the
-  grade *values* (1 and 10 are 9 apart whether or not the grades between occur), which is
-  ``sklearn.metrics.cohen_kappa_score(h, j, weights="quadratic", labels=range(1, 11))``. None when
-  the chance disagreement is 0 (both raters gave one and the same grade to every row).
+- :func:`weighted_kappa` — Cohen's κ with quadratic (or linear) weights on the 1-10 grade scale:
+  κ = 1 − Σᵢⱼ wᵢⱼ Oᵢⱼ / Σᵢⱼ wᵢⱼ Eᵢⱼ with wᵢⱼ = (i − j)² (linear: |i − j|), O the n × n-normalised
+  10 × 10 table of (human, judge) grade pairs (:func:`grade_table`) and E = the outer product of its
+  margins (what two raters with these grade distributions would agree by chance). The weights are
+  the distance between the grade *values* (1 and 10 are 9 apart whether or not the grades between
+  occur), which is ``sklearn.metrics.cohen_kappa_score(h, j, weights="quadratic", labels=range(1, 11))``
+  (``weights="linear"``). None when the chance disagreement is 0 (both raters gave one and the same
+  grade to every row). Quadratic weights forgive a one-point slip and punish a far miss; linear
+  weights count every point of distance alike.
 - :func:`spearman_rho` — Spearman's ρ: Pearson's correlation of the average ranks (ties share the
   mean of their positions), ``scipy.stats.spearmanr``. None when either side is constant.
 - :func:`pass_confusion` — pass/fail at the pass mark of human and judge on the same rows
@@ -30,6 +32,8 @@ Stateless, numpy only; each formula is defined here once and used by ``calibrate
   interval wider (conservative) when the judge's errors do not grow with its grade.
 - :func:`normal_mean` — the judge-only figure: mean over N with the first term alone,
   mean ± z · sd / √N.
+- :meth:`Estimate.within` — a normal interval can pass the end of the figure's scale (a mean grade
+  of 10 ± 1.4); its bounds are clipped to the scale, and the estimate says which were.
 
 Between judges (a panel, :mod:`components.analysis.panel`):
 
@@ -67,21 +71,35 @@ def _z(level: float = LEVEL) -> float:
     return NormalDist().inv_cdf(1.0 - (1.0 - level) / 2.0)
 
 
-def weighted_kappa(human: Sequence[int], judge: Sequence[int], categories: Sequence[int] = GRADES) -> float | None:
-    """Quadratic-weighted Cohen's κ of two raters over the same rows (module docstring)."""
+KAPPA_WEIGHTS = ("quadratic", "linear")
+
+
+def grade_table(human: Sequence[int], judge: Sequence[int], categories: Sequence[int] = GRADES) -> list[list[int]]:
+    """The counts of (human, judge) grade pairs: one row per human grade, one column per judge grade,
+    in the order of ``categories``."""
     if len(human) != len(judge):
-        raise ValueError("weighted_kappa: one judge grade per human grade")
+        raise ValueError("grade_table: one judge grade per human grade")
+    index = {c: i for i, c in enumerate(categories)}
+    table = [[0] * len(categories) for _ in categories]
+    for h, j in zip(human, judge):
+        table[index[h]][index[j]] += 1
+    return table
+
+
+def weighted_kappa(human: Sequence[int], judge: Sequence[int], categories: Sequence[int] = GRADES,
+                   weights: str = "quadratic") -> float | None:
+    """Weighted Cohen's κ of two raters over the same rows, ``weights`` quadratic or linear (module docstring)."""
+    if weights not in KAPPA_WEIGHTS:
+        raise ValueError(f"weighted_kappa: weights is one of {', '.join(KAPPA_WEIGHTS)}, not {weights!r}")
+    table = grade_table(human, judge, categories)
     if not human:
         return None
-    index = {c: i for i, c in enumerate(categories)}
-    size = len(categories)
-    observed = np.zeros((size, size))
-    for h, j in zip(human, judge):
-        observed[index[h], index[j]] += 1
+    observed = np.asarray(table, dtype=float)
     observed /= observed.sum()
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
     values = np.asarray(categories, dtype=float)
-    weights = (values[:, None] - values[None, :]) ** 2
+    distance = np.abs(values[:, None] - values[None, :])
+    weights = distance ** 2 if weights == "quadratic" else distance
     chance = float((weights * expected).sum())
     if chance == 0.0:
         return None
@@ -167,14 +185,27 @@ def pass_confusion(human: Sequence[int], judge: Sequence[int], ranks: Sequence[i
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean with its standard error and normal ``level`` interval."""
+    """A mean with its standard error and normal ``level`` interval; ``clipped`` names the bounds
+    (``"low"``, ``"high"``) :meth:`within` moved to the end of the scale, ``unclipped`` the interval
+    before that."""
 
     value: float
     se: float
     ci95: tuple[float, float]
+    clipped: tuple[str, ...] = ()
+    unclipped: tuple[float, float] | None = None
+
+    def within(self, low: float, high: float) -> Estimate:
+        """This estimate with its interval clipped to the scale [``low``, ``high``] of the figure."""
+        lo, hi = self.ci95
+        clipped = (*(("low",) if lo < low else ()), *(("high",) if hi > high else ()))
+        if not clipped:
+            return self
+        return Estimate(self.value, self.se, (max(lo, low), min(hi, high)), clipped, self.ci95)
 
     def to_json(self) -> dict:
-        return {"value": self.value, "se": self.se, "ci95": list(self.ci95)}
+        return {"value": self.value, "se": self.se, "ci95": list(self.ci95), "clipped": list(self.clipped),
+                "ci95_unclipped": list(self.unclipped or self.ci95)}
 
 
 def _estimate(value: float, variance: float, level: float) -> Estimate:

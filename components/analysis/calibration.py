@@ -3,8 +3,8 @@
 The rows of the labelling file (:mod:`components.analysis.labels`) that carry a ``human_grade``
 are matched to RUN's rows by question id, and the command reports, on those n labelled rows:
 
-* agreement of the grades: quadratic-weighted Cohen's κ and Spearman's ρ
-  (:mod:`components.analysis.agreement`);
+* agreement of the grades: quadratic- and linear-weighted Cohen's κ, Spearman's ρ, and the
+  grade-by-grade table they are computed from (:mod:`components.analysis.agreement`);
 * pass/fail at the pass mark (total score = grade × the row's rank weight ≥ 7) of the judge
   against the human: the 2 × 2 table, the judge's sensitivity and specificity;
 * the mean signed difference judge − human with its 95% paired percentile bootstrap interval
@@ -14,7 +14,9 @@ and, over all N graded rows of the run, the mean grade, mean total score and pas
 each with a 95% interval: the judge alone (normal interval over N), the prediction-powered
 estimate (PPI: the judge's mean over N corrected by the mean human − judge difference of the
 labelled rows; formula in :mod:`components.analysis.agreement`), and the human grades of the
-labelled rows alone (normal interval over n), for scale.
+labelled rows alone (normal interval over n), for scale. A normal interval can pass the end of
+the figure's scale (1-10 for a grade, 0.6-10 for a total score, 0-100% for a pass rate): its bounds
+are clipped to it, marked ``*``, and a footnote line names each bound clipped and where it was.
 
 A label whose question is not in RUN, or is not graded there, is bad input (one line, exit 2,
 nothing written), as is a grade outside 1-10 or not a whole number (:func:`read_labels`).
@@ -34,14 +36,14 @@ from pathlib import Path
 from loguru import logger
 
 from components.analysis import statistics as S
-from components.analysis.agreement import (LEVEL, normal_mean, pass_confusion, passes, ppi_mean,
-                                           spearman_rho, weighted_kappa)
+from components.analysis.agreement import (GRADES, LEVEL, Estimate, grade_table, normal_mean, pass_confusion,
+                                           passes, ppi_mean, spearman_rho, weighted_kappa)
 from components.analysis.labels import Labels, read_labels
 from components.analysis.panel import is_panel, judge_names, judge_view
 from utils.errors import InputError
-from utils.metrics import PASS_MARK, total_score
+from utils.metrics import NOT_FOUND_WEIGHT, PASS_MARK, total_score
 from utils.output import check_output, write_json_atomic
-from utils.results import QuestionResult, RunResult, load_run
+from utils.results import QuestionResult, RunResult, load_run, recorded_corpora
 
 PPI_FORMULA = ("PPI = mean_N(judge) + mean_n(human - judge); Var = var_N(judge)/N + var_n(human - judge)/n "
                "(ddof 1); 95% interval = PPI +/- 1.959964 * sqrt(Var)")
@@ -49,19 +51,24 @@ PPI_FORMULA = ("PPI = mean_N(judge) + mean_n(human - judge); Var = var_N(judge)/
 
 @dataclass(frozen=True)
 class Target:
-    """A run-wide figure: its key, label, and the row value of a (grade, rank)."""
+    """A run-wide figure: its key, label, the row value of a (grade, rank), and its scale (the
+    smallest and largest value a row can have: where its intervals are clipped)."""
 
     key: str
     label: str
     value: Callable[[int, int | None], float]
     digits: int
+    scale: tuple[float, float]
 
 
 TARGETS = (
-    Target("mean_grade", "mean grade (1-10)", lambda grade, rank: float(grade), 2),
-    Target("mean_total_score", "mean total score", lambda grade, rank: float(total_score(grade, rank)), 2),
-    Target("pass_rate", f"pass rate (total ≥ {PASS_MARK:g}), %", lambda grade, rank: 100.0 * passes(grade, rank), 1),
+    Target("mean_grade", "mean grade (1-10)", lambda grade, rank: float(grade), 2, (min(GRADES), max(GRADES))),
+    Target("mean_total_score", "mean total score", lambda grade, rank: float(total_score(grade, rank)), 2,
+           (min(GRADES) * NOT_FOUND_WEIGHT, max(GRADES))),
+    Target("pass_rate", f"pass rate (total ≥ {PASS_MARK:g}), %", lambda grade, rank: 100.0 * passes(grade, rank), 1,
+           (0.0, 100.0)),
 )
+ESTIMATES = (("judge_only", "judge only"), ("ppi", "PPI"), ("human_labelled", "human, labelled rows"))
 
 
 @dataclass(frozen=True)
@@ -127,7 +134,7 @@ def _figures(result: RunResult, labels: Labels, run_source: str, skip_ungraded: 
         all_values = [t.value(g, r) for g, r in zip(p.all_judge, p.all_ranks)]
         judge_values = [t.value(g, r) for g, r in zip(p.judge, p.ranks)]
         human_values = [t.value(g, r) for g, r in zip(p.human, p.ranks)]
-        estimates[t.key] = {name: (e.to_json() if e is not None else None) for name, e in (
+        estimates[t.key] = {name: _within(e, t.scale) for name, e in (
             ("judge_only", normal_mean(all_values)), ("ppi", ppi_mean(all_values, judge_values, human_values)),
             ("human_labelled", normal_mean(human_values)))}
     judge = result.run.judge
@@ -136,7 +143,10 @@ def _figures(result: RunResult, labels: Labels, run_source: str, skip_ungraded: 
         "run": run_source, "run_id": result.run.id, "labels": labels.path, "judge": f"{judge.provider}/{judge.model}",
         "labels_seed": header.get("seed"), "labelled": n, "graded": big_n,
         "not_yet_labelled": len(labels.rows) - n, "level": LEVEL,
-        "kappa_quadratic": weighted_kappa(p.human, p.judge), "spearman_rho": spearman_rho(p.human, p.judge),
+        "kappa_quadratic": weighted_kappa(p.human, p.judge), "kappa_linear": weighted_kappa(p.human, p.judge, weights="linear"),
+        "spearman_rho": spearman_rho(p.human, p.judge),
+        "grade_table": {"rows": "human grade", "columns": "judge grade", "grades": list(GRADES),
+                        "counts": grade_table(p.human, p.judge)},
         "mean_difference": {"value": sum(differences) / n, "ci95": list(ci) if ci else None,
                             "definition": "judge - human, mean over the labelled rows",
                             "method": f"paired {S.METHOD} bootstrap", "resamples": S.RESAMPLES,
@@ -145,6 +155,10 @@ def _figures(result: RunResult, labels: Labels, run_source: str, skip_ungraded: 
         "pass_fail": {"pass_mark": PASS_MARK, **confusion.to_json()},
         "estimates": estimates, "ppi_formula": PPI_FORMULA,
     }
+
+
+def _within(e: Estimate | None, scale: tuple[float, float]) -> dict | None:
+    return None if e is None else e.within(*scale).to_json()
 
 
 # --------------------------------------------------------------------------- the console table
@@ -160,10 +174,40 @@ def _pct(value: float | None) -> str:
 
 
 def _est(e: dict | None, digits: int) -> str:
+    """``value [low, high]``, a bound clipped to the scale marked ``*``."""
     if e is None:
         return "n/a"
-    lo, hi = e["ci95"]
-    return f"{e['value']:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+    lo, hi = (f"{bound:.{digits}f}" + ("*" if side in e["clipped"] else "")
+              for bound, side in zip(e["ci95"], ("low", "high")))
+    return f"{e['value']:.{digits}f} [{lo}, {hi}]"
+
+
+def _clipped_note(doc: dict) -> str | None:
+    """The footnote line naming every bound clipped to its scale (None when none was)."""
+    notes = []
+    for t in TARGETS:
+        for key, name in ESTIMATES:
+            e = doc["estimates"][t.key][key]
+            for side in (e or {}).get("clipped", ()):
+                i = 0 if side == "low" else 1
+                notes.append(f"{t.label.split(' (')[0]}, {name}: {side} {e['ci95_unclipped'][i]:.{t.digits}f} "
+                             f"-> {e['ci95'][i]:.{t.digits}f}")
+    if not notes:
+        return None
+    return "  * clipped to the scale (the normal interval passes its end): " + "; ".join(notes)
+
+
+def _grade_table_lines(table: dict) -> list[str]:
+    """The grade-by-grade table: a row per human grade, a column per judge grade (blank: no row)."""
+    grades = table["grades"]
+    lines = ["Grade by grade (rows: human grade, columns: judge grade; counts of labelled rows)",
+             "  human \\ judge" + "".join(f"{g:>4}" for g in grades) + "   all"]
+    for g, counts in zip(grades, table["counts"], strict=True):
+        cells = "".join(f"{c:>4}" if c else f"{'.':>4}" for c in counts)
+        lines.append(f"  {g:>13}{cells}{sum(counts):>6}")
+    columns = [sum(col) for col in zip(*table["counts"])]
+    lines.append(f"  {'all':>13}" + "".join(f"{c:>4}" for c in columns) + f"{sum(columns):>6}")
+    return lines
 
 
 def format_report(doc: dict) -> str:
@@ -175,11 +219,13 @@ def format_report(doc: dict) -> str:
              f"{doc['labels']})", "",
              f"Agreement on the {n} labelled row(s)",
              f"  quadratic-weighted Cohen's kappa  {_num(doc['kappa_quadratic'])}",
+             f"  linear-weighted Cohen's kappa     {_num(doc['kappa_linear'])}",
              f"  Spearman's rho                    {_num(doc['spearman_rho'])}",
              f"  mean difference judge - human     {_num(md['value'], 2, sign=True)}"
              + (f"  [95% CI {ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "  [95% CI n/a: fewer than 2 rows]")
              + f"  (paired bootstrap, {md['resamples']:,} resamples, seed {md['seed']})",
              f"  mean absolute difference          {doc['mean_abs_difference']:.2f}", "",
+             *_grade_table_lines(doc["grade_table"]), "",
              f"Pass/fail at total score >= {pf['pass_mark']:g} (grade x rank weight)   human pass   human fail",
              f"  judge pass                                             {pf['both_pass']:>10}   {pf['judge_only_pass']:>10}",
              f"  judge fail                                             {pf['human_only_pass']:>10}   {pf['both_fail']:>10}",
@@ -192,6 +238,8 @@ def format_report(doc: dict) -> str:
         e = doc["estimates"][t.key]
         lines.append(f"  {t.label:<28}{_est(e['judge_only'], t.digits):<26}{_est(e['ppi'], t.digits):<32}"
                      f"{_est(e['human_labelled'], t.digits)}")
+    note = _clipped_note(doc)
+    lines += [note] if note else []
     lines += [f"  {doc['ppi_formula']}"]
     if doc["not_yet_labelled"]:
         lines.append(f"  ({doc['not_yet_labelled']} row(s) of the labelling file have no human_grade yet: left out)")
@@ -202,11 +250,12 @@ def calibrate_files(run: Path, labels: Path, *, json_path: Path | None = None, s
     """``calibrate``'s work: the judge of the results file ``run`` against the human grades of the
     labelling file ``labels``: the report printed, and written to ``json_path`` (``secrets``
     redacted) when given. Returns the figures (:func:`calibrate`). Raises :class:`InputError`."""
+    result = load_run(run, secrets)
     if json_path is not None:
         json_path = check_output(json_path, option="--json", example="calibration.json",
-                                 inputs=[("the run", run), ("the labels file", labels)])
-    result = load_run(run)
-    graded = read_labels(labels)
+                                 inputs=[("the run", run), ("the labels file", labels)],
+                                 recorded_corpora=recorded_corpora([result]))
+    graded = read_labels(labels, secrets)
     header_run = (graded.header or {}).get("run_id")
     if header_run and result.run.id and header_run != result.run.id:
         logger.warning("{} was drawn from run {}, and {} is run {}: the questions are matched by id all the same",

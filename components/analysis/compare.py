@@ -57,9 +57,10 @@ from components.analysis.recommendations import Recommendations, best_columns, r
 from utils import metrics as M
 from utils import trec
 from utils.console import escape_control, shorten
+from utils.history_index import recent_history_folders
 from utils.errors import InputError
 from utils.output import check_output, write_json_atomic
-from utils.results import QuestionResult, RunResult, read_json_file
+from utils.results import QuestionResult, RunResult, read_json_file, recorded_corpora
 
 TOP_DOCS = 3  # documents shown per question
 COMPARE_SCHEMA_VERSION = 2
@@ -615,9 +616,10 @@ def _cell(text: str, width: int, best: bool, bold: bool) -> str:
 
 # ---- the command's work (its arguments: components/cli/compare.py) --------------------------------------------------------------------------------
 
-def _runs_dirs(cwd: Path, args: Sequence[str]) -> list[Path]:
+def _runs_dirs(cwd: Path, args: Sequence[str], state_dir: Path | None = None) -> list[Path]:
     """Where run ids are looked up: ``runs/`` of the current folder, the history folder a results
-    file of the current folder records (``run.runs_dir``), and that of every results file given."""
+    file of the current folder records (``run.runs_dir``), that of every results file given, then
+    the recent history folders of the index in ``state_dir`` (:mod:`utils.history_index`)."""
     folders = [cwd / "runs"]
     for candidate in [cwd / "benchmark_results.json", *(Path(a) for a in args)]:
         if not candidate.is_file():
@@ -630,16 +632,18 @@ def _runs_dirs(cwd: Path, args: Sequence[str]) -> list[Path]:
             folder = Path(runs_dir) if Path(runs_dir).is_absolute() else candidate.parent / Path(runs_dir).name
             if folder not in folders:
                 folders.append(folder)
-    return folders
+    seen = {Path(os.path.abspath(f)) for f in folders}
+    return folders + [f for f in recent_history_folders(state_dir) if f not in seen and f.is_dir()]
 
 
-def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
+def resolve_run(arg: str, cwd: Path, others: Sequence[str] = (), state_dir: Path | None = None) -> Path:
     """A results file path, or a run id: ``<runs dir>/<id>.json``, or the file there whose ``run.id``
-    is ``arg``, in the history folders of :func:`_runs_dirs`."""
+    is ``arg``, in the history folders of :func:`_runs_dirs`. Raises :class:`InputError` naming
+    every folder searched."""
     path = Path(arg)
     if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
         return path  # a FIFO, a device or a link loop too: the reader says what it is
-    folders = _runs_dirs(cwd, others)
+    folders = _runs_dirs(cwd, others, state_dir)
     for runs_dir in folders:
         candidate = runs_dir / f"{arg}.json"
         if candidate.is_file():
@@ -658,29 +662,31 @@ def resolve_run(arg: str, cwd: Path, others: Sequence[str] = ()) -> Path:
                 continue
     if path.is_dir():
         raise InputError(f"compare: {arg} is a folder: pass a results JSON file or a run id")
-    where = " or ".join(str(f) for f in folders)
-    raise InputError(f"compare: {arg} is neither a results file nor a run id in {where}: pass a results JSON "
-                     "path or a run id (the names in runs/ without .json)")
+    where = ", ".join(str(f) for f in folders)
+    raise InputError(f"compare: {arg} is neither a results file nor a run id in the history folders searched "
+                     f"({where}): pass a results JSON path or a run id (the names in runs/ without .json)")
 
 
 def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: Path | None = None, top: int = 10,
                   alpha: float = ALPHA, metrics: Sequence[str] | None = None, worse: Sequence[str] | bool = False,
                   margins: Mapping[str, float] | None = None, regressions: int | None = None,
-                  min_overlap: float = 1.0, require_agreement: bool = False, secrets: Iterable[str] = ()):
+                  min_overlap: float = 1.0, require_agreement: bool = False, secrets: Iterable[str] = (),
+                  state_dir: Path | None = None):
     """``compare``'s work: read ``runs`` (results files or run ids, the first the baseline; TREC or
     ranx run files beside them as rank-only systems judged by ``qrels``), compare ``metrics`` (keys;
     default: the registry's compared ones), print the comparison and the gate's lines when one is
     asked for (``worse``, ``margins``, ``regressions``, ``min_overlap``, ``require_agreement``:
-    :meth:`Comparison.gate`), write ``json_path``
-    with ``secrets`` redacted. Returns the gate's :class:`components.analysis.gate.GateResult`, or
+    :meth:`Comparison.gate`), write ``json_path`` with ``secrets`` redacted; run ids are also looked up
+    in the index of ``state_dir``. Returns the gate's :class:`components.analysis.gate.GateResult`, or
     ``None`` without a gate. Raises :class:`InputError`."""
     margins = dict(margins or {})
     gating = bool(worse) or bool(margins) or regressions is not None
-    paths = [resolve_run(arg, Path.cwd(), runs) for arg in runs]
+    paths = [resolve_run(arg, Path.cwd(), runs, state_dir) for arg in runs]
+    results, labels, sources, systems = _read_compared(runs, paths, secrets)
     if json_path is not None:
         json_path = check_output(json_path, option="--json", example="comparison.json",
-                                 inputs=[*(("a run", p) for p in paths), *((("the qrels", qrels),) if qrels else ())])
-    results, labels, sources, systems = _read_compared(runs, paths)
+                                 inputs=[*(("a run", p) for p in paths), *((("the qrels", qrels),) if qrels else ())],
+                                 recorded_corpora=recorded_corpora(results))
     if gating and len(results) < 2:
         raise InputError("the gate (--fail-on, --margin, --fail-on-regressions) judges results files against the "
                          "baseline: give at least two results files")
@@ -707,8 +713,8 @@ def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: 
     return result
 
 
-def _read_compared(args: Sequence[str], paths: Sequence[Path]) -> tuple[list[RunResult], list[str], list[str],
-                                                                        list[RankedSystem]]:
+def _read_compared(args: Sequence[str], paths: Sequence[Path],
+                   secrets: Iterable[str] = ()) -> tuple[list[RunResult], list[str], list[str], list[RankedSystem]]:
     """The results files among ``paths`` (with the argument and path of each) and the TREC/ranx
     runs as rank-only systems; the baseline must be a results file."""
     runs: list[RunResult] = []
@@ -716,7 +722,7 @@ def _read_compared(args: Sequence[str], paths: Sequence[Path]) -> tuple[list[Run
     run_paths: list[str] = []
     systems: list[RankedSystem] = []
     for arg, path in zip(args, paths):
-        loaded = read_run_or_ranking(path)
+        loaded = read_run_or_ranking(path, secrets)
         if isinstance(loaded, RunResult):
             runs.append(loaded)
             run_args.append(arg)
@@ -744,12 +750,12 @@ def _first_byte(path: Path) -> bytes:
         os.close(fd)
 
 
-def read_run_or_ranking(path: Path) -> RunResult | dict[str, list[str]]:
-    """A results file (:class:`RunResult`), or the rankings of a TREC run file or a ranx JSON run
-    ({question id: doc ids, best first}). Raises :class:`InputError`."""
+def read_run_or_ranking(path: Path, secrets: Iterable[str] = ()) -> RunResult | dict[str, list[str]]:
+    """A results file (:class:`RunResult`, ``secrets`` redacted as it is read), or the rankings of a
+    TREC run file or a ranx JSON run ({question id: doc ids, best first}). Raises :class:`InputError`."""
     if path.suffix.lower() != ".json" and _first_byte(path) not in (b"", b"{", b"["):
         return trec.read_trec_run(path)
     doc = read_json_file(path)
     if trec.is_ranx_run(doc):
         return trec.ranx_run(doc, str(path))
-    return RunResult.from_json(doc, str(path))
+    return RunResult.from_json(doc, str(path), secrets=secrets)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from loguru import logger
@@ -30,6 +31,7 @@ from loguru import logger
 from utils import metrics as M
 from utils.errors import InputError
 from utils.output import check_output, same_file
+from utils.redaction import Redactor
 from utils.results import RunResult
 from utils.trec import check_id, write_qrels, write_run
 
@@ -88,24 +90,26 @@ def export_trec(result: RunResult, run_path: str | os.PathLike, qrels_path: str 
 
 
 def export_run_file(run: str, output: Path, *, qrels: Path | None = None, level: str = "doc",
-                    tag: str | None = None) -> None:
+                    tag: str | None = None, secrets: Iterable[str] = (), state_dir: Path | None = None) -> None:
     """``export-run``'s work: the results file (or run id) ``run`` written as the TREC run file
-    ``output``, and its qrels to ``qrels`` when given (see :func:`export_trec`). Raises
-    :class:`InputError`."""
+    ``output``, and its qrels to ``qrels`` when given (see :func:`export_trec`), ``secrets``
+    redacted from the results as they are read (and from ``tag``); a run id is also looked up in
+    the index of ``state_dir``. Raises :class:`InputError`."""
     from components.analysis.compare import resolve_run
-    from utils.results import load_run
+    from utils.results import load_run, recorded_corpora
 
-    path = resolve_run(run, Path.cwd(), [run])
-    exported = [("the results file being exported", path)]
-    output = check_output(output, option="-o", example="run.trec", inputs=exported)
+    path = resolve_run(run, Path.cwd(), [run], state_dir)
+    result = load_run(path, secrets)
+    tag = Redactor(secrets)(tag) if tag is not None else None
+    exported, corpora = [("the results file being exported", path)], recorded_corpora([result])
+    output = check_output(output, option="-o", example="run.trec", inputs=exported, recorded_corpora=corpora)
     if qrels is not None:
-        qrels = check_output(qrels, option="--qrels", example="qrels.txt", inputs=exported)
+        qrels = check_output(qrels, option="--qrels", example="qrels.txt", inputs=exported, recorded_corpora=corpora)
         if same_file(qrels, output):
             raise InputError(f"--qrels {qrels} is the run file -o: give them two paths")
     for option, target in (("-o", output), ("--qrels", qrels)):
         if target is not None and same_file(target, path):
             raise InputError(f"{option} {target} is the results file being exported: give another path")
-    result = load_run(path)
     run_text, _ = export_trec(result, output, qrels, level=level, tag=tag)
     empty = sum(1 for row in result.rows if not row.retrieved)
     logger.info("Run written to {} ({} questions, {} lines, {} level){}", output, len(result.rows),

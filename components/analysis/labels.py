@@ -41,7 +41,8 @@ from loguru import logger
 from utils.errors import InputError
 from utils.lines import file_kind
 from utils.output import check_output, to_strict_json, write_text_atomic
-from utils.results import QuestionResult, RunResult, load_run, parse_json
+from utils.results import QuestionResult, RunResult, load_run, parse_json, recorded_corpora
+from utils.redaction import Redactor
 
 BANDS = ((1, 3), (4, 6), (7, 8), (9, 10))
 FORMAT = "retrieval-benchmark-labels"
@@ -128,9 +129,10 @@ def write_labels(run: Path, output: Path, *, sample: int = 60, seed: int = 0, se
     """``label``'s work: a stratified sample of ``sample`` graded rows of the results file ``run``
     (seed ``seed``) written to ``output`` as a labelling file, with ``secrets`` redacted; never over
     a file that holds human grades. Returns the file written. Raises :class:`InputError`."""
-    output = check_output(output, option="-o", example="labels.jsonl", inputs=[("the run", run)])
+    result = load_run(run, secrets)
+    output = check_output(output, option="-o", example="labels.jsonl", inputs=[("the run", run)],
+                          recorded_corpora=recorded_corpora([result]))
     _refuse_to_overwrite_grades(output)
-    result = load_run(run)
     lines = build_labels(result, str(run), sample, seed)
     write_text_atomic(output, "".join(to_strict_json(line, secrets, indent=None) + "\n" for line in lines))
     header = lines[0]
@@ -215,9 +217,10 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def read_labels(path: str | os.PathLike) -> Labels:
-    """Every line of a labelling file, checked (module docstring). Blank lines are skipped."""
-    path = Path(path)
+def read_labels(path: str | os.PathLike, secrets: Iterable[str] = ()) -> Labels:
+    """Every line of a labelling file, checked (module docstring), ``secrets`` redacted from its
+    text. Blank lines are skipped."""
+    path, redact = Path(path), Redactor(secrets)
     try:
         text = _read_bytes(path).decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -227,7 +230,7 @@ def read_labels(path: str | os.PathLike) -> Labels:
         if not line.strip():
             continue
         where = f"{path} line {number}"
-        data = parse_json(line, where, "each line must be one JSON object: " + _FIX)
+        data = redact.json(parse_json(line, where, "each line must be one JSON object: " + _FIX))
         if not isinstance(data, dict):
             raise InputError(f"{where}: not a JSON object: each line must be one object ({_FIX})")
         if data.get("kind") == "header":
@@ -246,11 +249,11 @@ def read_labels(path: str | os.PathLike) -> Labels:
 
 # --------------------------------------------------------------------------- the report's section
 
-def render_labels(path: str | os.PathLike) -> str:
+def render_labels(path: str | os.PathLike, secrets: Iterable[str] = ()) -> str:
     """An HTML section showing a labelling file's rows for reading: question, expected answer, the
     needle's rank, the retrieved chunks (folded), and the human grade when one is filled in. The
-    judge's grade is not shown (it is not in the file)."""
-    labels = read_labels(path)
+    judge's grade is not shown (it is not in the file). ``secrets`` are redacted as it is read."""
+    labels = read_labels(path, secrets)
     esc = lambda value: html.escape("" if value is None else str(value), quote=True)  # noqa: E731
     header = labels.header or {}
     rows = []

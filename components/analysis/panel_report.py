@@ -1,8 +1,8 @@
 """The report's parts of a panel of judges: per run, each judge's figures, a judge × judge table
 of agreement and one plot of the grades by judge; in the comparison, the verdict certificate.
 
-Called by :mod:`components.analysis.report` with its HTML helpers (escaping, the pyplot set-up and
-the inline-SVG figure), which this module does not import: that module imports this one.
+Called by :mod:`components.analysis.report` with its HTML helpers (escaping, and the figure around
+an inline SVG), which this module does not import: that module imports this one.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.analysis.certificate import DEPENDS, HOLDS, Certificate, certificate_lines
+from components.analysis.svg_plot import Chart, nice_ticks, tick_label
 from utils.metrics import PASS_MARK
 from utils.results import RunResult
 
-Helpers = tuple[Callable[[Any], str], Callable[[], Any], Callable[[Any, str, str], str]]  # (escape, plt, svg)
+Helpers = tuple[Callable[[Any], str], Callable[[str, str, str], str]]  # (escape, the figure around an SVG)
+GRADES_CAPTION = "Grades by judge: how many questions each judge of the panel gave each grade"
 COLORS = ("#3b6ea8", "#e67e22", "#2e8b57", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#d4ac0d")
 
 
@@ -72,24 +74,22 @@ def _agreement_table(panel: Mapping, h: Callable[[Any], str]) -> str:
             f"<p class=muted>{h(note)}</p>")
 
 
-def _grades_plot(result: RunResult, names: list[str], name: str, plt_of: Callable[[], Any],
-                 svg: Callable[[Any, str, str], str]) -> str:
+def _grades_plot(result: RunResult, names: list[str]) -> Chart:
     """One plot: how many questions each judge gave each grade, side by side."""
-    plt = plt_of()
     counts = {n: Counter((r.grades_by_judge or {})[n].grade for r in result.rows if n in (r.grades_by_judge or {}))
               for n in names}
-    fig, ax = plt.subplots(figsize=(6.4, 2.8))
+    top = max([c for n in names for c in counts[n].values()] or [1]) * 1.15
+    chart = Chart(420, 300, (0.4, 10.6), (0, top), title="Grades by judge", xlabel="grade", ylabel="questions",
+                  with_legend=True)
     width = 0.8 / max(1, len(names))
     for i, judge in enumerate(names):
-        xs = [g + (i - (len(names) - 1) / 2) * width for g in range(1, 11)]
-        ax.bar(xs, [counts[judge].get(g, 0) for g in range(1, 11)], width=width, label=judge[:30],
-               color=COLORS[i % len(COLORS)])
-    ax.set_xticks(range(1, 11))
-    ax.set_xlabel("grade")
-    ax.set_ylabel("questions")
-    ax.set_title("Grades by judge")
-    ax.legend(fontsize=7, frameon=False)
-    return svg(fig, name, "Grades by judge: how many questions each judge of the panel gave each grade")
+        for g in range(1, 11):
+            n = counts[judge].get(g, 0)
+            chart.bar(g + (i - (len(names) - 1) / 2) * width, n, COLORS[i % len(COLORS)], width,
+                      label=judge[:30] if g == 1 else None, tip=f"{judge}: {n} question(s) graded {g}")
+    chart.xticks = [(g, str(g)) for g in range(1, 11)]
+    chart.yticks = [(t, tick_label(t)) for t in nice_ticks(0, top, 5, integer=True)]
+    return chart
 
 
 def run_html(result: RunResult, index: int, helpers: Helpers) -> str:
@@ -97,12 +97,12 @@ def run_html(result: RunResult, index: int, helpers: Helpers) -> str:
     panel = result.panel
     if not isinstance(panel, Mapping):
         return ""
-    h, plt_of, svg = helpers
+    h, svg = helpers
     names = [str(n) for n in panel.get("judges") or []]
     return (f"<h3>Judges of the panel</h3><p class=muted>llm_grade is the {h(panel.get('aggregate'))} of the judges "
             f"that graded, rounded half up; each row keeps every judge's grade.</p>{_judges_table(panel, h)}"
             f"<div class=twocol><div>{_agreement_table(panel, h)}</div>"
-            f"<div>{_grades_plot(result, names, f'r{index}-panel-grades', plt_of, svg)}</div></div>")
+            f"<div>{svg(_grades_plot(result, names).svg(), f'r{index}-panel-grades', GRADES_CAPTION)}</div></div>")
 
 
 def certificate_html(comparison: Mapping, h: Callable[[Any], str]) -> str:

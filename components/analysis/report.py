@@ -13,7 +13,7 @@ recommendations (best quality, fastest, best balance: :mod:`components.analysis.
 one table per compared pair with its verdicts, the questions that got worse and better, and a
 paired-delta plot of the per-question RR and total-score differences.
 
-Inline CSS, inline SVG (matplotlib, imported here only) and a little inline JavaScript (expand,
+Inline CSS, inline SVG (drawn by :mod:`components.analysis.svg_plot`) and a little inline JavaScript (expand,
 filter); no network access, no external file: it opens from disk. Every text from the results is
 HTML-escaped. Schema-1 files (no chunk text, no diagnosis, no intervals) render with what they
 have: a missing field is shown as absent, never guessed.
@@ -22,7 +22,6 @@ have: a missing field is shown as absent, never guessed.
 from __future__ import annotations
 
 import html
-import io
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,6 +38,7 @@ from components.analysis.diagnosis import FIXES, HIGH_GRADE_MIN, LOW_GRADE_MAX, 
 from components.analysis.recommendations import best_columns
 from components.analysis.recommendations import render_html as render_recommendations
 from components.analysis.panel_report import certificate_html, run_html
+from components.analysis.svg_plot import CHAR_WIDTH, LEGEND_ROW, Chart, nice_ticks, side_by_side, tick_label
 from components.judges.providers import is_proxy_judge
 from utils import metrics as M
 from utils.console import CLAMPED_NOTE, NOTHING_GRADED, clamped_count, escape_control, format_ci, is_number, shorten
@@ -46,7 +46,7 @@ from utils.metrics import PASS_MARK
 from utils.output import check_output, write_text_atomic
 from utils.quality_bands import band_text, quality_bands
 from utils.redaction import Redactor
-from utils.results import RunResult, load_run
+from utils.results import RunResult, load_run, recorded_corpora
 
 MAX_GROUP_VALUES = 12  # a field with more values than this is shown as its largest groups plus "other"
 MAX_PLOTTED_RANK = 20  # ranks beyond this share one bar (and one column of the grade-against-rank plot)
@@ -64,17 +64,19 @@ def write_report(runs: Sequence[Path], output: Path, *, labels: Path | None = No
     """``report``'s work: the page of the results files ``runs`` (with their comparison when there
     are several, and ``labels``' rows when given) written to ``output`` (a folder gets report.html)
     with ``secrets`` redacted. Returns the file written. Raises :class:`InputError`."""
+    redact = Redactor(secrets)  # on what is read, before anything is escaped (a results file from elsewhere may hold the key)
+    results = [load_run(path, redact.secrets) for path in runs]
     output = check_output(output, option="-o", example="report.html",
                           inputs=[*(("a results file", p) for p in runs),
-                                  *((("the labels file", labels),) if labels else ())])
-    results = [load_run(path) for path in runs]
-    names = [run_label(r, p) for r, p in zip(results, runs, strict=True)]
+                                  *((("the labels file", labels),) if labels else ())],
+                          recorded_corpora=recorded_corpora(results))
+    names = [redact(run_label(r, p)) for r, p in zip(results, runs, strict=True)]
     comparison = None
     if len(results) > 1:  # compare's labels (strategies when distinct) name the runs everywhere on the page
         names = default_labels(results, names)
         comparison = compare_runs(results, names, sources=[str(p) for p in runs]).to_json()
-    page = render_report(results, names, comparison, extra=labels_section(labels))
-    page = Redactor(secrets)(page)  # a results file from elsewhere may hold the key
+    page = render_report(results, names, comparison, extra=labels_section(labels, redact.secrets))
+    page = redact(page)  # and the page again: its escaped spellings too (utils.redaction)
     write_text_atomic(output, page)
     logger.info("Report written to {} ({} run{}, {} KB)", output, len(results), "s" if len(results) > 1 else "",
                 round(len(page.encode()) / 1024))
@@ -232,47 +234,38 @@ def _cards(result: RunResult) -> str:
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
-# ---- plots
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
-                         "axes.spines.right": False, "font.family": "sans-serif"})
-    return plt
-
+# ---- plots (components.analysis.svg_plot)
 
 def _label(text: Any, width: int = 40) -> str:
-    """Text safe for a matplotlib label: no mathtext, no control characters, at most ``width`` long."""
-    return shorten(str(text), width).replace("$", r"\$")
+    """Text for a plot's title or tick: no control characters, at most ``width`` long (the SVG writer escapes it)."""
+    return shorten(str(text), width)
 
 
-def _svg(fig: Any, name: str, title: str) -> str:
-    """The figure as an inline SVG inside ``<figure class="plot">``; ids salted with ``name``
-    so that several SVGs on one page do not share ids, and the output is reproducible."""
-    plt = _plt()
-    buf = io.StringIO()
-    with plt.rc_context({"svg.hashsalt": name}):
-        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
-    svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]
+def _svg(svg: str, name: str, title: str) -> str:
+    """An inline ``<svg>`` element inside ``<figure class="plot">`` with its caption."""
     return f'<figure class="plot" data-plot="{_h(name)}">{svg}<figcaption>{_h(title)}</figcaption></figure>'
 
 
-def _legend_below(fig: Any, ncol: int) -> None:
-    """The figure's legend in a strip under the axes (kept clear of the x label)."""
-    strip = 0.3 / fig.get_figheight()  # one legend row of 7-point text, as a share of the figure's height
-    fig.tight_layout(rect=(0, strip, 1, 1))
-    fig.legend(loc="lower center", ncol=ncol, fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0))
+def _count_ticks(chart: Chart, top: float) -> None:
+    """Whole-number y ticks from 0 to ``top`` (a count axis)."""
+    chart.yticks = [(t, tick_label(t)) for t in nice_ticks(0, top, 5, integer=True)]
+
+
+def _count_bars(labels: Sequence[str], counts: Sequence[int], colors: Sequence[str], title: str,
+                xlabel: str) -> Chart:
+    """Questions per category: one bar each, its count above it."""
+    top = max(max(counts, default=0), 1) * 1.15
+    chart = Chart(420, 280, (0.4, len(labels) + 0.6), (0, top), title=title, xlabel=xlabel, ylabel="questions")
+    for i, (label, n, color) in enumerate(zip(labels, counts, colors, strict=True), start=1):
+        chart.bar(i, n, color, tip=f"{label}: {n}")
+        chart.text(i, n, str(n), size=10, dy=-3)
+    chart.xticks = [(i, label) for i, label in enumerate(labels, start=1)]
+    _count_ticks(chart, top)
+    return chart
 
 
 def _rank_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
     """Questions per needle rank 1..k (ranks beyond :data:`MAX_PLOTTED_RANK` in one bar), then none."""
-    plt = _plt()
     ranks = Counter(r.get("rank") for r in rows)
     shown = min(k, MAX_PLOTTED_RANK)
     xs = list(range(1, shown + 1))
@@ -283,34 +276,24 @@ def _rank_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
         labels.append(f"{shown + 1}-{k}")
     counts.append(sum(v for key, v in ranks.items() if key is None or key > k))
     labels.append("none")
-    fig, ax = plt.subplots(figsize=(4.2, 2.8))
-    bars = ax.bar(labels, counts, color=[_COLORS["good"]] + [_COLORS["bar"]] * (len(labels) - 2) + [_COLORS["bad"]])
-    ax.bar_label(bars, fontsize=8)
-    ax.set_xlabel("rank of the first needle chunk")
-    ax.set_ylabel("questions")
-    ax.set_title("Needle rank")
-    return _svg(fig, name, "Needle rank distribution (none: not in the top k)")
+    colors = [_COLORS["good"]] + [_COLORS["bar"]] * (len(labels) - 2) + [_COLORS["bad"]]
+    chart = _count_bars(labels, counts, colors, "Needle rank", "rank of the first needle chunk")
+    return _svg(chart.svg(), name, "Needle rank distribution (none: not in the top k)")
 
 
 def _grade_plot(rows: Sequence[Mapping], name: str) -> str:
-    plt = _plt()
     grades = Counter(r.get("llm_grade") for r in rows)
     xs = list(range(1, 11))
-    fig, ax = plt.subplots(figsize=(4.2, 2.8))
-    bars = ax.bar([str(x) for x in xs], [grades.get(x, 0) for x in xs],
-                  color=[_COLORS["good"] if x >= PASS_MARK else _COLORS["bar"] for x in xs])
-    ax.bar_label(bars, fontsize=8)
-    ax.set_xlabel("judge grade")
-    ax.set_ylabel("questions")
     ungraded = grades.get(None, 0)
-    ax.set_title("Grades" + (f" ({ungraded} ungraded, not shown)" if ungraded else ""))
-    return _svg(fig, name, "Grade histogram")
+    chart = _count_bars([str(x) for x in xs], [grades.get(x, 0) for x in xs],
+                        [_COLORS["good"] if x >= PASS_MARK else _COLORS["bar"] for x in xs],
+                        "Grades" + (f" ({ungraded} ungraded, not shown)" if ungraded else ""), "judge grade")
+    return _svg(chart.svg(), name, "Grade histogram")
 
 
 def _quadrant_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
     """Grade against rank: one bubble per (rank, grade) cell, sized and labelled by its count;
     shaded: the two disagreement rules (needle in the top k with grade ≤ 4; not in it with ≥ 7)."""
-    plt = _plt()
     shown = min(k, MAX_PLOTTED_RANK)  # ranks past it share the column after the last one shown
 
     def column(rank: Any) -> int:
@@ -321,29 +304,21 @@ def _quadrant_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
     cells = Counter((column(r.get("rank")), r["llm_grade"]) for r in rows if is_number(r.get("llm_grade")))
     ticks = [str(x) for x in range(1, shown + 1)] + ([f"{shown + 1}-{k}"] if k > shown else []) + ["none"]
     k = len(ticks) - 1  # the shaded rule spans every retrieved column
-    from matplotlib.patches import Rectangle
-
-    fig, ax = plt.subplots(figsize=(4.2, 3.1))
-    ax.add_patch(Rectangle((0.5, 0.5), k, LOW_GRADE_MAX, color=_COLORS["bad"], alpha=0.10, lw=0,
-                           label=f"needle_hit_low_grade (≤ {LOW_GRADE_MAX})"))
-    ax.add_patch(Rectangle((k + 0.5, HIGH_GRADE_MIN - 0.5), 1, 11 - HIGH_GRADE_MIN, color=_COLORS["warn"], alpha=0.18,
-                           lw=0, label=f"needle_miss_high_grade (≥ {HIGH_GRADE_MIN})"))
-    _legend_below(fig, ncol=2)
-    if cells:
-        xs, ys, ns = zip(*((x, y, n) for (x, y), n in sorted(cells.items())), strict=True)
-        ax.scatter(xs, ys, s=[40 + 60 * n for n in ns], color=_COLORS["bar"], alpha=0.75, edgecolors="white",
-                   clip_on=False)
-        for x, y, n in zip(xs, ys, ns, strict=True):
-            if n > 1:
-                ax.annotate(str(n), (x, y), ha="center", va="center", fontsize=7, color="white")
-    ax.set_xlim(0.5, k + 1.5)
-    ax.set_ylim(0.5, 10.5)
-    ax.set_xticks(range(1, k + 2), ticks)
-    ax.set_yticks(range(1, 11))
-    ax.set_xlabel("needle rank")
-    ax.set_ylabel("judge grade")
-    ax.set_title("Grade against rank")
-    return _svg(fig, name, "Grade against rank: shaded, where judge and needle disagree")
+    chart = Chart(420, 310, (0.5, k + 1.5), (0.5, 10.5), title="Grade against rank", xlabel="needle rank",
+                  ylabel="judge grade", with_legend=True)
+    chart.rect(0.5, k + 0.5, 0.5, LOW_GRADE_MAX + 0.5, _COLORS["bad"], 0.10,
+               label=f"needle_hit_low_grade (≤ {LOW_GRADE_MAX})")
+    chart.rect(k + 0.5, k + 1.5, HIGH_GRADE_MIN - 0.5, 10.5, _COLORS["warn"], 0.18,
+               label=f"needle_miss_high_grade (≥ {HIGH_GRADE_MIN})")
+    cell = min(chart.plot_width / (k + 1), chart.plot_height / 10)  # a cell's size in pixels
+    for (x, y), n in sorted(cells.items()):
+        chart.dot(x, y, min(cell * 0.55, 3.5 + 2.2 * n ** 0.5), _COLORS["bar"], 0.75,
+                  tip=f"{n} question(s): rank {ticks[x - 1]}, grade {y}")
+        if n > 1:
+            chart.text(x, y, str(n), size=9, color="#fff", baseline="central")
+    chart.xticks = [(i, t) for i, t in enumerate(ticks, start=1)]
+    chart.yticks = [(g, str(g)) for g in range(1, 11)]
+    return _svg(chart.svg(), name, "Grade against rank: shaded, where judge and needle disagree")
 
 
 def _group_stats(report: Mapping, rows: Sequence[Mapping]) -> dict[str, dict[str, dict]]:
@@ -382,26 +357,25 @@ def fold_groups(stats: Mapping[str, Mapping], limit: int = MAX_GROUP_VALUES) -> 
 def _group_plot(field_name: str, stats: Mapping[str, Mapping], name: str) -> str:
     """hit@1, hit@5 and pass ≥ 7 (those the groups have) per value of one field, in percent; a
     field with many values shows its largest groups (:func:`fold_groups`)."""
-    plt = _plt()
     stats = fold_groups(stats)
     values = list(stats)
     shown = [("hit_at_1_rate", "hit@1", _COLORS["good"]), ("hit_at_5_rate", "hit@5", _COLORS["bar"]),
              ("pass_rate_7", "pass ≥ 7", _COLORS["warn"])]
     metrics = [m for m in shown if any(is_number(stats[v].get(m[0])) for v in values)]
-    fig, ax = plt.subplots(figsize=(4.2, 1.2 + 0.22 * len(values) * max(len(metrics), 1)))
+    names = [_label(v, 24) + f" (n={stats[v].get('count', '?')})" for v in values]
     height = 0.8 / max(len(metrics), 1)
+    chart = Chart(420, 76 + 16 * len(values) * max(len(metrics), 1) + (LEGEND_ROW if metrics else 0),
+                  (0, 100), (len(values) - 0.5, -0.5), title=_label(f"By {field_name}"),
+                  xlabel="% of the group's questions", left=16 + CHAR_WIDTH * 0.9 * max(map(len, names), default=4),
+                  with_legend=bool(metrics))
     for j, (key, label, color) in enumerate(metrics):
-        ys = [i + (j - (len(metrics) - 1) / 2) * height for i in range(len(values))]
-        widths = [stats[v][key] if is_number(stats[v].get(key)) else 0 for v in values]
-        ax.barh(ys, widths, height=height, color=color, label=label)
-    ax.set_yticks(range(len(values)), [_label(v, 24) + f" (n={stats[v].get('count', '?')})" for v in values])
-    ax.invert_yaxis()
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("% of the group's questions")
-    ax.set_title(_label(f"By {field_name}"))
-    if metrics:
-        _legend_below(fig, ncol=len(metrics))
-    return _svg(fig, name, f"Per-group rates: {field_name}")
+        for i, v in enumerate(values):
+            rate = stats[v][key] if is_number(stats[v].get(key)) else 0
+            chart.hbar(i + (j - (len(metrics) - 1) / 2) * height, rate, color, height,
+                       label=label if i == 0 else None, tip=f"{v}: {label} {rate:.1f}%")
+    chart.xticks = [(t, tick_label(t)) for t in range(0, 101, 20)]
+    chart.yticks = [(i, n) for i, n in enumerate(names)]
+    return _svg(chart.svg(), name, f"Per-group rates: {field_name}")
 
 
 # ---- the questions table
@@ -582,34 +556,35 @@ def _delta_plot(deltas: Mapping[str, Sequence[tuple[str, float]]], stats: Mappin
     dashed line in a band. Empty string when no metric has a paired question."""
     if not any(deltas.get(key) for key, _ in DELTA_METRICS):
         return ""
-    plt = _plt()
-    fig, axes = plt.subplots(1, len(DELTA_METRICS), figsize=(7.8, 2.9), squeeze=False)
-    captions = []
-    for ax, (key, label) in zip(axes[0], DELTA_METRICS, strict=True):
+    panels, captions = [], []
+    for key, label in DELTA_METRICS:
         values = sorted(d for _, d in deltas.get(key) or [])
-        ax.set_title(_label(f"Δ {label} per question"), loc="left", fontsize=9)
-        if not values:
-            ax.text(0.5, 0.5, "no question has it in both runs", ha="center", va="center", transform=ax.transAxes,
-                    color=_COLORS["grey"])
-            ax.set_axis_off()
-            continue
-        colors = [_COLORS["good"] if d > 1e-12 else _COLORS["bad"] if d < -1e-12 else _COLORS["grey"] for d in values]
-        ax.bar(range(1, len(values) + 1), values, width=0.8 if len(values) < 60 else 1.0, color=colors)
-        ax.axhline(0, color="black", lw=0.8)
         m = stats.get(key) or {}
-        ci = m.get("ci95")
-        if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_number(v) for v in ci):
-            ax.axhspan(ci[0], ci[1], color=_COLORS["bar"], alpha=0.15, lw=0, label="95% CI of the mean Δ")
+        ci = m.get("ci95") if isinstance(m.get("ci95"), (list, tuple)) and len(m["ci95"]) == 2 \
+            and all(is_number(v) for v in m["ci95"]) else None
+        extent = [0.0, *values, *(ci or ()), *((m["delta"],) if is_number(m.get("delta")) else ())]
+        low, high = min(extent), max(extent)
+        pad = (high - low) * 0.08 or 1.0
+        chart = Chart(390, 290, (0.4, len(values) + 0.6), (low - pad, high + pad),
+                      title=_label(f"Δ {label} per question"), xlabel="questions, sorted by Δ", left=52,
+                      with_legend=True)
+        panels.append(chart)
+        if not values:
+            chart.note("no question has it in both runs")
+            continue
+        if ci is not None:
+            chart.band(ci[0], ci[1], _COLORS["bar"], 0.15, label="95% CI of the mean Δ")
+        for i, d in enumerate(values, start=1):
+            color = _COLORS["good"] if d > 1e-12 else _COLORS["bad"] if d < -1e-12 else _COLORS["grey"]
+            chart.bar(i, d, color, width=0.8 if len(values) < 60 else 1.0)
+        chart.hline(0, "#000", 0.8)
         if is_number(m.get("delta")):
-            ax.axhline(m["delta"], color=_COLORS["bar"], lw=1.2, ls="--", label=f"mean Δ {m['delta']:+.3f}")
-            ax.legend(fontsize=7, frameon=False, loc="upper left")
-        ax.set_xlim(0.4, len(values) + 0.6)
-        ax.set_xlabel("questions, sorted by Δ")
-        ax.locator_params(axis="x", integer=True)
+            chart.hline(m["delta"], _COLORS["bar"], 1.2, dashed=True, label=f"mean Δ {m['delta']:+.3f}")
+        chart.xticks = [(t, tick_label(t)) for t in nice_ticks(1, len(values), 5, integer=True)]
+        chart.yticks = [(t, tick_label(t)) for t in nice_ticks(low - pad, high + pad, 5)]
         captions.append(f"{label}: {len(values)} questions, mean Δ {_fmt(m.get('delta'), 3, True)}")
-    fig.suptitle(_label(f"{other} − {baseline}", 80), fontsize=9, x=0.01, ha="left")
-    fig.tight_layout()
-    return _svg(fig, name, f"Paired deltas, {other} − {baseline} (green: better, red: worse); "
+    svg = side_by_side(panels, _label(f"{other} − {baseline}", 80))
+    return _svg(svg, name, f"Paired deltas, {other} − {baseline} (green: better, red: worse); "
                            + "; ".join(captions))
 
 
@@ -884,7 +859,7 @@ def _run_section(result: RunResult, label: str, index: int) -> str:
     schema = report.get("schema_version", "?")
     return (f'<section class="run" id="run-{index}"><h2>Run {_h(label)} <span class=muted>(schema {_h(schema)})'
             f'</span></h2>{_cards(result)}<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
-            f'<div><h3>Metrics</h3>{_metric_rows(result)}</div></div>{run_html(result, index, (_h, _plt, _svg))}'
+            f'<div><h3>Metrics</h3>{_metric_rows(result)}</div></div>{run_html(result, index, (_h, _svg))}'
             f'<div class="plots">{"".join(plots)}</div><h3>Questions</h3>{_questions(rows, k, result.diagnosis_counts is not None)}</section>')
 
 
@@ -915,13 +890,14 @@ def glossary() -> str:
     return f"<details class=glossary><summary>Glossary</summary><dl class=glossary>{body}</dl></details>"
 
 
-def labels_section(path: Path | None) -> str:
-    """``--labels FILE``: the labelling sample's rows as one section (components.analysis.labels); "" without."""
+def labels_section(path: Path | None, secrets: Iterable[str] = ()) -> str:
+    """``--labels FILE``: the labelling sample's rows as one section (components.analysis.labels),
+    ``secrets`` redacted; "" without."""
     if path is None:
         return ""
     from components.analysis.labels import render_labels
 
-    return render_labels(path)
+    return render_labels(path, secrets)
 
 
 def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], comparison: Mapping | None = None,

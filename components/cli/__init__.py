@@ -29,6 +29,7 @@ from utils.console import escape_control
 from utils.errors import (EXIT_BUDGET, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK, EXIT_WRITE,
                           BenchmarkError, InputError)
 from utils.logger import LogSinks, add_sinks, log_file_path, log_header, prune_logs
+from utils.redaction import redacted_stdout
 
 # Commands beside the run: ``python benchmark.py NAME ...``. Each module named here exposes
 # ``add_arguments(parser)`` and ``run(args, settings) -> int`` (exit code); it raises
@@ -140,7 +141,8 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
         from components.run.benchmark_run import RunState
 
         state = RunState()
-        code = _outcome(command, args, env, sinks.path, state, early_error)
+        with redacted_stdout(secrets_in(env)):
+            code = _outcome(command, args, env, sinks.path, state, early_error)
         _closing_lines(code, state, sinks.path)
     finally:
         sinks.remove()

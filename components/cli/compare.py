@@ -72,7 +72,8 @@ def run(args: argparse.Namespace, settings) -> int:
     result = compare_files(args.runs, qrels=args.qrels, json_path=args.json, top=args.top, alpha=args.alpha,
                            metrics=_metrics(args.metrics, worse, margins), worse=worse, margins=margins,
                            regressions=args.fail_on_regressions, require_agreement=args.require_agreement,
-                           min_overlap=1.0 if args.min_overlap is None else args.min_overlap, secrets=settings.secrets)
+                           min_overlap=1.0 if args.min_overlap is None else args.min_overlap, secrets=settings.secrets,
+                           state_dir=settings.state_dir)
     if result is None:
         return EXIT_OK
     if result.passed:

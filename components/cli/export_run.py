@@ -23,5 +23,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings) -> int:
-    export_run_file(args.run, args.output, qrels=args.qrels, level=args.level, tag=args.tag)
+    export_run_file(args.run, args.output, qrels=args.qrels, level=args.level, tag=args.tag, secrets=settings.secrets,
+                    state_dir=settings.state_dir)
     return EXIT_OK

@@ -15,7 +15,8 @@ from components.cli.common import (SignalGuard, comma_list, concurrency, dollars
 from components.run.concurrency import MAX_CONCURRENCY
 from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from utils.errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, InputError, ResultsWriteError
-from utils.output import DEFAULT_OUTPUT_NAME, resolve_output
+from utils.history_index import record_history_folder
+from utils.output import DEFAULT_OUTPUT_NAME, remove_empty_folders, resolve_output
 
 ROOT = Path(__file__).resolve().parents[2]  # the folder of benchmark.py
 
@@ -34,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"results JSON file, or a folder (existing, or ending in /) to write {DEFAULT_OUTPUT_NAME} "
                         "in (default: %(default)s); every run is also kept under runs/ beside it")
     p.add_argument("--resume", type=Path, help="continue a run from its results file or journal: graded rows are "
-                   "kept without a new judge call, the rest run")
+                   "kept without a new judge call, the rest run; the results go to the output that run recorded "
+                   "unless --output is given")
     p.add_argument("--max-cost", type=dollars, dest="max_cost", metavar="USD",
                    help="stop grading before the judge's cost would pass USD (exit 4; --resume finishes later); a "
                         "run whose estimated cost is over USD says so before the first judge call")
@@ -135,6 +137,9 @@ def apply_resume_defaults(args: argparse.Namespace, env: dict[str, str]) -> None
     for name, value in defaults.options.items():
         setattr(args, name, value)
     env.update(defaults.env)
+    if "output" in defaults.options:
+        logger.info("--resume {}: the results go to {}, the output of the run it continues (give --output to "
+                    "write elsewhere)", args.resume, args.output)
 
 
 def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None, guard: SignalGuard, state) -> int:
@@ -214,7 +219,12 @@ def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: S
 
     runner = BenchmarkRun(run_options(args, settings, log_path, suite), settings,
                           should_stop=lambda: guard.received is not None, deferred_signals=guard.deferred, state=state)
-    results = runner.execute()
+    try:
+        results = runner.execute()
+    finally:  # a run that wrote nothing leaves no empty folder behind; one that did is found by its id
+        remove_empty_folders(runner.created_folders)
+        if state.written:
+            record_history_folder(settings.state_dir, state.written[0].parent)
     if guard.received:
         return EXIT_INTERRUPTED
     codes = [exit_code(r.run.status) for r in results]

@@ -32,7 +32,6 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN
 from loguru import logger
 
 from components.core import Chunk
@@ -40,8 +39,16 @@ from components.judges.chunk_relevance import RelevanceResult
 from components.judges.retrieval_grader import GradeResult
 
 _TOKEN = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-/]*[A-Za-z0-9_])?")
-_STOP = frozenset(STOPWORDS_EN)
 _STEMMER = Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    """bm25s's English stopwords, imported on first use: importing bm25s loads scipy (about a
+    second), which the commands that only read results (report, compare) never need."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
 
 
 @lru_cache(maxsize=200_000)
@@ -50,11 +57,11 @@ def token_terms(token: str) -> tuple[str, ...]:
     ("object.__enter__" also offers "__enter__"; "spec.renewTime" also offers "renewtim")."""
     low = token.lower()
     if low.isalpha():
-        return (_STEMMER.stemWord(low),) if low not in _STOP and len(low) > 1 else ()
+        return (_STEMMER.stemWord(low),) if low not in _stopwords() and len(low) > 1 else ()
     terms = [low]
     for part in re.split(r"[.\-/]", low):
         if part.isalpha():
-            if part not in _STOP:
+            if part not in _stopwords():
                 terms.append(_STEMMER.stemWord(part))
         elif part:
             terms.append(part)

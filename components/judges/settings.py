@@ -31,7 +31,7 @@ from components.judges.providers import (default_judge, load_provider_modules, p
                                          secrets_in)
 from utils.errors import InputError
 from utils.settings import (DEFAULT_BATCH_POLL_MAX_S, DEFAULT_JUDGE_TIMEOUT_S, EFFORT_LEVELS, MAX_BATCH_POLL_S,
-                            MAX_JUDGE_TIMEOUT_S, MAX_RETRY_WAIT_S, default_cache_dir, seconds)
+                            MAX_JUDGE_TIMEOUT_S, MAX_RETRY_WAIT_S, default_cache_dir, default_state_dir, seconds)
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class Settings:
     retry_wait_max_s: float = 60.0  # BENCHMARK_RETRY_WAIT_MAX: the retry pass waits at most this
     secrets: tuple[str, ...] = field(default=(), repr=False)  # what every output redacts (secrets_in)
     cache_dir: Path | None = None  # the index cache's default folder (--cache-dir overrides it)
+    state_dir: Path | None = None  # the index of recent history folders (utils.history_index)
     batch_poll_max_s: float = DEFAULT_BATCH_POLL_MAX_S  # BENCHMARK_BATCH_POLL_MAX
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)  # the providers' variables
     judge_config: Any = field(default=None, repr=False, compare=False)  # the judge provider's, checked
@@ -83,7 +84,7 @@ class Settings:
                    judge_effort=_effort(env.get("BENCHMARK_JUDGE_EFFORT")),
                    retry_wait_max_s=_retry_wait(env.get("BENCHMARK_RETRY_WAIT_MAX")), secrets=secrets_in(env),
                    batch_poll_max_s=_poll_max(env.get("BENCHMARK_BATCH_POLL_MAX")),
-                   cache_dir=default_cache_dir(env), env={k: env[k] for k in declared if k in env},
+                   cache_dir=default_cache_dir(env), state_dir=default_state_dir(env), env={k: env[k] for k in declared if k in env},
                    judge_config=config)
 
     def provider_config(self, name: str, models: Mapping[str, str]) -> Any:

@@ -25,6 +25,7 @@ that continues it. Exit statuses are mapped to exit codes by the command line (:
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -44,6 +45,7 @@ from components.judges.settings import Settings
 from components.readers import load_questions
 from components.run import panel_run
 from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
+from components.run.file_names import strategy_file_names, strategy_results_path
 from components.run.journal import Journal, read_rows
 from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from components.run.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
@@ -53,7 +55,7 @@ from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_op
 from utils.console import Progress, escape_control, question_line, summary_table
 from utils.errors import InputError
 from utils.metrics import METRICS
-from utils.output import check_writable, safe_name, sibling_output, write_json_atomic
+from utils.output import DEFAULT_OUTPUT_NAME, check_writable, make_folders, write_json_atomic
 from utils.results import QuestionResult, RunResult
 
 RUNS_FOLDER = "runs"
@@ -105,10 +107,11 @@ class RunState:
     written: list[Path] = field(default_factory=list)
 
 
-def new_run_id(strategy: str, runs_dir: Path) -> str:
-    """``<UTC time>_<strategy>``, made unique in ``runs_dir`` (never overwrite a run)."""
+def new_run_id(file_name: str, runs_dir: Path) -> str:
+    """``<UTC time>_<strategy's file name>`` (:mod:`components.run.file_names`), made unique in
+    ``runs_dir`` (never overwrite a run)."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    base = f"{stamp}_{safe_name(strategy, 'strategy')}"
+    base = f"{stamp}_{file_name}"
     run_id, n = base, 1
     while (runs_dir / f"{run_id}.json").exists() or (runs_dir / f"{run_id}.journal.jsonl").exists():
         n += 1
@@ -136,7 +139,7 @@ def identity_of(run: dict) -> dict:
             "strategy": run.get("strategy"), "k": run.get("k"), "judge_model": judge.get("model"),
             "prompt_sha256": judge.get("prompt_sha256"), "relevance_prompt_sha256": judge.get("relevance_prompt_sha256"),
             "questions_file": run.get("questions_file"), "qrels_file": run.get("qrels_file"),
-            "corpus": corpus.get("source"),
+            "corpus": corpus.get("source"), "output": run.get("output"),
             "judge_provider": judge.get("provider"), "repeats": judge.get("repeats"),
             "selection": run.get("selection") or {}, "configuration": run.get("configuration"),
             **({"panel": judge.get("judges"), "aggregate": judge.get("aggregate")} if judge.get("judges") else {})}
@@ -184,9 +187,10 @@ class ResumeDefaults:
 
 def recorded_defaults(resume: Path, given: Collection[str], env: Mapping[str, str]) -> ResumeDefaults:
     """``--resume FILE`` without ``--questions`` (and BEIR's ``--qrels``/``--split``), ``--corpus``,
-    ``--strategy``, ``--k``, a selection (``--quick``/``--limit``/``--ids``) or a judge setting in
-    ``env``: what FILE recorded for them. ``given``: the options on the command line (their values
-    stay, and :func:`_check_resume` refuses a real conflict later)."""
+    ``--strategy``, ``--k``, a selection (``--quick``/``--limit``/``--ids``), ``--output`` or a judge
+    setting in ``env``: what FILE recorded for them (the output: :func:`resumed_output`). ``given``:
+    the options on the command line (their values stay, and :func:`_check_resume` refuses a real
+    conflict later)."""
     from components.core.corpus import BUILTIN_SOURCE
     from components.readers.questions_json import STDIN_NAME
 
@@ -214,6 +218,8 @@ def recorded_defaults(resume: Path, given: Collection[str], env: Mapping[str, st
             options["limit"] = selection["limit"]
         if isinstance(selection.get("ids"), list) and all(isinstance(i, str) for i in selection["ids"]):
             options["ids"] = ",".join(selection["ids"])
+    if "--output" not in given:
+        options["output"] = resumed_output(resume, recorded.get("output"))
     return ResumeDefaults(options, _recorded_judge(recorded, env))
 
 
@@ -222,6 +228,18 @@ def _recorded_panel(judges: list) -> list:
     from components.judges.panel import FIELDS, parse_judges
 
     return parse_judges([{k: j.get(k) for k in FIELDS} for j in judges if isinstance(j, dict)], "--resume: the panel")
+
+
+def resumed_output(resume: Path, recorded: object) -> str:
+    """Where ``--resume FILE`` without ``--output`` writes: the output the interrupted run recorded;
+    for a file written before outputs were recorded, FILE itself, or — for a journal or a file of a
+    run's history folder (``runs/``) — ``benchmark_results.json`` beside that folder."""
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    resume = Path(resume)
+    if resume.parent.name == RUNS_FOLDER:
+        return str(resume.parent.parent / DEFAULT_OUTPUT_NAME)
+    return str(resume)
 
 
 def _recorded_judge(recorded: dict, env: Mapping[str, str]) -> dict[str, str]:
@@ -278,6 +296,7 @@ class BenchmarkRun:
         self.deferred_signals = deferred_signals  # a context manager factory: signals wait while writing
         self.secrets = settings.secrets  # every provider's secrets (components.judges.providers.secrets_in)
         self._suite_written: list[Path] = []  # a suite's configurations written so far (their runs/ files)
+        self.created_folders: list[Path] = []  # made for the run (runs/ and above): removed if left empty
 
     # ------------------------------------------------------------------ start-up checks
 
@@ -326,6 +345,7 @@ class BenchmarkRun:
                 else [setup.console_line(self.settings)]:
             logger.info("{}", line)
         labels = unique_labels([s.name for s in strategies])
+        file_names = dict(zip(labels, strategy_file_names(labels), strict=True))
         results: list[RunResult] = []
         judging, judged = None, None
         for strategy, label in zip(strategies, labels, strict=True):
@@ -345,7 +365,8 @@ class BenchmarkRun:
                 sys.stdout.flush()
                 continue
             results.append(self._run_strategy(strategy, label, prepared, judging, qset, questions, resume,
-                                              several=len(strategies) > 1, max_cost=self._budget_left(results)))
+                                              several=len(strategies) > 1, max_cost=self._budget_left(results),
+                                              file_name=file_names[label]))
             if results[-1].run.status == "interrupted" or \
                     (self.o.suite is not None and results[-1].run.status == "budget_exhausted"):
                 break  # a suite's one budget is spent: the configurations left would grade nothing
@@ -399,15 +420,16 @@ class BenchmarkRun:
                         relevance=judging.relevance is not None, rewrites=strategy.rewrites_queries)
 
     def _run_strategy(self, strategy: Strategy, label: str, prepared, judging: Judging, qset: QuestionSet,
-                      questions: list, previous, *, several: bool, max_cost: float | None) -> RunResult:
+                      questions: list, previous, *, several: bool, max_cost: float | None,
+                      file_name: str) -> RunResult:
         """``previous``: ``(--resume file, what it holds)`` of this strategy, or None."""
         o = self.o
         if max_cost is not None and any(j.setup.calls_models for j in judging.members or [judging]):
             # before the first judge call
             self._check_budget(strategy, label, prepared, judging, questions, previous, max_cost)
         runs_dir = o.output.parent / RUNS_FOLDER
-        runs_dir.mkdir(parents=True, exist_ok=True)
-        run_id = new_run_id(label, runs_dir)
+        self.created_folders += make_folders(runs_dir)
+        run_id = new_run_id(file_name, runs_dir)
         judge_model = getattr(judging.judge, "model", judging.setup.judge_provider.name)
         identity = {"run_id": run_id, "questions_sha256": qset.sha256, "corpus_sha256": prepared.sha256,
                     "strategy": strategy.name, "k": o.k, "judge_model": judge_model, "prompt_sha256": PROMPT_SHA256,
@@ -415,7 +437,7 @@ class BenchmarkRun:
                     "questions_file": qset.path, "qrels_file": qset.qrels, "corpus": prepared.source,
                     "judge_provider": judging.setup.judge_provider.name,
                     "repeats": o.judge_repeats, "selection": {"limit": o.limit, "ids": o.ids},
-                    "configuration": strategy.configuration,
+                    "configuration": strategy.configuration, "output": os.path.abspath(o.output),
                     **(panel_run.identity(self.settings, o.panel_aggregate) if judging.members else {})}
         done, previous_batches = self._resumed(identity, previous, questions)
         journal_path = runs_dir / f"{run_id}.journal.jsonl"
@@ -440,7 +462,8 @@ class BenchmarkRun:
             else:
                 batch = engine(judging.setup)
         context = RunContext(
-            id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir), done=done,
+            id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir),
+            output=os.path.abspath(o.output), done=done,
             resumed_from=str(previous[0]) if previous else None, batch=batch, previous_batches=previous_batches,
             grouped=journal.grouped, questions_file=str(o.questions), quick=o.limit == 5 and not o.ids,
             panel_kept=self._kept(previous[1][1])[1] if previous and judging.members else {},
@@ -462,7 +485,7 @@ class BenchmarkRun:
         finished = len(result.rows)
         if batch is not None and not batch.all_records:  # no batch to record: rows not submitted are no work
             finished = sum(1 for r in result.rows if batch_finished(r))
-        extra = [sibling_output(o.output, label)] if several else []
+        extra = [strategy_results_path(o.output, file_name)] if several else []
         self._write(result, runs_dir / f"{run_id}.json", journal, n_rows=finished, extra=extra)
         return result
 

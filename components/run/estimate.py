@@ -34,8 +34,9 @@ at the standard price, ``$ batch`` what the same run costs with ``--judge-batch`
 batch price; the rewriter is not batched (standard price); chunk relevance and the order check
 cannot be combined with ``--judge-batch`` (shown as "—" and left out of that total); a judge
 whose provider has no batch API (``supports_batch``: the openai provider) shows "—" throughout. A judge
-that calls no model (the offline judge) costs nothing; a model missing from the price table has
-no price ("unknown").
+that calls no model (the offline judge) makes no calls: its roles count no call and no token, and
+the estimate says in one line that it costs nothing (a rewriting strategy's rewriter calls are
+still counted and priced); a model missing from the price table has no price ("unknown").
 
 **--max-cost**: before the first judge call of each strategy, the same estimate runs; when the
 budget will not grade every question (each call is made only when its worst case, a reply at its
@@ -120,6 +121,13 @@ class CostEstimate:
                 "assumed_output_tokens": dict(ASSUMED_OUTPUT_TOKENS), "roles": [r.to_json() for r in self.roles]}
 
     def table(self) -> str:
+        judge = f"{self.provider}/{self.model}" if self.model else self.provider
+        calls = sum(r.calls for r in self.roles)
+        no_calls = f"the {self.provider} judge makes no calls and costs nothing"
+        if not calls:  # nothing is sent to any model: no token to count, nothing to pay
+            return (f"Cost estimate: strategy {self.strategy}, {self.questions} question(s), judge {judge}: {no_calls} "
+                    "($0; it grades here, from the retrieved chunks)\n")
+
         def money(value: float | None, role: str | None = None) -> str:
             if self.free:
                 return "free"
@@ -127,7 +135,6 @@ class CostEstimate:
                 return "—"  # not sent with --judge-batch, or no --judge-batch for this provider
             return "unknown" if value is None else f"{value:.4f}"
 
-        judge = f"{self.provider}/{self.model}" if self.model else self.provider
         prices = f", prices as of {self.prices_as_of}" if self.prices_as_of and not self.free else ""
         lines = [f"Cost estimate: strategy {self.strategy}, {self.questions} question(s), judge {judge}{prices} "
                  "(nothing was sent to the judge)",
@@ -139,9 +146,10 @@ class CostEstimate:
             batch = r.usd_batch if BATCHED[r.role] else r.usd
             lines.append(f"  {r.role:<12}{r.calls:>8,}{r.input_tokens:>15,}{r.output_tokens:>15,}"
                          f"{money(r.usd):>14}{money(batch, r.role):>10}  {r.counted}")
-        calls = sum(r.calls for r in self.roles)
         lines.append(f"  {'total':<12}{calls:>8,}{sum(r.input_tokens for r in self.roles):>15,}"
                      f"{sum(r.output_tokens for r in self.roles):>15,}{money(self.usd):>14}{money(self.usd_batch, 'total'):>10}")
+        if self.model is None:  # the rewriter's calls only
+            lines.append(f"  grading: {no_calls}")
         assumed = ", ".join(f"{role} {n}" for role, n in ASSUMED_OUTPUT_TOKENS.items())
         if self.supports_batch or self.free:
             lines.append(f"  output tokens assumed per call: {assumed}; $ batch = with --judge-batch (grading at the batch "
@@ -220,20 +228,22 @@ def estimate(retriever, questions: Sequence, k: int, setup, *, strategy: str = "
                           rewrites=rewrites and setup.rewriter is not None)
     judge_provider, judge = setup.judge_provider, setup.judge
     free = judge is None and not wanted["rewriter"]
+    priced = judge_provider if judge is not None else setup.rewriter_provider  # whose prices the table uses
     result = CostEstimate(strategy, len(questions), judge_provider.name, judge.model if judge is not None else None,
-                          free, None if free else judge_provider.prices.as_of,
+                          free, None if free else priced.prices.as_of,
                           supports_batch=judge_provider.supports_batch)
     for role in ROLES:
         prompts = wanted[role]
         provider, choice = (setup.rewriter_provider, setup.rewriter) if role == "rewriter" else (judge_provider, judge)
+        if choice is None:  # no model serves the role (the offline judge): no call, no token
+            result.roles.append(RoleEstimate(role, 0, 0, 0, 0.0, 0.0, "no model called"))
+            continue
         calls = sum(prompts.values())
         input_tokens, how = count_input_tokens(provider, choice, prompts)
         output_tokens = calls * ASSUMED_OUTPUT_TOKENS[role]
         usd = usd_batch = None
-        model = choice.model if choice is not None else None
-        if choice is None:
-            usd = usd_batch = 0.0
-        elif calls:
+        model = choice.model
+        if calls:
             usd = provider.prices.cost_usd(model, input_tokens, output_tokens)
             usd_batch = provider.prices.cost_usd(model, input_tokens, output_tokens, batch=True) \
                 if BATCHED[role] and result.supports_batch else None

@@ -122,6 +122,7 @@ class RunContext:
     record: Callable[[dict], None] = lambda row: None  # the journal: each finished row, before on_row
     journal: str | None = None
     runs_dir: str | None = None
+    output: str | None = None  # the --output file (absolute), recorded for --resume
     done: dict[str, QuestionResult] = field(default_factory=dict)  # rows taken over (--resume)
     resumed_from: str | None = None
     batch: Any = None  # a BatchJudge: grade through the provider's batch API
@@ -332,7 +333,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         id=context.id, rewriter=rewriter_info, usage=usage, cost_usd=sum(costs) if priced else None,
         cost_note=cost_note or None, max_cost_usd=max_cost_usd, recovered=loop.recovered,
         resumed_from=context.resumed_from, resumed_rows=len(context.done), journal=context.journal,
-        runs_dir=context.runs_dir, selection=context.selection, index=prepared.index_info,
+        runs_dir=context.runs_dir, output=context.output, selection=context.selection, index=prepared.index_info,
         budget=loop.budget.to_json() if loop.budget is not None else None,
         judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None,
         configuration=context.configuration or (strategy.configuration if strategy is not None else None),

@@ -41,11 +41,11 @@ from loguru import logger
 
 from components.core import Retriever, Strategy, resolve_strategy
 from components.core.chunking import Chunking
+from components.run.file_names import strategy_file_name
 from components.run.journal import read_rows
 from components.run.reranker import RerankedRetriever, load_reranker
 from utils.console import escape_control
 from utils.errors import InputError
-from utils.output import safe_name
 
 OWN_KEYS = ("name", "strategy", "chunk_size", "chunk_overlap", "embedding_model", "reranker")
 MAX_SUITE_BYTES = 1_000_000
@@ -95,7 +95,7 @@ def load_suite(spec: str) -> Suite:
     strategies = [_configuration(where, i, item, path, wanted) for i, item in enumerate(items)]
     seen: dict[str, str] = {}
     for s in strategies:
-        file_name = safe_name(s.name)
+        file_name = strategy_file_name(s.name)
         if file_name in seen:
             raise InputError(f"{where}, configuration {s.name!r}, key name: it writes the same results file as "
                              f"{seen[file_name]!r} (benchmark_results.{file_name}.json): give every configuration "
