@@ -37,7 +37,7 @@ from pathlib import Path
 from loguru import logger
 logger.remove()
 from components.readers import load_corpus
-from components.run.index_cache import fingerprint
+from components.run.retrieval.index_cache import fingerprint
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
 if sys.argv[2] == "load":

@@ -36,7 +36,7 @@ t = time.perf_counter()
 from loguru import logger
 logger.remove()
 from components.core import resolve_strategy
-from components.run.index_cache import prepare_index
+from components.run.retrieval.index_cache import prepare_index
 imports = time.perf_counter() - t
 corpus = None if sys.argv[1] == "builtin" else sys.argv[1]
 p = prepare_index(corpus, sys.argv[2], resolve_strategy(sys.argv[2]).factory, sys.argv[3])

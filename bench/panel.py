@@ -38,7 +38,7 @@ def one(n: int, judges: int, concurrency: int, delay: float) -> dict:
     from components.readers.builtin import builtin_corpus
     from components.run.benchmark_loop import BenchmarkLoop
     from components.run.evaluation import Judging
-    from components.run.panel_run import check_judges, loop_panel
+    from components.run.panel.run import check_judges, loop_panel
     from tests.loopback import LoopbackServer, Reply
 
     logger.remove()

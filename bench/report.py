@@ -66,7 +66,7 @@ def synthetic_run(path: Path, questions: int, index: int, text: int) -> Path:
 def time_size(runs: int, questions: int, repeat: int, text: int, env: dict[str, str]) -> dict:
     from loguru import logger
 
-    from components.analysis.report import write_report
+    from components.report.page import write_report
 
     logger.remove()
     with tempfile.TemporaryDirectory() as tmp:

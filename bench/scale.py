@@ -184,7 +184,7 @@ def child(mode: str, corpus: str, strategy: str, cache: str, queries_file: str |
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
     from components.core import resolve_strategy
-    from components.run.index_cache import prepare_index
+    from components.run.retrieval.index_cache import prepare_index
 
     factory = resolve_strategy(strategy).factory
     prepared = prepare_index(Path(corpus), strategy, factory, Path(cache))

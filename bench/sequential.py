@@ -4,7 +4,7 @@
                                           [--flips 4000] [--cs-reps 200] [--json OUT]
 
 Every cell: ``--reps`` seeded repetitions of ``--questions`` paired questions judged in 10 equal
-blocks (a look after each), the design of ``components.analysis.sequential`` (Lan-DeMets
+blocks (a look after each), the design of ``components.stats.sequential`` (Lan-DeMets
 O'Brien-Fleming-type α spending, α = 0.05 split across the gated metrics, repeated intervals from
 Student's t and Hall's skewness-corrected t). Judging stops when every gated metric is decided.
 
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from components.analysis import sequential as Q
-from components.analysis.statistics import min_detectable_delta
+from components.stats import sequential as Q
+from components.stats.statistics import min_detectable_delta
 from utils.metrics import NOT_FOUND_WEIGHT, RANK_WEIGHTS
 
 SEED = 20251201

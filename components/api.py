@@ -47,7 +47,7 @@ from components.judges.providers import ModelChoice, Provider, Variable, provide
 from components.judges.settings import Settings
 from components.readers import load_questions as load_queries  # any questions format, BEIR's with qrels=/split=
 from components.run.evaluation import evaluate as _evaluate
-from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
+from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from utils.errors import BenchmarkError, InputError, JudgeError
 from utils.metrics import Metric, metrics, register_metric
 from utils.results import QuestionResult, RunInfo, RunResult, load_run
@@ -114,14 +114,14 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
     - ``k`` chunks per question; ``judge_repeats`` grades per question; ``chunk_relevance`` rate
       each chunk 0-3 (None: only with the offline judge, which does it for free);
       ``max_cost_usd`` stop grading before the LLM calls' cost could pass it (each call made only when
-      its worst case, a reply at its output cap, fits: :mod:`components.run.budget`; an
+      its worst case, a reply at its output cap, fits: :mod:`components.run.calls.budget`; an
       :class:`InputError` when one call's worst case is over it); ``group_by`` question
       fields to aggregate by; ``keep_text`` keep the chunks' text in the rows; ``cache_dir`` an index
       cache folder (None: no cache);
     - ``retrieval_timeout``: seconds each ``retrieve()`` may take (default 60): past it the question
       gets a ``retrieval_error: timeout: …`` row, its thread is abandoned (named in the log) and the
       run goes on; None or 0: no deadline, ``retrieve()`` called in this thread
-      (:mod:`components.run.retrieval_deadline`, which says what a retriever must not do);
+      (:mod:`components.run.retrieval.deadline`, which says what a retriever must not do);
     - ``on_row(row, i, n)`` is called after each question, in order; ``should_stop()`` is asked
       before each retrieval and each judge call (return True to end the run ``interrupted``).
 
@@ -165,7 +165,7 @@ def compare(runs: Sequence[RunResult | str | os.PathLike], *, labels: Sequence[s
 def report(runs: Sequence[RunResult | str | os.PathLike]) -> str:
     """One self-contained HTML page of ``runs`` (with their comparison when there are several)."""
     from components.analysis.compare import default_labels
-    from components.analysis.report import render_report, run_label
+    from components.report.page import render_report, run_label
 
     results = [_as_result(r) for r in runs]
     labels = [run_label(r, r.source or f"run {i + 1}") for i, r in enumerate(results)]

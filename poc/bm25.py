@@ -2,7 +2,7 @@
 
 ``save``/``load`` persist the index with bm25s's own files (score matrix as ``.npy``, memory-mapped
 on load) plus the tokenizer's vocabulary, so that a warm start neither tokenises nor scores the
-corpus again (see :mod:`components.run.index_cache`).
+corpus again (see :mod:`components.run.retrieval.index_cache`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ another embedding model by name (:mod:`poc.embeddings`: ``wordllama-128``, ``wor
 :func:`load_wordllama` loads the weights from the installed package, offline, and writes nothing.
 
 ``save``/``load`` persist the chunk vectors as one float32 ``.npy`` matrix, memory-mapped on load
-(see :mod:`components.run.index_cache`).
+(see :mod:`components.run.retrieval.index_cache`).
 """
 
 from __future__ import annotations

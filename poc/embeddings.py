@@ -9,7 +9,7 @@ shape (len(texts), d); its rows are normalised here.
 
 :func:`embedding_model` resolves a name and raises ``ValueError`` naming the fix when the model is
 not installed or the function cannot be imported: a suite configuration that names one is refused
-before any work (:mod:`components.run.suite`).
+before any work (:mod:`components.run.retrieval.suite`).
 """
 
 from __future__ import annotations

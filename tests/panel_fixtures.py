@@ -48,7 +48,7 @@ def grade_reply(grade: int) -> str:
 def panel_row(qid: str, grades: dict[str, int | None], rank: int | None = 1, method: str = "median",
               **fields) -> QuestionResult:
     """A panel run's row: each judge's grade, the aggregate as the loop computes it."""
-    from components.run.panel_grading import panel_outcome
+    from components.run.panel.grading import panel_outcome
 
     by_judge = {n: JudgeGrade(grade=g, error=None if g is not None else "timeout: scripted") for n, g in grades.items()}
     outcome = panel_outcome(by_judge, list(grades), method)

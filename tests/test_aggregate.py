@@ -10,7 +10,7 @@ from dataclasses import asdict, replace
 import numpy as np
 import pytest
 
-from components.analysis import statistics as S
+from components.stats import statistics as S
 from components.analysis.aggregate import build_report
 from utils import metrics as registry
 from utils.metrics import RetrievalMetrics as M

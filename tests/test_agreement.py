@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from components.analysis.agreement import (average_ranks, normal_mean, pass_confusion, passes, ppi_mean,
+from components.stats.agreement import (average_ranks, normal_mean, pass_confusion, passes, ppi_mean,
                                            spearman_rho, weighted_kappa)
 
 HUMAN = [2, 4, 6, 8, 10]

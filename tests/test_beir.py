@@ -11,7 +11,7 @@ import pytest
 
 from components.readers import beir, load_corpus, load_questions
 from components.readers.questions_json import parse_questions
-from components.run.index_cache import cache_key, fingerprint, key_parts, prepare_index
+from components.run.retrieval.index_cache import cache_key, fingerprint, key_parts, prepare_index
 from poc.bm25 import BM25Retriever
 from tests.conftest import loguru_messages, run_cli
 from utils.errors import InputError

@@ -77,7 +77,7 @@ class RelevanceJudge:
 def test_a_relevance_call_admitted_after_the_breaker_opened_is_not_made():
     """In a concurrent run a relevance call may wait for its slot while other calls open the circuit
     breaker: once admitted it is not made, as a sequential run would not make it."""
-    from components.run.concurrency import Gate
+    from components.run.calls.concurrency import Gate
 
     relevance = RelevanceJudge()
     loop = BenchmarkLoop(Retriever(), Judge(), relevance_judge=relevance, concurrency=2)
@@ -95,7 +95,7 @@ def test_the_budget_is_checked_again_when_the_gate_admits_a_grading_call():
     it: it does not)."""
     from components.judges.providers.scripted import Script
     from components.judges.retrieval_grader import RetrievalGrader
-    from components.run.concurrency import Gate
+    from components.run.calls.concurrency import Gate
     from utils.pricing import Price
 
     script = Script('{"grade": 8}', output_cap=100, price=Price(0.0, 10_000.0))

@@ -1,4 +1,4 @@
-"""--max-cost as a per-call worst-case reservation (components/run/budget.py): reserved before the call,
+"""--max-cost as a per-call worst-case reservation (components/run/calls/budget.py): reserved before the call,
 the unspent part released after, a call that does not fit not made, a budget too small for one call
 refused before the first, a reply past its cap priced as reported and learnt; sequential and concurrent
 runs, chunk relevance, the query rewriter, --order-check and --judge-repeats all through it."""
@@ -17,9 +17,9 @@ from components.judges.chunk_relevance import LLMRelevanceJudge
 from components.judges.providers.scripted import Script, play, reply
 from components.judges.retrieval_grader import RetrievalGrader
 from components.run.benchmark_loop import BenchmarkLoop
-from components.run.budget import Budget, BudgetRefused, check_max_cost
+from components.run.calls.budget import Budget, BudgetRefused, check_max_cost
 from components.run.estimate import approximate_tokens
-from components.run.query_rewriter import QueryRewriter
+from components.run.calls.query_rewriter import QueryRewriter
 from tests.conftest import run_cli
 from tests.loopback_openai import OpenAILoopback, Reply
 from tests.test_api import DOCS, QUESTIONS, KeywordRetriever

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from components.analysis.aggregate import build_report
-from components.analysis.calibration import calibrate, format_report
-from components.analysis.labels import allocate, read_labels, sample_rows
+from components.calibration.calibrate import calibrate, format_report
+from components.calibration.labels import allocate, read_labels, sample_rows
 from tests.conftest import ROOT, run_cli
 from utils.errors import InputError
 from utils.results import QuestionResult, RetrievedItem, RunInfo, load_run

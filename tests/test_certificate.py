@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from components.analysis.agreement import kendall_tau, krippendorff_alpha, pass_agreement, weighted_kappa
+from components.stats.agreement import kendall_tau, krippendorff_alpha, pass_agreement, weighted_kappa
 from components.analysis.compare import compare_runs
 from components.analysis.panel import judge_view, panel_section, reconcile
 from tests.panel_fixtures import panel_row

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components.analysis import statistics as S
+from components.stats import statistics as S
 from components.analysis.compare import compare_runs, format_comparison, resolve_run
 from components.analysis.comparison import BETTER, NOT_COMPARABLE, SAME, WORSE
 from tests.conftest import run_cli

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from components.run.concurrency import Gate
+from components.run.calls.concurrency import Gate
 from tests.conftest import ROOT, judge_env, run_cli, wait_for_line, with_log_dir
 from tests.loopback import LoopbackServer, Reply, error
 

@@ -289,7 +289,7 @@ def test_a_diagnosis_carries_the_fixes_of_its_tags(dx):
 
 def test_the_console_tally_and_the_report_name_each_fix():
     from components.analysis.aggregate import build_report
-    from components.analysis.report import render_report
+    from components.report.page import render_report
     from tests.test_aggregate import ROWS
     from utils.console import summary_table
     from utils.results import RunInfo, RunResult

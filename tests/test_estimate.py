@@ -16,7 +16,7 @@ from components.judges.providers import ModelChoice
 from components.judges.providers.anthropic import PRICES, AnthropicProvider, ProviderConfig, choose_settings
 from components.judges.retrieval_grader import build_prompt
 from components.run import estimate as E
-from components.run.query_rewriter import REWRITE_PROMPT
+from components.run.calls.query_rewriter import REWRITE_PROMPT
 from tests.conftest import SENTINEL_KEY, judge_env, run_cli
 from tests.loopback import LoopbackServer, Reply, count_tokens_rule
 

@@ -13,8 +13,8 @@ import pytest
 
 from components.core import resolve_strategy
 from components.readers import load_corpus
-from components.run import index_cache
-from components.run.index_cache import ENTRIES, PreparedIndex, cache_key, fingerprint, key_parts, prepare_index
+from components.run.retrieval import index_cache
+from components.run.retrieval.index_cache import ENTRIES, PreparedIndex, cache_key, fingerprint, key_parts, prepare_index
 from tests.conftest import K8S, ROOT, needs_k8s, run_cli
 from utils.errors import InputError
 from utils.settings import default_cache_dir
@@ -316,7 +316,7 @@ def test_two_processes_at_once(corpus_dir: Path, tmp_path: Path):
     script = textwrap.dedent(f"""
         import json, os, time
         from components.core import resolve_strategy
-        from components.run.index_cache import prepare_index
+        from components.run.retrieval.index_cache import prepare_index
 
         real_rename = os.rename
         def rename(src, dst):

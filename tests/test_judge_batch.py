@@ -19,7 +19,7 @@ from components.judges.batch import Skipped, result_lines
 from components.judges.providers.anthropic import AnthropicProvider, MessageBatches, ModelSettings, ProviderConfig
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.journal import Journal, read_rows
-from components.run.judge_batch import (BatchJudge, BatchRecord, BatchRequest, PollSchedule, custom_id, repeat_of,
+from components.run.calls.judge_batch import (BatchJudge, BatchRecord, BatchRequest, PollSchedule, custom_id, repeat_of,
                                         run_batch, split_requests)
 from tests.batch_fixtures import make_corpus, make_questions
 from tests.conftest import ROOT, clean_env, judge_env, run_cli, wait_for_line

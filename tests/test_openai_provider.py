@@ -308,7 +308,7 @@ def test_grader_and_relevance_send_the_projects_prompts(serve):
 
 def test_every_role_through_the_project_setup(serve):
     from components.judges.setup import check_models, make_judge, relevance_judge
-    from components.run.query_rewriter import QueryRewriter
+    from components.run.calls.query_rewriter import QueryRewriter
 
     def answer(n: int, body: dict) -> Reply:
         prompt = body["messages"][-1]["content"]

@@ -15,7 +15,7 @@ import pytest
 from components.api import evaluate
 from components.judges.panel import JudgeSpec, parse_judges, read_panel_file
 from components.judges.providers.scripted import Script, fail, reply
-from components.run.panel_grading import panel_outcome
+from components.run.panel.grading import panel_outcome
 from tests.conftest import clean_env, loguru_messages, run_cli
 from tests.loopback_openai import OpenAILoopback
 from tests.panel_fixtures import grade_reply, scripted_judges
@@ -294,7 +294,7 @@ def test_judge_batch_sends_each_judge_its_own_batch_and_resume_continues_each(tm
 
 
 def test_a_single_judges_batch_record_has_no_judge_field():
-    from components.run.judge_batch import BatchRecord
+    from components.run.calls.judge_batch import BatchRecord
 
     assert "judge" not in BatchRecord("b1", {"q0": "x"}).to_json()
     assert BatchRecord("b1", {"q0": "x"}, judge="a").to_json()["judge"] == "a"

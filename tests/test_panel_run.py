@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from components.analysis.agreement import kendall_tau
+from components.stats.agreement import kendall_tau
 from tests.conftest import ROOT, clean_env, run_cli
 from tests.loopback_openai import OpenAILoopback, Reply
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from components.analysis.aggregate import build_report
-from components.analysis.report import render_report
+from components.report.page import render_report
 from tests.test_aggregate import ROWS
 from utils.console import summary_table
 from utils.quality_bands import NDCG, PRECISION, band_text, quality_bands

@@ -14,7 +14,7 @@ from components import api
 from components.core.corpus import BUILTIN_SOURCE
 from components.readers import (CORPUS, QUESTIONS, Reader, load_corpus, load_questions, reader_for, readers,
                                 register_reader, unregister_reader)
-from components.run.index_cache import fingerprint
+from components.run.retrieval.index_cache import fingerprint
 from tests.conftest import ROOT
 from utils.errors import InputError
 

@@ -11,7 +11,7 @@ import pytest
 
 from components.analysis.compare import compare_runs, format_comparison
 from components.analysis.recommendations import best_columns, recommend
-from components.analysis.report import render_comparison
+from components.report.page import render_comparison
 from tests.conftest import run_cli
 from tests.test_compare import A, B, results, row
 

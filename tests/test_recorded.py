@@ -11,7 +11,7 @@ import pytest
 
 from components.readers import QUESTIONS, load_questions, reader_for
 from components.readers.recorded import recorded_items
-from components.run.recorded import RECORDED_SOURCE
+from components.run.retrieval.recorded import RECORDED_SOURCE
 from tests.conftest import ROOT, run_cli
 from utils.errors import InputError
 

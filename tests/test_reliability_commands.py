@@ -36,7 +36,7 @@ from components.judges.chunk_relevance import build_relevance_prompt, parse_rele
 from components.judges.providers.anthropic import (AnthropicProvider, MessageBatches, ModelClient, ModelSettings,
                                                    ProviderConfig)
 from components.judges.retrieval_grader import GRADING_PROMPT, build_prompt, parse_grade
-from components.run.judge_batch import BatchJudge, PollSchedule, custom_id
+from components.run.calls.judge_batch import BatchJudge, PollSchedule, custom_id
 from tests.conftest import ROOT, SENTINEL_KEY, judge_env, loguru_messages, run_cli
 from tests.dataset_fixtures import (OFFLINE, QUESTIONS, export_args, strict_load, validate_args, write_corpus,
                                     write_questions)
@@ -579,7 +579,7 @@ def test_no_prompt_field_can_start_a_template_line(question, answer, doc_id, chu
                          ids=["newlines", "line-separators"])
 def test_the_rewriter_prompt_escapes_the_question(question):
     from components.judges.providers.scripted import Script
-    from components.run.query_rewriter import REWRITE_PROMPT, QueryRewriter
+    from components.run.calls.query_rewriter import REWRITE_PROMPT, QueryRewriter
 
     rewriter = Script("a search query")
     assert QueryRewriter(rewriter).rewrite(question).query_used == "a search query"
@@ -600,7 +600,7 @@ QUERIES = ["how long to boil pasta", "engine oil change", "which port for https"
 
 def _prepare(corpus: Path, cache: Path):
     from components.core import resolve_strategy
-    from components.run.index_cache import prepare_index
+    from components.run.retrieval.index_cache import prepare_index
 
     return prepare_index(corpus, "modular-no-llm", resolve_strategy("modular-no-llm").factory, cache)
 
@@ -641,7 +641,7 @@ def pages(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("edit", [r[1] for r in EDITED], ids=[r[0] for r in EDITED])
 def test_an_edited_cache_entry_is_rebuilt(pages: Path, tmp_path: Path, edit):
-    from components.run.index_cache import ENTRIES
+    from components.run.retrieval.index_cache import ENTRIES
 
     cache = tmp_path / "cache"
     good = _prepare(pages, cache)
@@ -657,7 +657,7 @@ def test_an_edited_cache_entry_is_rebuilt(pages: Path, tmp_path: Path, edit):
 _PREPARE_IN_CHILD = textwrap.dedent("""
     import json, resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))  # a reader that eats memory stops at 1.5 GB
-    from components.run.index_cache import prepare_index
+    from components.run.retrieval.index_cache import prepare_index
     from components.core import resolve_strategy
     p = prepare_index(sys.argv[1], "modular-no-llm", resolve_strategy("modular-no-llm").factory, sys.argv[2])
     peak_kb = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0])  # this process's own peak RSS
@@ -674,7 +674,7 @@ SPECIAL = [
 
 @pytest.mark.parametrize("replace", [r[1] for r in SPECIAL], ids=[r[0] for r in SPECIAL])
 def test_a_special_file_in_the_cache_is_never_read(pages: Path, tmp_path: Path, replace):
-    from components.run.index_cache import ENTRIES
+    from components.run.retrieval.index_cache import ENTRIES
 
     cache = tmp_path / "cache"
     good = _prepare(pages, cache)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from components.analysis.compare import compare_runs
-from components.analysis.report import _group_stats, _rows, paired_deltas, render_comparison, render_report
+from components.report.page import _group_stats, _rows, paired_deltas, render_comparison, render_report
 from tests.browser import Elements, dump_dom, find_chromium, screenshot
 from tests.conftest import run_cli
 
@@ -357,7 +357,7 @@ def test_report_work_is_bounded_in_k_and_groups():
 
 
 def test_fold_groups_keeps_the_largest():
-    from components.analysis.report import fold_groups
+    from components.report.page import fold_groups
 
     stats = {f"v{i}": {"count": i} for i in range(1, 16)}
     folded = fold_groups(stats, limit=4)
@@ -366,7 +366,7 @@ def test_fold_groups_keeps_the_largest():
 
 
 def test_a_zero_delta_is_not_coloured_as_a_loss():
-    from components.analysis.report import _sign_class
+    from components.report.page import _sign_class
 
     assert [_sign_class(x) for x in (-0.5, 0.0, 1e-15, 0.2, None)] == ["bad", "muted", "muted", "good", "muted"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from components import api
-from components.run.retrieval_deadline import RetrievalDeadline, RetrievalTimeout
+from components.run.retrieval.deadline import RetrievalDeadline, RetrievalTimeout
 from tests.conftest import loguru_messages, run_cli
 from tests.test_api import DOCS, QUESTIONS, KeywordRetriever
 from tests.test_reliability import ALL_QUESTIONS, plugin

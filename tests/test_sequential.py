@@ -1,4 +1,4 @@
-"""components.analysis.sequential against independent computations: scipy's multivariate normal
+"""components.stats.sequential against independent computations: scipy's multivariate normal
 integration for the α each look spends, published boundaries, hand-worked looks (boundaries from the
 closed form of a first look, Hall's inverse by root finding), the exact sign-flip rule, and a small
 seeded simulation of the confidence sequence's time-uniform coverage."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from components.analysis import sequential as Q
+from components.stats import sequential as Q
 from utils.errors import InputError
 
 Z975 = stats.norm.isf(0.025)  # 1.959964

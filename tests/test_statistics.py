@@ -1,4 +1,4 @@
-"""components.analysis.statistics against scipy.stats (same stream for the bootstrap, exact or Monte
+"""components.stats.statistics against scipy.stats (same stream for the bootstrap, exact or Monte
 Carlo for the sign-flip test) and hand-pinned tiny cases."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from components.analysis import statistics as S
+from components.stats import statistics as S
 
 stats = pytest.importorskip("scipy.stats")
 

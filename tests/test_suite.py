@@ -13,7 +13,7 @@ import pytest
 
 from components.core import Document
 from components.core.chunking import Chunking, chunk_corpus, chunk_document
-from components.run.suite import load_suite
+from components.run.retrieval.suite import load_suite
 from tests.conftest import ROOT, judge_env, run_cli
 from tests.loopback import LoopbackServer, Reply
 from utils.errors import InputError
@@ -100,7 +100,7 @@ def test_bad_chunking_is_refused(size, overlap, message):
 
 
 def test_the_index_cache_key_holds_the_chunking():
-    from components.run.index_cache import cache_key, key_parts
+    from components.run.retrieval.index_cache import cache_key, key_parts
     from poc.bm25 import BM25Retriever
 
     keys = {cache_key(key_parts("0" * 64, "baseline", BM25Retriever(), chunking))

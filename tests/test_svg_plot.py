@@ -1,4 +1,4 @@
-"""The report's charts as SVG text (components.analysis.svg_plot): scales, ticks, escaping, layout."""
+"""The report's charts as SVG text (components.report.svg): scales, ticks, escaping, layout."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from components.analysis.svg_plot import Chart, nice_ticks, side_by_side
+from components.report.svg import Chart, nice_ticks, side_by_side
 
 
 @pytest.mark.parametrize("low, high, integer, ticks", [

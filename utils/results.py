@@ -280,7 +280,7 @@ class RunInfo:
     # --judge-batch: each batch (id, status, processing_status, request_counts, retry, resumed,
     # custom_ids {custom id: question id}); null in a sequential run
     judge_batch: list[dict] | None = None
-    # --max-cost: {spent_usd, calls, refused, overrun_usd, overrun_calls} (components/run/budget.py); null without
+    # --max-cost: {spent_usd, calls, refused, overrun_usd, overrun_calls} (components/run/calls/budget.py); null without
     budget: dict | None = None
     # --suite: the configuration run (suite, file, name, strategy, chunk_size, chunk_overlap,
     # embedding_model, reranker, parameters); null outside a suite

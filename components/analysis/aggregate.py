@@ -4,7 +4,7 @@
 groups of every metric of the registry (:mod:`utils.metrics`), the diagnosis counts, the counts,
 the judge's consistency across repeats, the order check and the quality bands
 (:mod:`utils.quality_bands`). The intervals are the percentile bootstrap of
-:mod:`components.analysis.statistics`.
+:mod:`components.stats.statistics`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from components.analysis import statistics as S
+from components.stats import statistics as S
 from components.analysis.diagnosis import count_tags
 from utils import metrics as M
 from utils.quality_bands import quality_bands
@@ -51,7 +51,7 @@ def confidence_intervals(rows: Sequence[QuestionResult], k: int, chosen: Sequenc
     """95% percentile-bootstrap CI of each metric's mean over questions, in its unit, and the
     bootstrap's record ``{resamples, seed, method}``. A metric resamples the questions that have a
     value (the graded ones for the average grade); with judge repeats (``llm_grades``) the
-    grade-based metrics are two-level (components.analysis.statistics). Pooled metrics (not a mean
+    grade-based metrics are two-level (components.stats.statistics). Pooled metrics (not a mean
     over questions) and fewer than 2 questions → null."""
     columns: dict[str, list] = {}
     for m in chosen:

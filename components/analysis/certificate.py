@@ -17,7 +17,7 @@ With three or more runs, the runs are ranked by each metric's mean under each ju
 panel, and Kendall's τ-b between each judge's ranking and the panel's says how far the order of
 the runs depends on the judge; with four or more runs, τ among the runs the panel ranks in its top
 half (the ⌈n/2⌉ best) is given apart: that is where a choice is made, and where published judges
-agree least. Formulas: :mod:`components.analysis.agreement`.
+agree least. Formulas: :mod:`components.stats.agreement`.
 
 ``compare --require-agreement`` gates on it (:mod:`components.analysis.gate`).
 """
@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from components.analysis.agreement import kendall_tau
+from components.stats.agreement import kendall_tau
 from components.analysis.comparison import NOT_COMPARABLE, MetricResult
 from components.analysis.panel import is_panel, judge_names, judge_view
 from utils import metrics as M

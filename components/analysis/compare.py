@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
-from components.analysis import statistics as S
+from components.stats import statistics as S
 from components.analysis.certificate import Certificate, certify
 from components.analysis.comparison import (ALPHA, BETTER, NOT_COMPARABLE, POWER, SAME, WORSE, MetricResult,
                                             PairComparison, QuestionChange, QuestionView, RunSummary, verdict)

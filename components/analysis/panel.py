@@ -18,7 +18,7 @@ which is how ``compare``'s certificate, ``calibrate`` and the per-judge metrics 
   judge-level metrics (mean grade, mean total, pass rates) with 95% intervals — the run's own
   bootstrap, two-level with ``--judge-repeats`` (the judge-noise intervals), per judge.
 
-Formulas: :mod:`components.analysis.agreement`.
+Formulas: :mod:`components.stats.agreement`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import replace
 from itertools import combinations
 from typing import Any
 
-from components.analysis.agreement import krippendorff_alpha, krippendorff_alpha_ci, pass_agreement, weighted_kappa
+from components.stats.agreement import krippendorff_alpha, krippendorff_alpha_ci, pass_agreement, weighted_kappa
 from components.analysis.aggregate import confidence_intervals
 from utils import metrics as M
 from utils.console import escape_control

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from components.analysis import statistics as S
+from components.stats import statistics as S
 from components.analysis.comparison import ALPHA, SAME, verdict as verdict_of
 
 QUALITY, TIE_BREAK = "ndcg_at_k", "mrr"

@@ -1,12 +1,12 @@
 """``python benchmark.py calibrate RUN --labels labels.jsonl [--json out.json]``: its arguments; the
-work is :func:`components.analysis.calibration.calibrate_files`."""
+work is :func:`components.calibration.calibrate.calibrate_files`."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from components.analysis.calibration import calibrate_files
+from components.calibration.calibrate import calibrate_files
 from components.cli.common import help_epilog
 from utils.errors import EXIT_OK
 

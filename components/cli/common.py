@@ -10,8 +10,8 @@ import os
 import signal
 from pathlib import Path
 
-from components.run.concurrency import check_concurrency
-from components.run.retrieval_deadline import check_retrieval_timeout
+from components.run.calls.concurrency import check_concurrency
+from components.run.retrieval.deadline import check_retrieval_timeout
 from utils.errors import (EXIT_BUDGET, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK, EXIT_RETRIEVAL,
                           InputError)
 from utils.output import remove_temp_files

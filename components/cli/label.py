@@ -1,12 +1,12 @@
 """``python benchmark.py label RUN --sample 60 --seed 0 -o labels.jsonl``: its arguments; the work is
-:func:`components.analysis.labels.write_labels`."""
+:func:`components.calibration.labels.write_labels`."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from components.analysis.labels import write_labels
+from components.calibration.labels import write_labels
 from components.cli.common import help_epilog, positive_int
 from utils.errors import EXIT_OK
 

@@ -1,12 +1,12 @@
 """``python benchmark.py report RUN [RUN ...] -o report.html``: its arguments; the work is
-:func:`components.analysis.report.write_report`."""
+:func:`components.report.page.write_report`."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from components.analysis.report import write_report
+from components.report.page import write_report
 from components.cli.common import help_epilog
 from utils.errors import EXIT_OK
 

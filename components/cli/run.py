@@ -12,8 +12,8 @@ from loguru import logger
 
 from components.cli.common import (SignalGuard, comma_list, concurrency, dollars, exit_code, positive_int,
                                    timeout_seconds)
-from components.run.concurrency import MAX_CONCURRENCY
-from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
+from components.run.calls.concurrency import MAX_CONCURRENCY
+from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from utils.errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, InputError, ResultsWriteError
 from utils.history_index import record_history_folder
 from utils.output import DEFAULT_OUTPUT_NAME, remove_empty_folders, resolve_output
@@ -130,7 +130,7 @@ def apply_resume_defaults(args: argparse.Namespace, env: dict[str, str]) -> None
     in ``env`` are taken from what FILE recorded (:func:`components.run.benchmark_run.recorded_defaults`);
     ``args`` and ``env`` are updated."""
     from components.run.benchmark_run import recorded_defaults
-    from components.run.suite import first_resume_file
+    from components.run.retrieval.suite import first_resume_file
 
     given = {a.split("=", 1)[0] for a in args.argv if a.startswith("--")} | ({"--strategy"} if args.suite else set())
     defaults = recorded_defaults(first_resume_file(args.resume) if args.suite else args.resume, given, env)
@@ -167,12 +167,12 @@ def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None,
 
 
 def _suite(args: argparse.Namespace):
-    """``--suite``'s :class:`components.run.suite.Suite`, or None; it names the strategies itself."""
+    """``--suite``'s :class:`components.run.retrieval.suite.Suite`, or None; it names the strategies itself."""
     if not args.suite:
         return None
     if any(a == "--strategy" or a.startswith("--strategy=") for a in args.argv):
         raise InputError("--suite names the strategy of each configuration: drop --strategy")
-    from components.run.suite import load_suite
+    from components.run.retrieval.suite import load_suite
 
     return load_suite(args.suite)
 

@@ -6,7 +6,7 @@ imports that module by its name (``importlib``) the first time it is asked, so t
 static import of the pipeline it measures. A plug-in registers its own strategy the same way; a
 user's own retriever also loads with ``package.module:factory`` (``factory()`` returns an object
 with ``index`` and ``retrieve``), imported by that name. A factory may take keyword parameters (a
-suite configuration passes them: :mod:`components.run.suite`).
+suite configuration passes them: :mod:`components.run.retrieval.suite`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What a judge provider's batch API and the run's ``--judge-batch`` engine
-(:mod:`components.run.judge_batch`) exchange: the transport's protocol (:class:`BatchAPI`), a
+(:mod:`components.run.calls.judge_batch`) exchange: the transport's protocol (:class:`BatchAPI`), a
 batch's status, one request's result (:class:`BatchEntry`), a failed create, and the bounded reading
 of a batch's results lines (:func:`result_lines`).
 """
@@ -15,7 +15,7 @@ from components.judges.retrieval_grader import GradeResult, grade_reply
 from utils.errors import JudgeError
 
 # A batch's results are read up to a byte budget of (2 x requests + this) line caps
-# (see components.run.judge_batch.MAX_UNMATCHED_LINES for the lines that match no request).
+# (see components.run.calls.judge_batch.MAX_UNMATCHED_LINES for the lines that match no request).
 RESULTS_BUDGET_SLACK_LINES = 10
 
 

@@ -49,7 +49,7 @@ class LLM(Protocol):
     failure raises :class:`utils.errors.JudgeError` (``fatal`` or transient). Tests pass scripted
     objects with this shape.
 
-    What ``--max-cost`` reads to bound a call before it is made (:mod:`components.run.budget`):
+    What ``--max-cost`` reads to bound a call before it is made (:mod:`components.run.calls.budget`):
     ``output_cap``, the :class:`OutputCap` the next request sends, and ``price``, the model's
     :class:`~utils.pricing.Price` (None when the provider's price table has none). A client that has
     neither can be called, but not under ``--max-cost``."""

@@ -16,12 +16,12 @@ Nothing graded is lost:
   ``--resume``) rather than recorded with an error the signal caused;
 * a fatal judge (or rewriter) error stops further calls: the remaining rows are written ungraded;
 * every LLM call (grades, repeats, chunk relevance, the order check, the rewriter) goes through the
-  ``--max-cost`` budget (:mod:`components.run.budget`: each call's worst case reserved, refused when
+  ``--max-cost`` budget (:mod:`components.run.calls.budget`: each call's worst case reserved, refused when
   it does not fit); once it refuses, the remaining rows are retrieved and written ungraded with
   ``grade_error: "budget: …"``;
 * :meth:`BenchmarkLoop.retry_transient` gives the rows whose grade failed transiently one more
   sequential pass after the loop;
-* with a panel of judges (``panel``: :mod:`components.run.panel_grading`) every judge grades every
+* with a panel of judges (``panel``: :mod:`components.run.panel.grading`) every judge grades every
   question in turn, each call through the same admission point; each judge has its own breaker
   and fatal failure (the others go on), and the row keeps each judge's grade and the aggregate.
 """
@@ -45,11 +45,11 @@ from components.core import Chunk, Question, Retriever, ScoredChunk
 from components.judges.chunk_relevance import RelevanceResult
 from components.judges.llm import TRANSIENT_KINDS, LLMReply
 from components.judges.retrieval_grader import GradeResult, prompt_variant
-from components.run.budget import Budget, BudgetRefused, through
-from components.run.concurrency import Gate
-from components.run.panel_grading import Member, PanelState, judge_grade, panel_outcome, transient
-from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, RetrievalDeadline, RetrievalTimeout
-from components.run.query_rewriter import QueryRewriter, RewriteResult
+from components.run.calls.budget import Budget, BudgetRefused, through
+from components.run.calls.concurrency import Gate
+from components.run.panel.grading import Member, PanelState, judge_grade, panel_outcome, transient
+from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, RetrievalDeadline, RetrievalTimeout
+from components.run.calls.query_rewriter import QueryRewriter, RewriteResult
 from utils.console import escape_control
 from utils.errors import JudgeError
 from utils.metrics import RetrievalMetrics as M
@@ -165,14 +165,14 @@ class BenchmarkLoop:
                  retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
                  panel: PanelState | None = None) -> None:
         self.should_stop = should_stop
-        # --max-cost: every LLM call of the loop goes through it (components/run/budget.py)
+        # --max-cost: every LLM call of the loop goes through it (components/run/calls/budget.py)
         self.budget = Budget(max_cost_usd, should_stop) if max_cost_usd is not None else None
         self.retriever, self.judge, self.k = retriever, through(self.budget, judge), k
         self.panel = panel  # a panel of judges (its members grade in turn); None: the one judge
         self.members = panel.members if panel is not None else [Member(None, self.judge)]
         for member in self.members if panel is not None else ():  # each judge's calls at its own cap and price
             member.judge = through(self.budget, member.judge)
-        self.deadline = RetrievalDeadline(retrieval_timeout, should_stop)  # components/run/retrieval_deadline.py
+        self.deadline = RetrievalDeadline(retrieval_timeout, should_stop)  # components/run/retrieval/deadline.py
         self._retrieval_errors: dict[str, str] = {}  # each retrieval error → the first question it failed
         self.rewriter = through(self.budget, rewriter)
         self.record = record
@@ -191,7 +191,7 @@ class BenchmarkLoop:
         self._longest_retry_after = 0.0
         self.concurrency = concurrency  # checked by evaluate (check_concurrency) before any work
         self.order_check = frozenset(order_check)  # question ids graded again with the chunks reversed
-        self.gate: Gate | None = None  # with concurrency > 1: every LLM call passes it (components/run/concurrency.py)
+        self.gate: Gate | None = None  # with concurrency > 1: every LLM call passes it (components/run/calls/concurrency.py)
         self._lock = threading.RLock()  # the loop's shared state, when judge calls run in worker threads
 
     @property
@@ -241,7 +241,7 @@ class BenchmarkLoop:
         """The grade of a call the judge (``member``; default: the first) must not get (it became
         unusable, its circuit breaker opened, or ``--max-cost`` is spent), or None. The one admission
         point of every grading call, a panel's too; the budget then reserves the call's own worst case
-        (:mod:`components.run.budget`)."""
+        (:mod:`components.run.calls.budget`)."""
         member = member or self.members[0]
         with self._lock:
             if member.failure is not None:

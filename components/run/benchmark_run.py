@@ -14,10 +14,10 @@ module adds what only a command line has — the journal, the console, signals, 
 3. With several strategies, compare them (``components.analysis.compare``) and write one
    results file per strategy beside ``--output`` as well.
 
-A suite (``--suite``, :mod:`components.run.suite`) is several strategies made of its configurations
+A suite (``--suite``, :mod:`components.run.retrieval.suite`) is several strategies made of its configurations
 (each with its own chunking): the same steps, with one ``--max-cost`` budget for them all and
 ``--resume`` taking one file per configuration. ``--strategy recorded`` grades the question set's
-recorded retrievals (:mod:`components.run.recorded`).
+recorded retrievals (:mod:`components.run.retrieval.recorded`).
 
 :class:`RunState` tells the edge, whatever happens, which journal holds the work and the command
 that continues it. Exit statuses are mapped to exit codes by the command line (:mod:`components.cli`).
@@ -43,14 +43,14 @@ from components.judges.providers import is_proxy_judge
 from components.judges.retrieval_grader import PROMPT_SHA256
 from components.judges.settings import Settings
 from components.readers import load_questions
-from components.run import panel_run
+from components.run.panel import run as panel_run
 from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
 from components.run.file_names import strategy_file_names, strategy_results_path
 from components.run.journal import Journal, read_rows
-from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
-from components.run.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
-from components.run.suite import resume_files
-from components.run.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
+from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
+from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
+from components.run.retrieval.suite import resume_files
+from components.run.calls.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
 from utils.console import Progress, escape_control, question_line, summary_table
 from utils.errors import InputError
@@ -85,13 +85,13 @@ class RunOptions:
     chunk_relevance: bool | None = None  # None: on with a judge that calls no model (free), off with an LLM judge
     group_by: list[str] | None = None
     cache_dir: Path | None = None  # the index cache; None = --no-cache
-    judge_batch: bool = False  # grade through the provider's batch API (components/run/judge_batch.py)
+    judge_batch: bool = False  # grade through the provider's batch API (components/run/calls/judge_batch.py)
     concurrency: int = 1  # judge calls in flight at once (1: the sequential loop)
     order_check: int | bool | None = None  # --order-check: True (all), a sample size, or None
     estimate: bool = False  # --estimate: print what the run would cost, grade nothing (components/run/estimate.py)
     targets: list = field(default_factory=list)  # --targets (components.analysis.targets.Target), checked after the run
     retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S  # --retrieval-timeout; None: no deadline
-    suite: Any = None  # --suite: a components.run.suite.Suite, whose configurations run instead of the strategies
+    suite: Any = None  # --suite: a components.run.retrieval.suite.Suite, whose configurations run instead of the strategies
     panel_aggregate: str = "median"  # --panel-aggregate: a panel's grade of a question (with --judges)
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
@@ -410,7 +410,7 @@ class BenchmarkRun:
         kept = set(self._kept(previous[1][1])[0]) if previous else set()
         todo = [q for q in questions if q.id not in kept]
         if judging.members:
-            from components.run.panel_estimate import estimate_panel
+            from components.run.panel.estimate import estimate_panel
 
             return estimate_panel(prepared.retriever, todo, self.o.k, judging, strategy=label,
                                   repeats=self.o.judge_repeats, relevance=judging.relevance is not None,
@@ -454,8 +454,8 @@ class BenchmarkRun:
                 return BatchJudge(setup.judge_provider.batch_api(setup.judge), should_stop=self.should_stop,
                                   record=journal.append, deferred=self.deferred_signals,
                                   schedule=PollSchedule(max_s=self.settings.batch_poll_max_s), judge=name)
-            if judging.members:  # a panel: each judge's own batches (components/run/panel_batch.py)
-                from components.run.panel_batch import PanelBatch
+            if judging.members:  # a panel: each judge's own batches (components/run/panel/batch.py)
+                from components.run.panel.batch import PanelBatch
 
                 batch = PanelBatch({m.name: engine(j.setup, m.name)
                                     for m, j in zip(self.settings.panel, judging.members)})
@@ -493,7 +493,7 @@ class BenchmarkRun:
                       previous, max_cost: float) -> None:
         """With ``--max-cost``: the run's estimated cost, said before the first judge call (a warning
         when the budget will not grade every question; the budget still stops grading when it is spent)."""
-        from components.run.budget import worst_usd
+        from components.run.calls.budget import worst_usd
         from components.run.estimate import over_budget
 
         est = self._estimate(strategy, label, prepared, judging, questions, previous)
@@ -511,7 +511,7 @@ class BenchmarkRun:
 
     def _kept(self, rows: dict) -> tuple[dict, dict]:
         """``--resume``: the rows taken over as they are (graded; in a panel, by every judge) and, in a
-        panel, the grades kept of the others (:func:`components.run.panel_run.kept_grades`)."""
+        panel, the grades kept of the others (:func:`components.run.panel.run.kept_grades`)."""
         if self.settings.panel:
             return panel_run.kept_grades(rows, [m.name for m in self.settings.panel])
         return {qid: row for qid, row in rows.items() if row.llm_grade is not None}, {}

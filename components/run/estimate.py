@@ -40,7 +40,7 @@ still counted and priced); a model missing from the price table has no price ("u
 
 **--max-cost**: before the first judge call of each strategy, the same estimate runs; when the
 budget will not grade every question (each call is made only when its worst case, a reply at its
-output cap, fits in what is left: :mod:`components.run.budget`), one warning line says so — the
+output cap, fits in what is left: :mod:`components.run.calls.budget`), one warning line says so — the
 estimate, about how many questions the budget grades, and the budget that would grade them all —
 and the run goes on: the budget stops grading before the spend would pass ``--max-cost`` (the
 remaining rows are written ungraded, exit 4, ``--resume`` with a higher budget finishes them). The run is
@@ -60,7 +60,7 @@ from loguru import logger
 
 from components.judges.chunk_relevance import build_relevance_prompt
 from components.judges.retrieval_grader import build_prompt
-from components.run.query_rewriter import rewrite_prompt
+from components.run.calls.query_rewriter import rewrite_prompt
 
 ROLES = ("grading", "relevance", "order check", "rewriter")
 ASSUMED_OUTPUT_TOKENS = {"grading": 150, "relevance": 40, "order check": 150, "rewriter": 40}
@@ -254,7 +254,7 @@ def estimate(retriever, questions: Sequence, k: int, setup, *, strategy: str = "
 def over_budget(est: CostEstimate, max_cost_usd: float, reserve_usd: float | None = None) -> str | None:
     """The warning line when the budget will not grade every question of ``est``; None when it will
     (or there is no price). Each call is made only when its worst case (``reserve_usd``, one call at
-    its output cap: :mod:`components.run.budget`; default the mean cost of a question) fits in what
+    its output cap: :mod:`components.run.calls.budget`; default the mean cost of a question) fits in what
     is left, so the last question needs that much room."""
     total = est.usd
     if total is None or not est.questions:

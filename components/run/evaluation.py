@@ -8,8 +8,8 @@ command line's journal), ``should_stop()`` asked before each retrieval and each 
 
 The judge side of a run is a :class:`Judging` (provider setup, judge, chunk-relevance judge,
 diagnoser; with a panel of judges, one ``Judging`` per judge in ``members``:
-:mod:`components.run.panel_run`), built once per corpus and reusable across strategies; the retrieval side a
-:class:`~components.run.index_cache.PreparedIndex` (chunks and an indexed retriever).
+:mod:`components.run.panel.run`), built once per corpus and reusable across strategies; the retrieval side a
+:class:`~components.run.retrieval.index_cache.PreparedIndex` (chunks and an indexed retriever).
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from components.judges.setup import JudgeSetup, make_judge, relevance_judge
 from components.readers import load_questions
 from components.readers.questions_json import parse_questions
 from components.run.benchmark_loop import BenchmarkLoop
-from components.run.concurrency import check_concurrency
-from components.run import panel_run
-from components.run.index_cache import PreparedIndex, prepare_index
-from components.run.retrieval_deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check_retrieval_timeout
-from components.run.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
+from components.run.calls.concurrency import check_concurrency
+from components.run.panel import run as panel_run
+from components.run.retrieval.index_cache import PreparedIndex, prepare_index
+from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check_retrieval_timeout
+from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
 from utils.errors import InputError
 from utils.console import escape_control
 from utils.results import RETRIEVAL_ERROR, CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
@@ -254,7 +254,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
                      names=panel_run.names(judging) if judging.members else ())
     rewriter = None
     if rewrites and setup.rewriter is not None:
-        from components.run.query_rewriter import QueryRewriter
+        from components.run.calls.query_rewriter import QueryRewriter
 
         rewriter = QueryRewriter(setup.rewriter_provider.model(setup.rewriter))
     if judging.members and order_check:
@@ -271,8 +271,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     status = "completed"
     try:
         if context.batch is not None:
-            from components.run.judge_batch import run_batch
-            from components.run.panel_batch import run_panel_batch
+            from components.run.calls.judge_batch import run_batch
+            from components.run.panel.batch import run_panel_batch
 
             (run_panel_batch if judging.members else run_batch)(
                 loop, selected, context.done, context.batch, context.previous_batches,
@@ -354,9 +354,9 @@ def check_budget(max_cost_usd: float, setups: Sequence[JudgeSetup], *, rewrites:
                  names: Sequence[str] = ()) -> None:
     """Before the first call: refuse a ``--max-cost`` that the models of ``setups`` (the judge's, or
     every judge's of a panel, named by ``names``; the first one's rewriter with ``rewrites``) cannot be
-    bounded by, or that cannot pay for one call of them (:func:`components.run.budget.check_max_cost`).
+    bounded by, or that cannot pay for one call of them (:func:`components.run.calls.budget.check_max_cost`).
     Raises :class:`InputError`."""
-    from components.run.budget import check_max_cost
+    from components.run.calls.budget import check_max_cost
 
     roles = {("judge" if not names else f"judge {name}"): (setup.judge_provider, setup.judge)
              for name, setup in zip(names or ["judge"], setups, strict=True)}

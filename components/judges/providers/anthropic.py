@@ -531,7 +531,7 @@ TRANSIENT_BATCH_ERRORS = {"overloaded_error": "overloaded", "api_error": "server
 
 
 class MessageBatches:
-    """``--judge-batch``'s transport (:class:`components.run.judge_batch.BatchAPI`) over the
+    """``--judge-batch``'s transport (:class:`components.run.calls.judge_batch.BatchAPI`) over the
     Message Batches API: the same request settings as a sequential call, half price."""
 
     def __init__(self, provider: AnthropicProvider, settings: ModelSettings) -> None:
@@ -589,7 +589,7 @@ class MessageBatches:
             raise self._error(err, "retrieve") from None
 
     def results(self, batch_id: str, expected: int) -> Iterator[bytes | Skipped]:
-        """The raw result lines of an ended batch (:func:`~components.run.judge_batch.result_lines`):
+        """The raw result lines of an ended batch (:func:`~components.run.calls.judge_batch.result_lines`):
         a line over the one-reply cap is discarded, and the reading stops past a budget of
         ``2 x expected + RESULTS_BUDGET_SLACK_LINES`` line caps (decoded bytes; the transfer's own
         cap is one line cap above it, so the budget is what stops a stream that does not end)."""

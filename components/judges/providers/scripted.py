@@ -83,7 +83,7 @@ class Script:
         if len(steps) == 1 and callable(steps[0]) and then is None:  # one function answers every call
             steps, then = (), steps[0]
         self.model = model
-        # what --max-cost reads (components.run.budget): the max_tokens a real request would send, the price
+        # what --max-cost reads (components.run.calls.budget): the max_tokens a real request would send, the price
         self.output_cap = OutputCap("max_tokens", output_cap) if output_cap is not None else None
         self.price = price
         self.steps, self.then = list(steps), then

@@ -2,7 +2,7 @@
 provider's batch API (every judge of the panel must have one: the run refuses otherwise, as for one
 judge).
 
-Retrieval runs once, in order, as in :func:`components.run.judge_batch.run_batch`; then each judge in
+Retrieval runs once, in order, as in :func:`components.run.calls.judge_batch.run_batch`; then each judge in
 panel order submits, polls and collects its own batch(es) of the questions it has not graded yet
 (with the same prompt, request settings, transient re-submission and fatal failures as one judge's
 batch: a judge whose batch API fails becomes unusable, and the others go on). Each batch's record
@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from components.core import Question
 from components.judges.retrieval_grader import GradeResult, prompt_variant
 from components.run.benchmark_loop import BenchmarkLoop, combine_grades, typed_rows
-from components.run.judge_batch import (BatchJudge, BatchRecord, _adopt, _annotated, _grade, _Item, _pending_error,
+from components.run.calls.judge_batch import (BatchJudge, BatchRecord, _adopt, _annotated, _grade, _Item, _pending_error,
                                         retrieve_all)
-from components.run.panel_grading import judge_grade, panel_outcome
+from components.run.panel.grading import judge_grade, panel_outcome
 from utils.results import JudgeGrade, QuestionResult
 
 
@@ -43,7 +43,7 @@ def run_panel_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: Ma
                     grouped: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
                     ) -> list[QuestionResult]:
     """Every question with ``loop`` and each judge's grades from its batches (module docstring);
-    as :func:`components.run.judge_batch.run_batch` for one judge."""
+    as :func:`components.run.calls.judge_batch.run_batch` for one judge."""
     loop.results = []
     loop.judge_usage.batch = True
     for member in loop.members:

@@ -16,7 +16,7 @@ import json
 
 from components.core import Chunk, QuestionSet, ScoredChunk, Strategy
 from components.readers.recorded import RecordedItem, recorded_items
-from components.run.index_cache import PreparedIndex
+from components.run.retrieval.index_cache import PreparedIndex
 from utils.errors import InputError
 
 RECORDED = "recorded"

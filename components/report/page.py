@@ -13,7 +13,7 @@ recommendations (best quality, fastest, best balance: :mod:`components.analysis.
 one table per compared pair with its verdicts, the questions that got worse and better, and a
 paired-delta plot of the per-question RR and total-score differences.
 
-Inline CSS, inline SVG (drawn by :mod:`components.analysis.svg_plot`) and a little inline JavaScript (expand,
+Inline CSS, inline SVG (drawn by :mod:`components.report.svg`) and a little inline JavaScript (expand,
 filter); no network access, no external file: it opens from disk. Every text from the results is
 HTML-escaped. Schema-1 files (no chunk text, no diagnosis, no intervals) render with what they
 have: a missing field is shown as absent, never guessed.
@@ -37,8 +37,8 @@ from components.analysis.comparison import BETTER, WORSE
 from components.analysis.diagnosis import FIXES, HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
 from components.analysis.recommendations import best_columns
 from components.analysis.recommendations import render_html as render_recommendations
-from components.analysis.panel_report import certificate_html, run_html
-from components.analysis.svg_plot import CHAR_WIDTH, LEGEND_ROW, Chart, nice_ticks, side_by_side, tick_label
+from components.report.panel import certificate_html, run_html
+from components.report.svg import CHAR_WIDTH, LEGEND_ROW, Chart, nice_ticks, side_by_side, tick_label
 from components.judges.providers import is_proxy_judge
 from utils import metrics as M
 from utils.console import CLAMPED_NOTE, NOTHING_GRADED, clamped_count, escape_control, format_ci, is_number, shorten
@@ -234,7 +234,7 @@ def _cards(result: RunResult) -> str:
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
-# ---- plots (components.analysis.svg_plot)
+# ---- plots (components.report.svg)
 
 def _label(text: Any, width: int = 40) -> str:
     """Text for a plot's title or tick: no control characters, at most ``width`` long (the SVG writer escapes it)."""
@@ -891,11 +891,11 @@ def glossary() -> str:
 
 
 def labels_section(path: Path | None, secrets: Iterable[str] = ()) -> str:
-    """``--labels FILE``: the labelling sample's rows as one section (components.analysis.labels),
+    """``--labels FILE``: the labelling sample's rows as one section (components.calibration.labels),
     ``secrets`` redacted; "" without."""
     if path is None:
         return ""
-    from components.analysis.labels import render_labels
+    from components.calibration.labels import render_labels
 
     return render_labels(path, secrets)
 

@@ -19,7 +19,7 @@ from components.judges.panel import check_panel
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
 from components.judges.setup import JudgeSetup, check_models
 from components.run.benchmark_loop import BenchmarkLoop, Usage
-from components.run.panel_grading import Member, PanelState
+from components.run.panel.grading import Member, PanelState
 from utils.results import JudgeGrade, JudgeInfo, QuestionResult
 
 

@@ -86,7 +86,7 @@ from utils.settings import DEFAULT_BATCH_POLL_MAX_S
 if TYPE_CHECKING:
     from components.core import Chunk
     from components.run.benchmark_loop import BenchmarkLoop
-    from components.run.panel_grading import Member
+    from components.run.panel.grading import Member
 
 MAX_BATCH_REQUESTS = 100_000  # the API's limit per batch
 MAX_BATCH_BYTES = 256_000_000  # 256 MB of request JSON per batch (the API's limit), measured ASCII-escaped

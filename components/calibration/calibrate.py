@@ -1,19 +1,19 @@
 """``python benchmark.py calibrate RUN --labels labels.jsonl [--json out.json]``: the judge against people.
 
-The rows of the labelling file (:mod:`components.analysis.labels`) that carry a ``human_grade``
+The rows of the labelling file (:mod:`components.calibration.labels`) that carry a ``human_grade``
 are matched to RUN's rows by question id, and the command reports, on those n labelled rows:
 
 * agreement of the grades: quadratic- and linear-weighted Cohen's κ, Spearman's ρ, and the
-  grade-by-grade table they are computed from (:mod:`components.analysis.agreement`);
+  grade-by-grade table they are computed from (:mod:`components.stats.agreement`);
 * pass/fail at the pass mark (total score = grade × the row's rank weight ≥ 7) of the judge
   against the human: the 2 × 2 table, the judge's sensitivity and specificity;
 * the mean signed difference judge − human with its 95% paired percentile bootstrap interval
-  (:func:`components.analysis.statistics.paired_bootstrap_ci`, its fixed seed and resamples);
+  (:func:`components.stats.statistics.paired_bootstrap_ci`, its fixed seed and resamples);
 
 and, over all N graded rows of the run, the mean grade, mean total score and pass rate three ways,
 each with a 95% interval: the judge alone (normal interval over N), the prediction-powered
 estimate (PPI: the judge's mean over N corrected by the mean human − judge difference of the
-labelled rows; formula in :mod:`components.analysis.agreement`), and the human grades of the
+labelled rows; formula in :mod:`components.stats.agreement`), and the human grades of the
 labelled rows alone (normal interval over n), for scale. A normal interval can pass the end of
 the figure's scale (1-10 for a grade, 0.6-10 for a total score, 0-100% for a pass rate): its bounds
 are clipped to it, marked ``*``, and a footnote line names each bound clipped and where it was.
@@ -35,10 +35,10 @@ from pathlib import Path
 
 from loguru import logger
 
-from components.analysis import statistics as S
-from components.analysis.agreement import (GRADES, LEVEL, Estimate, grade_table, normal_mean, pass_confusion,
+from components.stats import statistics as S
+from components.stats.agreement import (GRADES, LEVEL, Estimate, grade_table, normal_mean, pass_confusion,
                                            passes, ppi_mean, spearman_rho, weighted_kappa)
-from components.analysis.labels import Labels, read_labels
+from components.calibration.labels import Labels, read_labels
 from components.analysis.panel import is_panel, judge_names, judge_view
 from utils.errors import InputError
 from utils.metrics import NOT_FOUND_WEIGHT, PASS_MARK, total_score

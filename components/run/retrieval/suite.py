@@ -18,7 +18,7 @@ A suite file::
 Each configuration is a :class:`~components.core.Strategy` named after it: its factory is the named
 strategy's, called with the configuration's other keys as keyword parameters (``embedding_model``
 too, when the factory takes it), wrapped by the reranker when there is one
-(:mod:`components.run.reranker`); its ``chunking`` is the chunk size and overlap; its
+(:mod:`components.run.retrieval.reranker`); its ``chunking`` is the chunk size and overlap; its
 ``configuration`` is what the results record as ``run.configuration``.
 
 :func:`load_suite` checks everything before any work: an unknown key, a value of the wrong type,
@@ -43,7 +43,7 @@ from components.core import Retriever, Strategy, resolve_strategy
 from components.core.chunking import Chunking
 from components.run.file_names import strategy_file_name
 from components.run.journal import read_rows
-from components.run.reranker import RerankedRetriever, load_reranker
+from components.run.retrieval.reranker import RerankedRetriever, load_reranker
 from utils.console import escape_control
 from utils.errors import InputError
 

@@ -1,7 +1,7 @@
 """The report's parts of a panel of judges: per run, each judge's figures, a judge × judge table
 of agreement and one plot of the grades by judge; in the comparison, the verdict certificate.
 
-Called by :mod:`components.analysis.report` with its HTML helpers (escaping, and the figure around
+Called by :mod:`components.report.page` with its HTML helpers (escaping, and the figure around
 an inline SVG), which this module does not import: that module imports this one.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.analysis.certificate import DEPENDS, HOLDS, Certificate, certificate_lines
-from components.analysis.svg_plot import Chart, nice_ticks, tick_label
+from components.report.svg import Chart, nice_ticks, tick_label
 from utils.metrics import PASS_MARK
 from utils.results import RunResult
 

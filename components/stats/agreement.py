@@ -1,7 +1,7 @@
 """How far a judge's grades are from people's: agreement statistics and prediction-powered estimates.
 
 Stateless, numpy only; each formula is defined here once and used by ``calibrate``
-(:mod:`components.analysis.calibration`).
+(:mod:`components.calibration.calibrate`).
 
 - :func:`weighted_kappa` — Cohen's κ with quadratic (or linear) weights on the 1-10 grade scale:
   κ = 1 − Σᵢⱼ wᵢⱼ Oᵢⱼ / Σᵢⱼ wᵢⱼ Eᵢⱼ with wᵢⱼ = (i − j)² (linear: |i − j|), O the n × n-normalised
