@@ -1,7 +1,7 @@
 """Growth curve: cold index, warm load, query latency and peak RSS on synthetic corpora.
 
     python -m bench.scale [--sizes 10000 30000 100000] [--strategies baseline modular-no-llm]
-                          [--queries 200] [--seed 16] [--out bench/out/scale] [--plot docs/scale.png]
+                          [--queries 200] [--seed 16] [--out bench/out/scale] [--plot docs/scale.png (needs .[plot])]
 
 Corpora: seeded synthetic Markdown pages written to ``<out>/corpus-<N>/`` (page i is the same in
 every size, so a smaller corpus is a prefix of a larger one; files are hard-linked between sizes).
@@ -32,6 +32,7 @@ Results: ``<out>/scale.json``, a table on stdout and a plot (matplotlib) at ``--
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -313,12 +314,15 @@ def main() -> int:
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--seed", type=int, default=16)
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "scale")
-    p.add_argument("--plot", type=Path, default=ROOT / "docs" / "scale.png")
+    p.add_argument("--plot", type=Path, default=None,
+                   help='draw the figures at this path too (docs/scale.png; needs pip install -e ".[plot]")')
     p.add_argument("--warm-repeat", type=int, default=3, help="warm runs per size and strategy (medians)")
     p.add_argument("--keep-cache", action="store_true", help="keep the cache entries (they are large)")
     p.add_argument("--report-only", action="store_true", help="print the table and plot <out>/scale.json, measure nothing")
     p.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        p.error('--plot needs matplotlib: pip install -e ".[plot]"')
     if args.child:
         mode, corpus, strategy, cache, queries_file = args.child
         sys.stdout.write(json.dumps(child(mode, corpus, strategy, cache, queries_file or None)) + "\n")
@@ -348,8 +352,9 @@ def main() -> int:
             if not args.keep_cache:
                 shutil.rmtree(cache, ignore_errors=True)
     sys.stdout.write(table(rows) + "\n" + markdown_table(rows))
-    plot(rows, args.plot)
-    sys.stdout.write(f"\nwritten: {results_path}, {args.plot}\n")
+    if args.plot:
+        plot(rows, args.plot)
+    sys.stdout.write(f"\nwritten: {results_path}{f', {args.plot}' if args.plot else ''}\n")
     return 0
 
 
