@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 
 from utils import metrics as M
 from utils.errors import InputError
-from utils.lines import file_kind
+from utils.lines import open_regular
 from utils.output import write_json_atomic
 from utils.redaction import Redactor, environment_secrets
 from utils.typecheck import convert, hints, record
@@ -411,32 +410,23 @@ def recorded_corpora(results: Iterable[RunResult]) -> list[str]:
 
 # --------------------------------------------------------------------------- reading
 
+#: How a JSON file that cannot be read is refused (:func:`utils.lines.open_regular`).
+OPENING = {"missing": "{path}: no such {what}: give the path of one",
+           "unreadable": "{path}: cannot be read ({reason}): check the path and its permissions",
+           "folder": "{path} is a folder: give a {what}",
+           "kind": "{path} is {kind}, not a regular file: give a {what}"}
+
+
 def read_json_file(path: str | os.PathLike, what: str = "results file", max_bytes: int = MAX_RESULTS_BYTES,
                    fix: str = _FIX) -> object:
     """The JSON document of ``path``: a regular file (a FIFO, device or folder is refused before
     anything is read) of at most ``max_bytes``, UTF-8 with or without a BOM, strict JSON (no NaN
     or Infinity), nested at most :data:`MAX_READ_DEPTH` deep. Raises :class:`InputError`."""
     path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such {what}: give the path of one") from None
-    except IsADirectoryError:
-        raise InputError(f"{path} is a folder, not a {what}: give a file") from None
-    except OSError as err:
-        raise InputError(f"{path}: cannot be read ({err.strerror}): check the path and its permissions") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a folder" if stat.S_ISDIR(info.st_mode) else f"{file_kind(info.st_mode)}, not a regular file"
-            raise InputError(f"{path} is {kind}: give a {what}")
+    fh, info = open_regular(path, messages=OPENING, what=what)
+    with fh:
         if info.st_size > max_bytes:
             raise InputError(f"{path} is {info.st_size:,} bytes, over the {max_bytes:,}-byte limit of a {what}: {fix}")
-        fh = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with fh:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise InputError(f"{path} is over the {max_bytes:,}-byte limit of a {what}: {fix}")

@@ -29,7 +29,6 @@ from __future__ import annotations
 import html
 import os
 import random
-import stat
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -39,9 +38,9 @@ from pathlib import Path
 from loguru import logger
 
 from utils.errors import InputError
-from utils.lines import file_kind
+from utils.lines import open_regular
 from utils.output import check_output, to_strict_json, write_text_atomic
-from utils.results import QuestionResult, RunResult, load_run, parse_json, recorded_corpora
+from utils.results import OPENING, QuestionResult, RunResult, load_run, parse_json, recorded_corpora
 from utils.redaction import Redactor
 
 BANDS = ((1, 3), (4, 6), (7, 8), (9, 10))
@@ -199,18 +198,9 @@ def _human_grade(value: object, where: str) -> int | None:
 
 
 def _read_bytes(path: Path) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such labelling file: give the path of one ({_FIX})") from None
-    except IsADirectoryError:
-        raise InputError(f"{path} is a folder, not a labelling file: give a file") from None
-    except OSError as err:
-        raise InputError(f"{path}: cannot be read ({err.strerror}): check the path and its permissions") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{path} is {file_kind(info.st_mode)}, not a regular file: give a labelling file")
+    fh, _ = open_regular(path, messages={**OPENING, "missing": "{path}: no such {what}: give the path of one ({fix})",
+                                         "folder": None}, what="labelling file", fix=_FIX)
+    with fh:
         data = fh.read(MAX_LABELS_BYTES + 1)
     if len(data) > MAX_LABELS_BYTES:
         raise InputError(f"{path} is over the {MAX_LABELS_BYTES:,}-byte limit of a labelling file: label fewer rows")

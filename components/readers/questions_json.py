@@ -30,8 +30,6 @@ import difflib
 import hashlib
 import json
 import math
-import os
-import stat
 import sys
 from pathlib import Path
 from collections import Counter
@@ -42,7 +40,7 @@ from loguru import logger
 from components.core import Question, QuestionSet
 from components.readers import QUESTIONS, Reader, register_reader
 from utils.errors import InputError
-from utils.lines import file_kind
+from utils.lines import READING, open_regular
 
 ABOUT_FIELDS = ("version", "name", "description")  # the set's own, at the top level: recorded in run.question_set
 _KNOWN = {"id", "question", "expected_answer", "needle_doc_id", "doc_id", "needle_doc_ids", "needles"}
@@ -214,29 +212,15 @@ def _read_bounded(stream: BinaryIO, where: str) -> bytes:
     return b"".join(parts)
 
 
+_OPENING = {**READING, "folder": "{what} {path} is a folder (with no queries.jsonl): {fix}"}
+
+
 def _read_file(path: Path) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        raise InputError(f"questions file {path} does not exist: {_FIX}") from None
-    except IsADirectoryError:
-        raise InputError(f"questions file {path} is a folder (with no queries.jsonl): {_FIX}") from None
-    except OSError as err:
-        raise InputError(f"questions file {path} cannot be opened ({err.strerror}): check it is readable") from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise InputError(f"questions file {path} is a folder (with no queries.jsonl): {_FIX}")
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"questions file {path} is {file_kind(info.st_mode)}, not a regular file: {_FIX}")
+    stream, info = open_regular(path, messages=_OPENING, what="questions file", fix=_FIX)
+    with stream:
         if info.st_size > MAX_QUESTIONS_BYTES:
             raise InputError(f"questions file {path} is over the {MAX_QUESTIONS_BYTES // 1_000_000} MB cap for a "
                              "questions file: split the questions into several files")
-        stream = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with stream:
         return _read_bounded(stream, f"questions file {path}")
 
 
