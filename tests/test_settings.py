@@ -156,6 +156,34 @@ def test_a_judge_model_that_cannot_be_used_is_refused_with_a_did_you_mean(env, f
     assert KEY not in text
 
 
+@pytest.mark.parametrize("env,message", [
+    ({"BENCHMARK_SONNET_MODEL": "gpt-5.4-mini"},
+     "BENCHMARK_SONNET_MODEL='gpt-5.4-mini' cannot be used: the judge is the offline judge (no ANTHROPIC_API_KEY), "
+     "which calls no model: did you mean BENCHMARK_JUDGE_MODEL=openai/gpt-5.4-mini, with OPENAI_API_KEY (or "
+     "OPENAI_BASE_URL for a local server) set?"),
+    ({"BENCHMARK_SONNET_MODEL": "claude-sonnet-4-6"},
+     "BENCHMARK_SONNET_MODEL='claude-sonnet-4-6' cannot be used: the judge is the offline judge (no "
+     "ANTHROPIC_API_KEY), which calls no model: set ANTHROPIC_API_KEY for the anthropic judge, or unset "
+     "BENCHMARK_SONNET_MODEL"),
+])
+def test_a_provider_judge_model_without_its_key_is_refused(env, message):
+    """The provider's own judge-model variable, set with no key, used to leave the offline judge grading."""
+    with pytest.raises(InputError) as err:
+        Settings.from_env(env)
+    assert str(err.value) == message
+
+
+def test_a_provider_judge_model_is_ignored_when_the_offline_judge_is_asked_for():
+    assert Settings.from_env({"BENCHMARK_JUDGE": "offline", "BENCHMARK_SONNET_MODEL": "gpt-5.4-mini"}).judge == "offline"
+
+
+def test_the_missing_key_message_names_no_variable_the_user_did_not_set():
+    with pytest.raises(InputError) as err:
+        Settings.from_env({"BENCHMARK_JUDGE_MODEL": "anthropic/claude-sonnet-5-5"})
+    assert str(err.value).startswith("the anthropic judge needs ANTHROPIC_API_KEY") and "BENCHMARK_JUDGE=anthropic" not in \
+        str(err.value)
+
+
 def test_a_model_its_provider_can_use_is_kept():
     assert Settings.from_env({"BENCHMARK_JUDGE_MODEL": "claude-opus-5-5", **OK}).judge_model == "claude-opus-5-5"
     assert Settings.from_env({}).judge == "offline"  # no judge variable at all: the offline judge, as before

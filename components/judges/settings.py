@@ -69,6 +69,9 @@ class Settings:
         judge_cls = provider_class(judge)
         if judge_spec and not judge_cls.calls_models:  # the model would be dropped without a word
             raise InputError(_unused_model(judge_spec, judge, named, env))
+        if not named and not judge_cls.calls_models:  # so would a provider's judge model, with no key for it
+            for problem in _unused_model_variables(judge, env):
+                raise InputError(problem)
         judge_model = _role_model(judge_cls, "judge", spec_model, env)
         rewriter, rewriter_model = _rewriter(env, judge_cls)
         declared = {v.name for c in providers().values() for v in c.variables}
@@ -115,6 +118,27 @@ def _unused_model(spec: str, judge: str, named: str, env: Mapping[str, str]) -> 
         fix = f"unset BENCHMARK_JUDGE_MODEL, or unset BENCHMARK_JUDGE: {fix}"
     return (f"BENCHMARK_JUDGE_MODEL={spec!r} cannot be used: it names no provider, and the judge is then the {judge} "
             f"judge ({why}), which calls no model: {fix}")
+
+
+def _unused_model_variables(judge: str, env: Mapping[str, str]) -> list[str]:
+    """The message for each provider's judge-model variable (``BENCHMARK_SONNET_MODEL``) that is set
+    while the judge, chosen because no key is set, is ``judge``, which calls no model."""
+    known = providers()
+    problems = []
+    for cls in known.values():
+        variable = cls.model_variables.get("judge")
+        model = (env.get(variable) or "").strip() if variable else ""
+        if not model or cls.configured(env):
+            continue
+        owners = [c for c in known.values() if c.calls_models and c is not cls and c.knows_model(model)]
+        if owners and not cls.knows_model(model):
+            key = "" if owners[0].configured(env) else f", with {owners[0].missing_key()} set"
+            fix = f"did you mean BENCHMARK_JUDGE_MODEL={owners[0].name}/{model}{key}?"
+        else:
+            fix = f"set {cls.missing_key()} for the {cls.name} judge, or unset {variable}"
+        problems.append(f"{variable}={model!r} cannot be used: the judge is the {judge} judge (no "
+                        f"{cls.missing_key()}), which calls no model: {fix}")
+    return problems
 
 
 def _split_model(spec: str) -> tuple[str | None, str | None]:

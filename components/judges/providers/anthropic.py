@@ -189,7 +189,7 @@ class AnthropicProvider(SDKProvider):
         key = env.get("ANTHROPIC_API_KEY") or None
         token = env.get("ANTHROPIC_AUTH_TOKEN") or None
         if not key and not token:
-            raise InputError("BENCHMARK_JUDGE=anthropic needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN): set the "
+            raise InputError("the anthropic judge needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN): set the "
                              "key, or BENCHMARK_JUDGE=offline for the lexical judge")
         for name, value in (("ANTHROPIC_API_KEY", key), ("ANTHROPIC_AUTH_TOKEN", token)):
             if value:
