@@ -144,11 +144,102 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
         repeat_rule("most", 3)
 
 
-def test_judge_batch_is_refused(tmp_path: Path):
-    bad = run_cli("--quick", "--strategy", "baseline", "--judge-repeats", "3", "--repeat-where", "uncertain",
-                  "--judge-batch", "--output", str(tmp_path / "r.json"),
-                  env=clean_env(ANTHROPIC_API_KEY="sk-ant-test-0000"))
-    assert bad.code == 2 and "is not sent through --judge-batch" in bad.stderr, bad.stderr
+def batch_answer(grades: dict[str, list[int]], model_grades: dict[str, dict[str, list[int]]] | None = None):
+    """The loopback batch API's answer to custom id ``q<index>r<repeat>``: that question's grade of
+    that repeat (``model_grades``: per model, for a panel)."""
+    from tests.loopback import Reply
+
+    def answer(cid: str, params: dict, seen: int) -> Reply:
+        index, repeat = map(int, re.fullmatch(r"q(\d+)r(\d+)", cid).groups())
+        table = model_grades[params["model"]] if model_grades else grades
+        return Reply(text=grade_reply(table[f"q{index + 1}"][repeat]))
+    return answer
+
+
+def batch_loop(repeat_where: str, **loop):
+    from components.core.chunking import chunk_corpus
+    from components.run.benchmark_loop import BenchmarkLoop
+    from components.core import Question
+
+    retriever = PlacedRetriever()
+    retriever.index(chunk_corpus(DOCS))
+    questions = [Question(id=q["id"], question=q["question"], expected_answer=q["expected_answer"],
+                          needle_doc_ids=(q["needle_doc_id"],)) for q in QUESTIONS]
+    return BenchmarkLoop(retriever, None, k=3, repeats=3, repeat_rule=repeat_rule(repeat_where, 3), **loop), questions
+
+
+def test_judge_batch_sends_the_repeats_of_the_uncertain_questions_in_a_second_batch():
+    from components.judges.providers.anthropic import MessageBatches
+    from components.run.calls.judge_batch import BatchJudge, run_batch
+    from tests.loopback import LoopbackServer
+    from tests.test_judge_batch import SONNET, provider
+
+    with LoopbackServer(batch_polls=0, batch_script=batch_answer(GRADES)) as srv:
+        loop, questions = batch_loop("uncertain")
+        rows = run_batch(loop, questions, {}, BatchJudge(MessageBatches(provider(srv.url), SONNET),
+                                                         sleep=lambda s: None))
+        batches = [sorted(r["custom_id"] for r in b["requests"]) for b in srv.batch_creates]
+    assert batches == [[f"q{i}r0" for i in range(8)], ["q1r1", "q1r2", "q2r1", "q2r2", "q3r1", "q3r2", "q5r1", "q5r2"]]
+    assert [r.question_id for r in rows if r.judge_repeats == 3] == REPEATED
+    assert [r.llm_grades for r in rows] == [[9], [8, 6, 6], [7, 7, 8], [6, 7, 7], [5], [7, 6, 9], [6], [8]]
+    assert not srv.requests  # nothing graded one call at a time
+
+
+def test_judge_batch_stopped_in_the_second_round_resumes_without_a_new_create():
+    """A stop while the second batch (the repeats of q2, q3, q4, q6) is polled: the questions decided
+    with one grade are finished, the others are pending; --resume collects both batches again and
+    submits nothing."""
+    from components.judges.providers.anthropic import MessageBatches
+    from components.run.calls.judge_batch import BatchJudge, run_batch
+    from tests.loopback import LoopbackServer
+    from tests.test_judge_batch import SONNET, provider
+
+    with LoopbackServer(batch_polls=0, batch_script=batch_answer(GRADES)) as srv:
+        loop, questions = batch_loop("uncertain")
+        loop.should_stop = lambda: len(srv.batch_creates) == 2
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None,
+                           should_stop=loop.should_stop)
+        with pytest.raises(KeyboardInterrupt):
+            run_batch(loop, questions, {}, judge)
+        pending = [r.question_id for r in loop.results if r.llm_grade is None]
+        assert pending == REPEATED and [r.judge_repeats for r in loop.results if r.llm_grade is not None] == [1] * 4
+        done = {r.question_id: r.to_json() for r in loop.results if r.llm_grade is not None}
+        previous = [r.to_json() for r in judge.all_records]
+        loop, questions = batch_loop("uncertain")
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None)
+        rows = run_batch(loop, questions, done, judge, previous)
+        assert len(srv.batch_creates) == 2  # both collected from the earlier run's batches
+    assert [r.llm_grades for r in rows] == [[9], [8, 6, 6], [7, 7, 8], [6, 7, 7], [5], [7, 6, 9], [6], [8]]
+    assert [r.judge_repeats for r in rows] == [1, 3, 3, 3, 1, 3, 1, 1]
+
+
+def test_a_panel_through_judge_batch(tmp_path: Path):
+    """Two judges (two models of the loopback API), --judge-batch: each judge's first grades in a
+    batch, then each judge's repeats of q3 (10 and 5: they disagree) and q4 (7 and 7: on the mark)."""
+    from tests.conftest import judge_env
+    from tests.loopback import LoopbackServer
+
+    qfile, corpus = write_inputs(tmp_path)
+    haiku = {"q1": 9, "q2": 9, "q3": 10, "q4": 7, "q5": 8}
+    sonnet = {"q1": 9, "q2": 10, "q3": 5, "q4": 7, "q5": 9}
+    model_grades = {m: {q: [g] * 3 for q, g in grades.items()}
+                    for m, grades in (("claude-haiku-4-5", haiku), ("claude-sonnet-5-5", sonnet))}
+    out = tmp_path / "r.json"
+    with LoopbackServer(batch_polls=0, batch_script=batch_answer({}, model_grades)) as srv:
+        run = run_cli("--questions", str(qfile), "--corpus", str(corpus), "--strategy", "baseline", "--k", "1",
+                      "--judges", "anthropic/claude-haiku-4-5,anthropic/claude-sonnet-5-5", "--judge-batch",
+                      "--judge-repeats", "3", "--repeat-where", "uncertain", "--output", str(out),
+                      env=judge_env(srv.url, BENCHMARK_BATCH_POLL_MAX="0.05"))
+        assert run.code == 0, run.stderr
+        batches = [(b["requests"][0]["params"]["model"], sorted(r["custom_id"] for r in b["requests"]))
+                   for b in srv.batch_creates]
+    firsts = [f"q{i}r0" for i in range(5)]
+    assert batches == [("claude-haiku-4-5", firsts), ("claude-sonnet-5-5", firsts),
+                       ("claude-haiku-4-5", ["q2r1", "q2r2", "q3r1", "q3r2"]),
+                       ("claude-sonnet-5-5", ["q2r1", "q2r2", "q3r1", "q3r2"])]
+    rows = json.loads(out.read_text())["results"]
+    assert [r["judge_repeats"] for r in rows] == [1, 1, 3, 3, 1] and [r["rank"] for r in rows] == [1] * 5
+    assert rows[2]["grades_by_judge"]["anthropic/claude-sonnet-5-5"]["grades"] == [5, 5, 5]
 
 
 def write_inputs(tmp_path: Path) -> tuple[Path, Path]:
@@ -192,3 +283,19 @@ def test_resume_keeps_the_rows_and_the_rule(tmp_path: Path):
     data = json.loads(out.read_text())
     assert [r["judge_repeats"] for r in data["results"]] == [1, 3, 3, 3, 1]
     assert data["run"]["judge"]["repeat_where"]["rule"] == "uncertain"
+
+
+def test_estimate_prices_the_worst_case_and_says_so(tmp_path: Path):
+    from tests.conftest import judge_env
+    from tests.loopback import LoopbackServer
+
+    qfile, corpus = write_inputs(tmp_path)
+    with LoopbackServer() as server:
+        done = run_cli("--questions", str(qfile), "--corpus", str(corpus), "--strategy", "baseline", "--estimate",
+                       "--judge-repeats", "3", "--repeat-where", "uncertain", "--output", str(tmp_path / "r.json"),
+                       env=judge_env(server.url))
+        assert done.code == 0, done.stderr
+        assert server.requests == []
+    grading = next(line.split() for line in done.stdout.splitlines() if line.strip().startswith("grading"))
+    assert grading[1] == "15"  # 5 questions × 3: every question repeated
+    assert "--repeat-where uncertain: priced at the worst case, every question graded 3 times" in done.stdout

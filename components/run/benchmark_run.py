@@ -312,7 +312,7 @@ class BenchmarkRun:
                                 max_cost_usd=o.max_cost_usd, chunk_relevance=o.chunk_relevance)
         if settings.panel and o.order_check:
             raise InputError("--order-check is not made with a panel of judges (--judges): run it with one judge")
-        repeat_where.check_options(o.repeat_where, o.judge_repeats, o.judge_batch)
+        repeat_where.repeat_rule(o.repeat_where, o.judge_repeats)  # a bad --repeat-where: exit 2 before any work
         if o.judge_batch and o.order_check:
             raise InputError("--order-check is not sent through --judge-batch: run without one of them")
         if o.judge_batch and o.concurrency > 1:

@@ -37,8 +37,9 @@ estimate of the judge's noise over the whole set. ``judge_consistency`` then say
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from components.run.panel.grading import MEDIAN, aggregate, round_half_up
 from utils import metrics as M
@@ -92,6 +93,27 @@ class RepeatRule:
         return {"rule": self.where, "pass_marks": list(self.marks), "near": NEAR, "disagree": DISAGREE}
 
 
+def more_repeats(loop, items: Sequence, first: Callable[[Any], Sequence[int | None]]) -> dict[str, set[int]]:
+    """``--judge-batch``: once the first grades are collected, question id → the repeats (1 to N − 1)
+    still to send for each of ``items`` (``it.q``, ``it.rank``, ``it.partial``) whose judges' first
+    grades ``first(it)`` the rule finds uncertain; each decided item's row records its repeats. Under
+    ``all`` (its repeats already sent) nothing. An item whose first request was never answered (its
+    batch not created or not collected) is not decided."""
+    rule = loop.repeat_rule
+    if not rule.selective:
+        return {}
+    more = {}
+    for it in items:
+        grades = first(it)
+        if grades is None:
+            continue
+        wanted = rule.wants_more(grades, it.rank)
+        it.partial.repeats_asked = loop.repeats if wanted else 1
+        if wanted:
+            more[it.q.id] = set(range(1, loop.repeats))
+    return more
+
+
 def pass_marks(targets: Iterable = ()) -> tuple[float, ...]:
     """The pass marks a run asks for: :data:`~utils.metrics.PASS_MARK` and the mark of each pass rate
     among ``targets`` (``--targets``' :class:`~components.analysis.targets.Target` items), sorted."""
@@ -110,16 +132,6 @@ def repeat_rule(where: str | None, repeats: int, marks: Sequence[float] = (M.PAS
         raise InputError(f"{OPTION} {UNCERTAIN} places the extra grades of --judge-repeats: add --judge-repeats N "
                          f"with N of 2 or more, or leave {OPTION} out")
     return RepeatRule(where, tuple(sorted(set(marks))), method)
-
-
-def check_options(where: str | None, repeats: int, judge_batch: bool) -> None:
-    """The start-up check of ``--repeat-where`` against the run's options; raises :class:`InputError`.
-    ``uncertain`` is not sent through ``--judge-batch``: the batch holds every request at once, before
-    any first grade is known."""
-    rule = repeat_rule(where, repeats)
-    if rule.selective and judge_batch:
-        raise InputError(f"{OPTION} {UNCERTAIN} is not sent through --judge-batch (a batch is submitted before any "
-                         f"first grade is known): run without one of them")
 
 
 def recorded_rule(judge: object) -> str:
