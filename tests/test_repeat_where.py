@@ -142,6 +142,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
     assert not (tmp_path / "r.json").exists()
     with pytest.raises(InputError, match="use all or uncertain"):
         repeat_rule("most", 3)
+    with pytest.raises(InputError, match="add --judge-repeats N"):
+        api.evaluate(PlacedRetriever(), QUESTIONS, DOCS, judge="offline", repeat_where="uncertain")
 
 
 def batch_answer(grades: dict[str, list[int]], model_grades: dict[str, dict[str, list[int]]] | None = None):

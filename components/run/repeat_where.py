@@ -21,6 +21,11 @@
   In a panel every judge grades once, the rule looks at the grades, then every judge makes its other
   N − 1 grades of an uncertain question (under ``all`` each judge makes its N grades in turn, as before).
 
+With ``--judge-batch`` (:mod:`components.run.calls.judge_batch`, :mod:`components.run.panel.batch`) the
+first grades go in one batch per judge; once collected, :func:`more_repeats` names the repeats of the
+uncertain questions, which go in a second batch per judge (a ``--resume`` collects both again without
+a new create).
+
 Each row of an ``uncertain`` run records ``judge_repeats``: the grades asked of the judge (of each
 judge of a panel) for that question, 1 or N; ``run.judge.repeat_where`` records the rule
 (:meth:`RepeatRule.to_json`). ``--estimate`` and ``--max-cost``'s check price the worst case (every
@@ -51,7 +56,7 @@ RULES = (ALL, UNCERTAIN)
 OPTION = "--repeat-where"
 NEAR = 1  # a first grade within this many grades of the grade that reaches a pass mark is near it
 DISAGREE = 2  # a panel whose judges' first grades differ by at least this much disagrees
-_PASS_MARKS = {"pass_rate_8": 8.0, "pass_rate_7": 7.0, "pass_rate_6_5": 6.5}  # the pass-rate metrics' marks
+_PASS_MARKS = {f"pass_rate_{mark:g}".replace(".", "_"): mark for mark in M.PASS_THRESHOLDS}  # pass_rate_6_5: 6.5
 
 
 @dataclass(frozen=True)
