@@ -9,7 +9,9 @@
    sequential call. The API takes custom ids of 1-64 characters ``[A-Za-z0-9_-]`` and question
    ids may hold anything, so each request is named ``q<index>`` (``q<index>r<repeat>`` with
    repeats; index = the question's 0-based position in the run) and the mapping custom id →
-   question id is kept.
+   question id is kept. With ``--repeat-where uncertain`` the first batch holds each question's
+   first request (``r0``) only; once it is collected, the repeats the rule asks for
+   (:func:`components.run.repeat_where.more_repeats`) go in a second batch (:func:`_round`).
 3. **One batch**, split above :data:`MAX_BATCH_REQUESTS` requests or :data:`MAX_BATCH_BYTES` of
    request JSON. As soon as a batch is created, its id and mapping are written to the journal
    (``{"batch": {"id": …, "custom_ids": {…}, "status": "submitted", …}}``), signals deferred from
