@@ -97,7 +97,7 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
              retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
              should_stop: Callable[[], bool] | None = None, judges: Sequence[str | Mapping] | str | None = None,
-             panel_aggregate: str = "median") -> RunResult:
+             panel_aggregate: str = "median", repeat_where: str = "all") -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
 
     - ``retriever``: an object with ``index(chunks)`` and ``retrieve(query, k)``, or a strategy name
@@ -111,7 +111,9 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
       as dicts, or a ``panel.toml`` path; exclusive with ``judge`` and ``settings``): every judge
       grades every question, ``llm_grade`` is their ``panel_aggregate`` (``"median"`` or ``"mean"``),
       rounded half up, and each row keeps every judge's grade in ``grades_by_judge``;
-    - ``k`` chunks per question; ``judge_repeats`` grades per question; ``chunk_relevance`` rate
+    - ``k`` chunks per question; ``judge_repeats`` grades per question, on every question
+      (``repeat_where="all"``) or only where the first grade is near the pass mark or a panel's
+      judges disagree (``"uncertain"``: :mod:`components.run.repeat_where`); ``chunk_relevance`` rate
       each chunk 0-3 (None: only with the offline judge, which does it for free);
       ``max_cost_usd`` stop grading before the LLM calls' cost could pass it (each call made only when
       its worst case, a reply at its output cap, fits: :mod:`components.run.calls.budget`; an
@@ -134,7 +136,8 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
                      judge_repeats=judge_repeats, chunk_relevance=chunk_relevance, max_cost_usd=max_cost_usd,
                      group_by=group_by, keep_text=keep_text, cache_dir=Path(cache_dir) if cache_dir else None,
                      concurrency=concurrency, order_check=order_check, retrieval_timeout=retrieval_timeout,
-                     on_row=on_row, should_stop=should_stop, panel_aggregate=check_aggregate(panel_aggregate))
+                     on_row=on_row, should_stop=should_stop, panel_aggregate=check_aggregate(panel_aggregate),
+                     repeat_where=repeat_where)
 
 
 def _as_result(run: RunResult | str | os.PathLike | Mapping) -> RunResult:

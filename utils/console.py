@@ -216,8 +216,11 @@ def summary_table(result: Any, *, proxy: bool) -> str:
                                              f"{escape_control(failed[0].split(': ', 1)[-1][:200])})"))
     consistency = result.judge_consistency
     if consistency:
+        chosen = f" (--repeat-where uncertain: {consistency['questions']} of {consistency['graded']} graded questions " \
+            "repeated, near a pass mark or disputed; not the whole set's noise)" if consistency.get("repeat_where") else ""
         lines.append(row("judge repeats", f"grade moved by 2 or more in {consistency['moved_2_or_more_rate']:.1f}% of "
-                                          f"{consistency['questions']} questions, mean SD {consistency['mean_sd']:.2f}"))
+                                          f"{consistency['questions']} questions, mean SD {consistency['mean_sd']:.2f}"
+                                          + chosen))
     checked = result.order_check
     if checked:
         ci = checked.get("mean_change_ci95")

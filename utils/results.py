@@ -123,6 +123,7 @@ class QuestionResult:
     llm_grades: list[int | None] | None = None
     grade_spread: int | None = None  # max - min of the repeated grades
     grade_sd: float | None = None  # their population standard deviation
+    judge_repeats: int | None = None  # --repeat-where uncertain: the grades asked of each judge here, 1 or N
     # annotations added by the run's annotators, null when not computed
     needle_best_chunk: dict | None = None
     diagnosis: dict | None = None
@@ -198,6 +199,7 @@ class JudgeInfo:
     repeats: int = 1
     relevance_prompt_sha256: str | None = None  # the chunk-relevance prompt, when chunks were rated
     concurrency: dict | None = None  # --concurrency: {requested, peak, final_limit, lowered}; null: sequential
+    repeat_where: dict | None = None  # --repeat-where uncertain: {rule, pass_marks, near, disagree}; null: all
     details: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:

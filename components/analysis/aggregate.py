@@ -107,13 +107,19 @@ def group_metrics(rows: Sequence[QuestionResult], k: int, group_by: Sequence[str
 def judge_consistency(rows: Sequence[QuestionResult]) -> dict | None:
     """With judge repeats: how many questions were graded more than once, the share (percent) whose
     grade moved by 2 or more between repeats, and the mean standard deviation of their grades.
-    None when no row has repeated grades."""
+    None when no row has repeated grades. Under ``--repeat-where uncertain`` (rows with
+    ``judge_repeats``) it covers only the questions the rule repeated, chosen by their first grade
+    (:mod:`components.run.repeat_where`): it says so with ``repeat_where`` and ``graded``, the graded
+    questions they were chosen from."""
     spreads = [(r.grade_spread, r.grade_sd) for r in rows if r.grade_spread is not None]
     if not spreads:
         return None
+    chosen = any(r.judge_repeats is not None for r in rows)  # --repeat-where uncertain chose the repeated ones
     return {"questions": len(spreads),
             "moved_2_or_more_rate": round(100.0 * sum(1 for s, _ in spreads if s >= 2) / len(spreads), 4),
-            "mean_sd": round(_stats.fmean(sd for _, sd in spreads if sd is not None), 4)}
+            "mean_sd": round(_stats.fmean(sd for _, sd in spreads if sd is not None), 4),
+            **({"repeat_where": "uncertain", "graded": sum(1 for r in rows if r.llm_grade is not None)}
+               if chosen else {})}
 
 
 def order_check(rows: Sequence[QuestionResult]) -> dict | None:

@@ -106,6 +106,10 @@ def _add_judging_arguments(p: argparse.ArgumentParser) -> None:
                         "judges that graded it, rounded half up")
     p.add_argument("--judge-repeats", type=positive_int, default=1, metavar="N",
                    help="grade each question N times; the row keeps every grade and their spread")
+    p.add_argument("--repeat-where", default="all", metavar="all|uncertain",
+                   help="with --judge-repeats N: repeat every question (all, the default), or only those whose first "
+                        "grade is within one grade of a pass mark or whose panel judges disagree (uncertain; "
+                        "docs/judge-settings.md#repeats-where-they-matter)")
     p.add_argument("--judge-batch", action="store_true",
                    help="after retrieval, send every grading request as one Message Batch (half price, results "
                         "usually within the hour); --resume collects an interrupted run's batch")
@@ -211,7 +215,7 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None, suite
         order_check=(args.order_check_sample or True) if args.order_check else None, log_file=log_path,
         argv=list(args.argv), estimate=args.estimate, retrieval_timeout=args.retrieval_timeout or None,
         targets=parse_targets(args.targets, args.k) if args.targets else [], suite=suite,
-        panel_aggregate=args.panel_aggregate or "median")
+        panel_aggregate=args.panel_aggregate or "median", repeat_where=args.repeat_where)
 
 
 def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: SignalGuard, state, suite) -> int:

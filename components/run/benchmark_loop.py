@@ -48,6 +48,7 @@ from components.judges.retrieval_grader import GradeResult, prompt_variant
 from components.run.calls.budget import Budget, BudgetRefused, through
 from components.run.calls.concurrency import Gate
 from components.run.panel.grading import Member, PanelState, judge_grade, panel_outcome, transient
+from components.run.repeat_where import RepeatRule
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, RetrievalDeadline, RetrievalTimeout
 from components.run.calls.query_rewriter import QueryRewriter, RewriteResult
 from utils.console import escape_control
@@ -147,6 +148,7 @@ class Partial:
     by_judge: dict = field(default_factory=dict)  # a panel: judge name → its JudgeGrade
     panel_value: float | None = None  # a panel: the unrounded aggregate
     panel_graded: int | None = None  # a panel: how many judges graded
+    repeats_asked: int | None = None  # --repeat-where uncertain: the grades asked of each judge (1 or N)
 
 
 class BenchmarkLoop:
@@ -163,7 +165,7 @@ class BenchmarkLoop:
                  on_row: Callable[[QuestionResult, int, int], None] | None = None,
                  concurrency: int = 1, order_check: Collection[str] = (),
                  retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
-                 panel: PanelState | None = None) -> None:
+                 panel: PanelState | None = None, repeat_rule: RepeatRule | None = None) -> None:
         self.should_stop = should_stop
         # --max-cost: every LLM call of the loop goes through it (components/run/calls/budget.py)
         self.budget = Budget(max_cost_usd, should_stop) if max_cost_usd is not None else None
@@ -179,6 +181,7 @@ class BenchmarkLoop:
         self.annotate = annotate
         self.relevance_judge = through(self.budget, relevance_judge)
         self.repeats = max(1, repeats)
+        self.repeat_rule = repeat_rule or RepeatRule()  # --repeat-where: which questions get the repeats
         self.keep_text = keep_text
         self.retry_wait_max_s = retry_wait_max_s
         self.on_row = on_row  # after each row is kept and recorded: (row, i, n), e.g. its console line
@@ -338,40 +341,61 @@ class BenchmarkLoop:
 
     def _grade_panel(self, p: Partial, chunks: list[Chunk], members: Sequence[Member] | None = None) -> None:
         """Every judge of the panel (or of ``members``: the retry pass) grades ``p``, in panel order;
-        a judge whose grade ``--resume`` kept is not called. Then the aggregate."""
+        a judge whose grade ``--resume`` kept is not called. Under ``--repeat-where uncertain`` each
+        judge grades once, then again only when the rule asks. Then the aggregate."""
         kept = self.panel.resumed.get(p.q.id, {})
-        for member in members if members is not None else self.members:
-            if members is None and member.name in kept:
-                p.by_judge[member.name] = kept[member.name]
-                continue
-            grades: list[GradeResult] = []
-            cost = None
-            for _ in range(self.repeats):
-                if self.should_stop():
-                    raise KeyboardInterrupt("stop requested")
-                g = self._grade_once(p.q, chunks, member)
-                grades.append(g)
-                spent = self._count(g.reply, member)
-                cost = cost if spent is None else (cost or 0.0) + spent
-            p.by_judge[member.name] = judge_grade(combine_grades(grades), grades, cost)
-            if cost is not None:
-                p.cost = (p.cost or 0.0) + cost
+        if members is None:
+            p.by_judge.update({m.name: kept[m.name] for m in self.members if m.name in kept})
+        todo = list(members) if members is not None else [m for m in self.members if m.name not in kept]
+        grades: dict[str | None, list[GradeResult]] = {m.name: [] for m in todo}
+        costs = {m.name: self._calls(p, chunks, self.repeat_rule.first_calls(self.repeats), grades[m.name], m)
+                 for m in todo}
+        first = [g[0].grade for g in grades.values()] + [(j.grades or [j.grade])[0] for n, j in p.by_judge.items()
+                                                         if n not in grades]
+        if self._more(p, first):
+            for m in todo:
+                more = self._calls(p, chunks, self.repeats - 1, grades[m.name], m)
+                costs[m.name] = costs[m.name] if more is None else (costs[m.name] or 0.0) + more
+        for m in todo:
+            p.by_judge[m.name] = judge_grade(combine_grades(grades[m.name]), grades[m.name], costs[m.name])
+            if costs[m.name] is not None:
+                p.cost = (p.cost or 0.0) + costs[m.name]
         outcome = panel_outcome(p.by_judge, self.panel.names, self.panel.method, prompt_variant(p.q.expected_answer))
         p.grade, p.panel_value, p.panel_graded = outcome.grade, outcome.value, outcome.graded
+
+    def _calls(self, p: Partial, chunks: list[Chunk], n: int, into: list[GradeResult],
+               member: Member | None = None) -> float | None:
+        """``n`` grading calls of ``p`` by ``member`` (default: the one judge), appended to ``into``;
+        their cost (None: none known)."""
+        cost = None
+        for _ in range(n):
+            if self.should_stop():
+                raise KeyboardInterrupt("stop requested")
+            g = self._grade_once(p.q, chunks, member)
+            into.append(g)
+            spent = self._count(g.reply, member)
+            cost = cost if spent is None else (cost or 0.0) + spent
+        return cost
+
+    def _more(self, p: Partial, first: Sequence[int | None]) -> bool:
+        """Whether ``p``, whose judges' first grades are ``first``, gets its other repeats
+        (:mod:`components.run.repeat_where`); under ``uncertain`` the row records how many it got."""
+        if not self.repeat_rule.selective or self.repeats == 1:
+            return False
+        wanted = self.repeat_rule.wants_more(first, M.calculate_rank(p.retrieved, p.q.needle_doc_ids))
+        p.repeats_asked = self.repeats if wanted else 1
+        return wanted
 
     def _grade(self, p: Partial, chunks: list[Chunk]) -> None:
         if self.panel is not None:
             self._grade_panel(p, chunks)
             return
-        for _ in range(self.repeats):
-            if self.should_stop():
-                raise KeyboardInterrupt("stop requested")
-            g = self._grade_once(p.q, chunks)
-            p.grades.append(g)
-            with self._lock:
-                cost = self.judge_usage.add(g.reply)
-            if cost is not None:
-                p.cost = (p.cost or 0.0) + cost
+        cost = self._calls(p, chunks, self.repeat_rule.first_calls(self.repeats), p.grades)
+        if self._more(p, [p.grades[0].grade]):
+            more = self._calls(p, chunks, self.repeats - 1, p.grades)
+            cost = cost if more is None else (cost or 0.0) + more
+        if cost is not None:
+            p.cost = (p.cost or 0.0) + cost
         p.grade = combine_grades(p.grades)
         if p.q.id in self.order_check and len(chunks) > 1 and p.grade.grade is not None:
             if self.should_stop():
@@ -549,6 +573,7 @@ class BenchmarkLoop:
             chunk_relevance_raw=getattr(rel, "raw", None),
             llm_grade_reversed=p.reversed_grade.grade if p.reversed_grade is not None else None,
             order_check_error=p.reversed_grade.error if p.reversed_grade is not None else None,
+            judge_repeats=p.repeats_asked,
             **self._panel_fields(p),
         )
 

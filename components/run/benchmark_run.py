@@ -43,6 +43,7 @@ from components.judges.providers import is_proxy_judge
 from components.judges.retrieval_grader import PROMPT_SHA256
 from components.judges.settings import Settings
 from components.readers import load_questions
+from components.run import repeat_where
 from components.run.panel import run as panel_run
 from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
 from components.run.file_names import strategy_file_names, strategy_results_path
@@ -63,7 +64,7 @@ RUNS_FOLDER = "runs"
 RESUME_FIELDS = (("questions_sha256", "questions file"), ("corpus_sha256", "corpus"),
                  ("strategy", "--strategy"), ("k", "--k"), ("judge_model", "judge model"),
                  ("prompt_sha256", "grading prompt"), ("relevance_prompt_sha256", "chunk-relevance prompt"),
-                 ("configuration", "suite configuration"))
+                 ("configuration", "suite configuration"), ("repeat_where", "--repeat-where"))
 LEGEND = "legend: R3 ~ = needle at rank 3 (✓ rank 1, ✗ not retrieved); G8 = grade 8; T6.8 = total score (✓ ≥ 7)"
 
 
@@ -93,6 +94,7 @@ class RunOptions:
     retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S  # --retrieval-timeout; None: no deadline
     suite: Any = None  # --suite: a components.run.retrieval.suite.Suite, whose configurations run instead of the strategies
     panel_aggregate: str = "median"  # --panel-aggregate: a panel's grade of a question (with --judges)
+    repeat_where: str = "all"  # --repeat-where: which questions get the repeats (components/run/repeat_where.py)
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -141,6 +143,7 @@ def identity_of(run: dict) -> dict:
             "questions_file": run.get("questions_file"), "qrels_file": run.get("qrels_file"),
             "corpus": corpus.get("source"), "output": run.get("output"),
             "judge_provider": judge.get("provider"), "repeats": judge.get("repeats"),
+            "repeat_where": repeat_where.recorded_rule(judge),
             "selection": run.get("selection") or {}, "configuration": run.get("configuration"),
             **({"panel": judge.get("judges"), "aggregate": judge.get("aggregate")} if judge.get("judges") else {})}
 
@@ -309,6 +312,7 @@ class BenchmarkRun:
                                 max_cost_usd=o.max_cost_usd, chunk_relevance=o.chunk_relevance)
         if settings.panel and o.order_check:
             raise InputError("--order-check is not made with a panel of judges (--judges): run it with one judge")
+        repeat_where.repeat_rule(o.repeat_where, o.judge_repeats)  # a bad --repeat-where: exit 2 before any work
         if o.judge_batch and o.order_check:
             raise InputError("--order-check is not sent through --judge-batch: run without one of them")
         if o.judge_batch and o.concurrency > 1:
@@ -362,6 +366,7 @@ class BenchmarkRun:
             resume = previous.get(label)
             if self.o.estimate:
                 sys.stdout.write(self._estimate(strategy, label, prepared, judging, questions, resume).table())
+                sys.stdout.write(repeat_where.estimate_note(self.o.repeat_where, self.o.judge_repeats))
                 sys.stdout.flush()
                 continue
             results.append(self._run_strategy(strategy, label, prepared, judging, qset, questions, resume,
@@ -436,7 +441,8 @@ class BenchmarkRun:
                     "relevance_prompt_sha256": RELEVANCE_PROMPT_SHA256 if judging.relevance is not None else None,
                     "questions_file": qset.path, "qrels_file": qset.qrels, "corpus": prepared.source,
                     "judge_provider": judging.setup.judge_provider.name,
-                    "repeats": o.judge_repeats, "selection": {"limit": o.limit, "ids": o.ids},
+                    "repeats": o.judge_repeats, "repeat_where": o.repeat_where,
+                    "selection": {"limit": o.limit, "ids": o.ids},
                     "configuration": strategy.configuration, "output": os.path.abspath(o.output),
                     **(panel_run.identity(self.settings, o.panel_aggregate) if judging.members else {})}
         done, previous_batches = self._resumed(identity, previous, questions)
@@ -476,7 +482,8 @@ class BenchmarkRun:
                               group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
                               concurrency=o.concurrency, order_check=o.order_check,
                               retrieval_timeout=o.retrieval_timeout, on_row=_row_printer(progress),
-                              should_stop=self.should_stop, context=context, panel_aggregate=o.panel_aggregate)
+                              should_stop=self.should_stop, context=context, panel_aggregate=o.panel_aggregate,
+                              repeat_where=o.repeat_where, pass_marks=repeat_where.pass_marks(o.targets))
         if o.targets:
             from components.analysis.targets import check_targets
 
@@ -529,7 +536,10 @@ class BenchmarkRun:
         if kept:
             logger.info("Resuming {}: {} more row(s) keep the grades of the judges that graded them; the other judges "
                         "grade them now", path, len(kept))
-        check_resume_repeats(prev_run, done, o.judge_repeats, path)
+        if o.repeat_where == repeat_where.UNCERTAIN:  # its rows hold 1 or N grades: the recorded N is checked
+            repeat_where.check_resumed(identity_of(prev_run), o.judge_repeats, path)
+        else:
+            check_resume_repeats(prev_run, done, o.judge_repeats, path)
         logger.info("Resuming {}: {} graded row(s) kept as they are, {} question(s) to run", path, len(done),
                     sum(1 for q in questions if q.id not in done))
         return done, prev_run.get("judge_batch") or []

@@ -41,11 +41,13 @@ from components.readers.questions_json import parse_questions
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.calls.concurrency import check_concurrency
 from components.run.panel import run as panel_run
+from components.run.repeat_where import ALL, repeat_rule
 from components.run.retrieval.index_cache import PreparedIndex, prepare_index
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check_retrieval_timeout
 from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
 from utils.errors import InputError
 from utils.console import escape_control
+from utils.metrics import PASS_MARK
 from utils.results import RETRIEVAL_ERROR, CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
 from utils.versions import package_versions
 
@@ -222,6 +224,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
              rewrites_queries: bool | None = None, concurrency: int = 1,
              order_check: int | bool | None = None, order_check_seed: int = 0,
              retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S, panel_aggregate: str = "median",
+             repeat_where: str = ALL, pass_marks: Sequence[float] = (PASS_MARK,),
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
              should_stop: Callable[[], bool] | None = None, context: RunContext | None = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
@@ -235,6 +238,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     context = context or RunContext()
     check_concurrency(concurrency)
     check_retrieval_timeout(retrieval_timeout)
+    rule = repeat_rule(repeat_where, judge_repeats, pass_marks, panel_aggregate)
     qset, selected = questions_from(questions)
     settings = settings or (judging.settings if judging is not None else Settings.from_env({}))
     if isinstance(retriever, str) and retriever == RECORDED:
@@ -266,7 +270,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
                          order_check=order_check_sample(selected, order_check, order_check_seed),
                          retrieval_timeout=retrieval_timeout,
                          panel=panel_run.loop_panel(judging, panel_aggregate, context.panel_kept)
-                         if judging.members else None)
+                         if judging.members else None, repeat_rule=rule)
     started = now()
     status = "completed"
     try:
@@ -303,6 +307,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         loop.budget.report()
     judge_info = panel_run.judge_record(judging, loop, judge_repeats, panel_aggregate) if judging.members else \
         judging.judge_info("judge", judge_repeats, loop.judge_usage.models)
+    judge_info = replace(judge_info, repeat_where=rule.to_json())
     if context.batch is not None:
         judge_info = replace(judge_info, mode="batch")
     if loop.gate is not None:

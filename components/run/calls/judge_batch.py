@@ -9,7 +9,9 @@
    sequential call. The API takes custom ids of 1-64 characters ``[A-Za-z0-9_-]`` and question
    ids may hold anything, so each request is named ``q<index>`` (``q<index>r<repeat>`` with
    repeats; index = the question's 0-based position in the run) and the mapping custom id →
-   question id is kept.
+   question id is kept. With ``--repeat-where uncertain`` the first batch holds each question's
+   first request (``r0``) only; once it is collected, the repeats the rule asks for
+   (:func:`components.run.repeat_where.more_repeats`) go in a second batch (:func:`_round`).
 3. **One batch**, split above :data:`MAX_BATCH_REQUESTS` requests or :data:`MAX_BATCH_BYTES` of
    request JSON. As soon as a batch is created, its id and mapping are written to the journal
    (``{"batch": {"id": …, "custom_ids": {…}, "status": "submitted", …}}``), signals deferred from
@@ -79,6 +81,7 @@ from components.core import Question
 from components.judges.batch import BatchAPI, BatchEntry, CreateFailed, Skipped
 from components.judges.retrieval_grader import GradeResult, build_prompt, prompt_variant
 from components.run.benchmark_loop import Partial, combine_grades, typed_rows
+from components.run.repeat_where import more_repeats
 from utils.errors import InputError, JudgeError
 from utils.metrics import RetrievalMetrics as M
 from utils.settings import DEFAULT_BATCH_POLL_MAX_S
@@ -533,7 +536,8 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
     journal's :meth:`Journal.grouped`, under which the graded rows are written (one fsync per
     second instead of one per row: until then the batch holds them). Returns ``loop.results``;
     raises KeyboardInterrupt after writing what is done, as ``BenchmarkLoop.run`` does."""
-    check_resume_repeats({}, done or {}, loop.repeats)
+    if not loop.repeat_rule.selective:  # an uncertain run's rows hold 1 or N grades (checked at start-up)
+        check_resume_repeats({}, done or {}, loop.repeats)
     loop.results = []
     loop.judge_usage.batch = True
     done = typed_rows(done)
@@ -545,6 +549,9 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
         waiting = [it for it in items if it.waiting]
         if waiting:
             _grade(loop, judge, waiting, adopted=bool(owned), settled=set(done))
+            more = more_repeats(loop, waiting, first_grades)  # --repeat-where uncertain: the second round
+            if more:
+                _round(loop, judge, waiting, [it for it in waiting if it.q.id in more], more, set(done))
         with grouped():
             for it in items:
                 loop.finish(it.index + 1, n, _final_row(loop, judge, it))
@@ -696,19 +703,28 @@ def _grade(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], adopted: 
            settled: set[str] = frozenset(), member: Member | None = None) -> None:
     """Submit, collect, and re-submit transient failures once. ``settled``: question ids whose
     rows this run takes over (a batch holding only those and the ones collected is ``collected``)."""
-    by_id = {it.q.id: it for it in items}
     fresh = [it for it in items if not it.sources]
+    first = loop.repeat_rule.first_calls(loop.repeats)  # --repeat-where uncertain: the first grades, alone
     logger.info("Retrieval done for {:,} question(s); {:,} grading request(s) go to the Message Batches API{}",
-                len(items), len(fresh) * loop.repeats,
+                len(items), len(fresh) * first,
                 f" ({len(items) - len(fresh):,} collected from earlier batches)" if adopted else "")
+    _round(loop, judge, items, fresh, {it.q.id: set(range(first)) for it in fresh}, settled, member)
+
+
+def _round(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], sent: list[_Item], only: dict[str, set[int]],
+           settled: set[str] = frozenset(), member: Member | None = None) -> None:
+    """Submit the repeats ``only`` names of ``sent``, collect every batch submitted (adopted ones too),
+    and re-submit once the entries of ``items`` that failed transiently."""
+    by_id = {it.q.id: it for it in items}
     member = member or loop.members[0]
-    _submit(loop, judge, fresh, member=member)
+    only = {q: {r for r in wanted if r not in by_id[q].entries} for q, wanted in only.items()}  # not collected yet
+    _submit(loop, judge, [it for it in sent if only.get(it.q.id)], member=member, only=only)
     _collect(loop, judge, [r for r in judge.records if r.status == "submitted"], by_id, settled, member)
     # One more, smaller batch for the entries that failed transiently (never for a retry batch's).
     again: dict[str, set[int]] = {}
     for it in items:
         for r, entry in it.entries.items():
-            if entry.transient and it.batch is not None and not it.batch.retry:
+            if entry.transient and it.batch is not None and not it.batch.retry and r in only.get(it.q.id, (r,)):
                 again.setdefault(it.q.id, set()).add(r)
     if again and member.failure is None:
         logger.info("Re-submitting {:,} request(s) whose batch entry failed transiently, in a second batch",
@@ -755,6 +771,13 @@ def _collect(loop: BenchmarkLoop, judge: BatchJudge, records: Sequence[BatchReco
         record.status = "partial" if unused else "collected"
 
 
+def first_grades(it: _Item) -> list[int | None] | None:
+    """``[the grade of the first request of it]`` (None in it: no grade), for ``--repeat-where``; None
+    when that request has no answer."""
+    entry = it.entries.get(0)
+    return None if entry is None else [entry.grade(prompt_variant(it.q.expected_answer), 0.0).grade]
+
+
 def _final_row(loop: BenchmarkLoop, judge: BatchJudge, it: _Item):
     """The finished row of one question (a row taken over, complete, or graded from its entries)."""
     if it.done is not None:
@@ -788,7 +811,7 @@ def _write_unfinished(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_I
     console line); a question still waiting for its grade goes into the results only, as
     ``batch_pending``."""
     for it in items:
-        graded = (len(it.entries) == loop.repeats and bool(it.sources)
+        graded = (len(it.entries) == (getattr(it.partial, "repeats_asked", None) or loop.repeats) and bool(it.sources)
                   and all(s.status in ("collected", "partial") for s in it.sources))
         if not it.waiting or graded:  # complete, or graded by batches all collected, not yet written
             loop.finish(it.index + 1, n, it.done if it.done is not None else it.row if it.row is not None

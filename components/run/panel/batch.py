@@ -22,8 +22,9 @@ from components.core import Question
 from components.judges.retrieval_grader import GradeResult, prompt_variant
 from components.run.benchmark_loop import BenchmarkLoop, combine_grades, typed_rows
 from components.run.calls.judge_batch import (BatchJudge, BatchRecord, _adopt, _annotated, _grade, _Item, _pending_error,
-                                        retrieve_all)
+                                        _round, first_grades, retrieve_all)
 from components.run.panel.grading import judge_grade, panel_outcome
+from components.run.repeat_where import more_repeats
 from utils.results import JudgeGrade, QuestionResult
 
 
@@ -67,6 +68,12 @@ def run_panel_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: Ma
             if mine:
                 _grade(loop, batch.judges[member.name], mine, adopted=bool(owned[member.name]), settled=set(done),
                        member=member)
+        more = more_repeats(loop, waiting, lambda it: _first_grades(loop, it, per_judge))  # --repeat-where uncertain
+        for member in loop.members if more else ():
+            mine = per_judge[member.name]
+            if any(q in mine for q in more):
+                _round(loop, batch.judges[member.name], list(mine.values()), [mine[q] for q in more if q in mine], more,
+                       set(done), member)
         with grouped():
             for it in items:
                 loop.finish(it.index + 1, n, it.done if it.done is not None else it.row if it.row is not None
@@ -88,6 +95,17 @@ def run_panel_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: Ma
 def _judge_of(record: object) -> str | None:
     parsed = BatchRecord.from_json(record)
     return parsed.judge if parsed is not None else None
+
+
+def _first_grades(loop: BenchmarkLoop, it: _Item, per_judge: Mapping[str, Mapping[str, _Item]]) -> list | None:
+    """Each judge's first grade of ``it`` (a grade ``--resume`` kept, or its first request's); None
+    when no judge's first request has an answer."""
+    kept = loop.panel.resumed.get(it.q.id, {})
+    answered = [first_grades(per_judge[m.name][it.q.id]) for m in loop.members
+                if m.name not in kept and it.q.id in per_judge.get(m.name, {})]
+    if all(a is None for a in answered):
+        return None
+    return [g for a in answered if a is not None for g in a] + [(j.grades or [j.grade])[0] for j in kept.values()]
 
 
 def _row(loop: BenchmarkLoop, it: _Item, per_judge: Mapping[str, Mapping[str, _Item]]) -> QuestionResult:
