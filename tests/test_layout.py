@@ -208,3 +208,15 @@ def test_a_project_without_those_faults_passes_them(tmp_path: Path):
                                "utils/x.py": "import json\n"})
     assert circles(imports(root)) == circles(package_imports(root)) == []
     assert utils_imports_upward(root) == static_imports_of_poc(root) == harness_types_in_poc(root) == []
+
+
+def test_the_old_import_paths_of_the_types_keep_working():
+    """Plug-ins written against the old layout import the types from ``poc``: the same objects."""
+    from components.core import Chunk, Corpus, Document, Retriever, ScoredChunk
+    from components.readers import load_corpus
+    from poc.chunking import Chunk as OldChunk
+    from poc.corpus import Corpus as OldCorpus, Document as OldDocument, load_corpus as old_load_corpus
+    from poc.retriever import Chunk as RetrieverChunk, Retriever as OldRetriever, ScoredChunk as OldScoredChunk
+
+    assert (OldChunk, RetrieverChunk, OldCorpus, OldDocument, OldRetriever, OldScoredChunk, old_load_corpus) == \
+        (Chunk, Chunk, Corpus, Document, Retriever, ScoredChunk, load_corpus)
