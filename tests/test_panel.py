@@ -315,8 +315,21 @@ def test_the_log_redacts_a_key_a_panel_file_names(tmp_path: Path):
     run = run_cli("--quick", "--judges", str(panel), "--log-level", "TRACE",
                   env=clean_env(MY_LOCAL_KEY=SECRET))
     assert run.code == 3 and "judge local:" in run.stderr
+    error = next(line for line in run.stderr.splitlines() if "error: judge local:" in line)
+    assert "the base_url of this judge in the panel file" in error and "OPENAI_BASE_URL" not in error, error
     text = run.stderr + run.stdout + run.log_text()
     assert SECRET not in text and "pw-SENTINEL-42" not in text
+
+
+def test_a_missing_key_variable_is_named_once_with_its_judge(tmp_path: Path):
+    panel = tmp_path / "panel.toml"
+    panel.write_text('[[judge]]\nname = "a"\nprovider = "openai"\nmodel = "gpt-4.1"\n'
+                     'base_url = "http://127.0.0.1:1/v1"\napi_key_env = "NOT_SET_VAR_X"\n')
+    run = run_cli("--quick", "--judges", str(panel), env=clean_env())
+    errors = [line for line in run.stderr.splitlines() if "| ERROR" in line]
+    assert run.code == 2 and len(errors) == 1, run.stderr
+    assert errors[0].split("| ERROR   | ", 1)[1] == ("error: judge a: api_key_env names NOT_SET_VAR_X, which is not set: "
+                                                  "export NOT_SET_VAR_X with the judge's key"), errors[0]
 
 
 def test_the_examples_local_judges_grade_by_their_rules_and_disagree():

@@ -196,7 +196,7 @@ def _member_env(spec: JudgeSpec, env: Mapping[str, str]) -> dict[str, str]:
     cls = provider_class(spec.provider)
     key_variable, url_variable = getattr(cls, "key_variable", None), getattr(cls, "base_url_variable", None)
     if key_variable is None or url_variable is None:
-        raise InputError(f"judge {spec.name}: the {spec.provider} provider takes no base_url or key: leave them out")
+        raise InputError(f"the {spec.provider} provider takes no base_url or key: leave them out")
     if spec.base_url is not None:
         out[url_variable] = spec.base_url
         for variable in cls.variables:  # the environment's key is for the provider's own endpoint: not sent here
@@ -205,7 +205,7 @@ def _member_env(spec: JudgeSpec, env: Mapping[str, str]) -> dict[str, str]:
     if spec.api_key_env is not None:
         key = env.get(spec.api_key_env)
         if not key:
-            raise InputError(f"judge {spec.name}: api_key_env names {spec.api_key_env}, which is not set: export "
+            raise InputError(f"api_key_env names {spec.api_key_env}, which is not set: export "
                              f"{spec.api_key_env} with the judge's key")
         out[key_variable] = key
     return out
@@ -234,10 +234,23 @@ def check_panel(settings: Settings, *, rewrites_queries: bool = False) -> list[J
         try:
             setups.append(check_models(member.settings, rewrites_queries=rewrites_queries and i == 0))
         except InputError as err:
-            raise InputError(f"judge {member.name}: {err}") from None
+            raise InputError(f"judge {member.name}: {_file_terms(member.spec, str(err))}") from None
         except JudgeError as err:
-            raise JudgeError(err.kind, f"judge {member.name}: {err}", fatal=err.fatal) from None
+            raise JudgeError(err.kind, f"judge {member.name}: {_file_terms(member.spec, str(err))}",
+                             fatal=err.fatal) from None
     return setups
+
+
+def _file_terms(spec: JudgeSpec, text: str) -> str:
+    """A provider's message about a judge whose endpoint or key come from a panel file, in the file's
+    terms: its ``base_url`` and ``api_key_env`` where the provider names its own variables."""
+    cls = provider_class(spec.provider)
+    url_variable, key_variable = getattr(cls, "base_url_variable", None), getattr(cls, "key_variable", None)
+    if spec.base_url is not None and url_variable:
+        text = text.replace(url_variable, "the base_url of this judge in the panel file")
+    if spec.api_key_env is not None and key_variable:
+        text = text.replace(key_variable, f"{spec.api_key_env} (this judge's api_key_env)")
+    return text
 
 
 def check_aggregate(name: str) -> str:
