@@ -136,6 +136,18 @@ def test_a_panel_run_is_compared_on_the_judge_it_shares_with_a_single_judge_run(
     assert comparison.certificate is None and comparison.runs[1].means["avg_llm_grade"] == 3.0
 
 
+def test_a_panel_of_one_judge_is_read_as_that_judges_run():
+    """``--judges b`` beside a panel that has b: compared on b's grades, as a single-judge run would be,
+    not warned about as another judge."""
+    one = run_of("one", (5,), judges=("b",))
+    panel = run_of("p", (8, 3, 8))
+    runs, warnings = reconcile([one, panel], ["one", "p"])
+    assert [r.rows[0].llm_grade for r in runs] == [5, 3] and runs[0].run.judge.model == "b"
+    assert warnings == ["p is a panel run: compared on the grades of its judge b (scripted b), the judge every run has"]
+    comparison = compare_runs([one, panel], ["one", "p"])
+    assert not any("judge differs" in w for w in comparison.warnings), comparison.warnings
+
+
 def test_without_a_shared_judge_the_aggregate_is_compared_with_a_warning():
     panel = run_of("p", (8, 3, 8))
     other = RunResult(RunInfo(strategy="s", k=5, judge=JudgeInfo("scripted", "z")),

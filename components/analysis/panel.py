@@ -189,7 +189,9 @@ def reconcile(runs: Sequence[RunResult], labels: Sequence[str]) -> tuple[list[Ru
     """Panel runs compared with single-judge runs: when every single-judge run has the same judge
     (provider and model) and every panel has it too, each panel run is read as that judge alone
     graded it (:func:`judge_view`); otherwise the panel runs keep their aggregate. Either way a
-    warning says which. All panel runs, or none: the runs as they are."""
+    warning says which. All panel runs, or none: the runs as they are. A panel of one judge is read
+    as that judge's run first (its grades are that judge's)."""
+    runs = [judge_view(r, judge_names(r)[0]) if is_panel(r) and len(judge_names(r)) == 1 else r for r in runs]
     panels = [i for i, r in enumerate(runs) if is_panel(r)]
     out = list(runs)
     if not panels or len(panels) == len(runs):
