@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from components.core import Chunk, Question, ScoredChunk
-from components.judges.retrieval_grader import GradeResult
+from components.judges.chunk_relevance import LLMRelevanceJudge
+from components.judges.providers.scripted import Script
+from components.judges.retrieval_grader import RetrievalGrader
 from components.run.benchmark_loop import BenchmarkLoop
 
 CHUNK = Chunk("doc", "doc#0", "Doc", (), "text", 0)
@@ -23,24 +25,24 @@ class Retriever:
         return [ScoredChunk(CHUNK, 1.0)]
 
 
-class Judge:
-    provider, model = "scripted", "scripted"
+def judge() -> RetrievalGrader:
+    """The run's grader over a scripted model that grades every question 8 (``.llm.prompts``: what it was sent)."""
+    return RetrievalGrader(Script(then='{"grade": 8, "reasoning": "ok"}'))
 
-    def __init__(self) -> None:
-        self.questions: list[str] = []
 
-    def grade(self, question, expected_answer, chunks) -> GradeResult:
-        self.questions.append(question)
-        return GradeResult(8, "ok", 1.0, None, '{"grade": 8}')
+def graded(grader: RetrievalGrader) -> list[str]:
+    """The questions ``grader`` was asked to grade, in order (read from the prompts its model was sent)."""
+    return [next(q.question for q in QUESTIONS if f"{q.question}\n" in prompt) for prompt in grader.llm.prompts]
 
 
 QUESTIONS = [Question(f"q{i}", f"question {i}", "answer", ("doc",)) for i in range(1, 5)]
 
 
 def test_runs_every_question_when_never_told_to_stop():
-    judge = Judge()
-    results = BenchmarkLoop(Retriever(), judge).run(QUESTIONS)
+    grader = judge()
+    results = BenchmarkLoop(Retriever(), grader).run(QUESTIONS)
     assert [r.question_id for r in results] == ["q1", "q2", "q3", "q4"]
+    assert graded(grader) == ["question 1", "question 2", "question 3", "question 4"]
     assert [r.total_score for r in results] == [8.0] * 4
 
 
@@ -49,29 +51,19 @@ def test_a_stop_during_retrieval_abandons_that_question_before_the_judge():
     question 3 is being retrieved: the signal handler's flag is still seen."""
     stop = []
     retriever = Retriever(on_call=lambda n: stop.append(True) if n == 3 else None)
-    judge = Judge()
-    loop = BenchmarkLoop(retriever, judge, should_stop=lambda: bool(stop))
+    grader = judge()
+    loop = BenchmarkLoop(retriever, grader, should_stop=lambda: bool(stop))
     results = loop.run(QUESTIONS)
     assert [r.question_id for r in results] == ["q1", "q2"]
-    assert judge.questions == ["question 1", "question 2"]
+    assert graded(grader) == ["question 1", "question 2"]
     assert retriever.calls == 3
     assert loop.results is results
 
 
 def test_a_stop_requested_before_the_run_runs_nothing():
-    retriever, judge = Retriever(), Judge()
-    assert BenchmarkLoop(retriever, judge, should_stop=lambda: True).run(QUESTIONS) == []
-    assert retriever.calls == 0 and judge.questions == []
-
-
-class RelevanceJudge:
-    def __init__(self) -> None:
-        self.calls = 0
-        self.result = object()
-
-    def relevance(self, question, expected_answer, chunks):
-        self.calls += 1
-        return self.result
+    retriever, grader = Retriever(), judge()
+    assert BenchmarkLoop(retriever, grader, should_stop=lambda: True).run(QUESTIONS) == []
+    assert retriever.calls == 0 and grader.llm.prompts == []
 
 
 def test_a_relevance_call_admitted_after_the_breaker_opened_is_not_made():
@@ -79,12 +71,12 @@ def test_a_relevance_call_admitted_after_the_breaker_opened_is_not_made():
     breaker: once admitted it is not made, as a sequential run would not make it."""
     from components.run.calls.concurrency import Gate
 
-    relevance = RelevanceJudge()
-    loop = BenchmarkLoop(Retriever(), Judge(), relevance_judge=relevance, concurrency=2)
+    script = Script(then='{"chunks": [{"chunk": 1, "relevance": 2}]}')
+    loop = BenchmarkLoop(Retriever(), judge(), relevance_judge=LLMRelevanceJudge(script), concurrency=2)
     loop.gate = Gate(2)
-    assert loop._rate(QUESTIONS[0], [CHUNK]) is relevance.result and relevance.calls == 1  # all is well: called
+    assert loop._rate(QUESTIONS[0], [CHUNK]) is not None and len(script.prompts) == 1  # all is well: called
     loop.rate_limited = "rate_limit: not graded: the judge answered rate_limit 3 times in a row"
-    assert loop._rate(QUESTIONS[1], [CHUNK]) is None and relevance.calls == 1  # the breaker is open: not called
+    assert loop._rate(QUESTIONS[1], [CHUNK]) is None and len(script.prompts) == 1  # the breaker is open: not called
     assert loop.gate.in_flight == 0
 
 
@@ -93,8 +85,6 @@ def test_the_budget_is_checked_again_when_the_gate_admits_a_grading_call():
     counts before it is made (budget $2; the call's worst case is max_tokens 100 at $10,000 per million
     output tokens = $1 plus its input; spent $0.10: it fits; spent $1.90 by the time the gate admits
     it: it does not)."""
-    from components.judges.providers.scripted import Script
-    from components.judges.retrieval_grader import RetrievalGrader
     from components.run.calls.concurrency import Gate
     from utils.pricing import Price
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 
 import pytest
@@ -14,8 +15,8 @@ from components.core.chunking import chunk_corpus
 from components.api import Settings
 from components.dataset import validate
 from components.dataset.context_index import ContextIndex
-from components.judges.providers.scripted import fail, play
-from components.judges.retrieval_grader import GradeResult
+from components.judges.providers.scripted import Script, fail, play
+from components.judges.retrieval_grader import RetrievalGrader
 from components.readers import load_corpus, load_questions
 from tests.conftest import K8S, ROOT, needs_k8s, run_cli
 from tests.dataset_fixtures import (ANTHROPIC, OFFLINE, QUESTIONS, QUORUM_Q, VERDICTS, strict_load, validate_args,
@@ -145,24 +146,16 @@ def test_random_draws_follow_the_seed(tiny):
 
 # --------------------------------------------------------------------------- scripted (LLM-path) judges
 
-class ScriptedJudge:
-    """Duck-types the LLM grader: ``provider``/``model`` and ``grade()`` returning scripted grades."""
+def scripted_grader(*steps) -> RetrievalGrader:
+    """The run's grader over a scripted model: an int is a reply with that grade, anything else a
+    step of :mod:`components.judges.providers.scripted` (``fail(...)``)."""
+    return RetrievalGrader(Script(*[f'{{"grade": {g}, "reasoning": "scripted {g}"}}' if isinstance(g, int) else g
+                                    for g in steps], model="claude-test-1"))
 
-    provider = "anthropic"
-    model = "claude-test-1"
 
-    def __init__(self, *grades):
-        self.grades = list(grades)
-        self.calls = []
-
-    def grade(self, question, expected_answer, chunks):
-        self.calls.append((question, [c.chunk_id for c in chunks]))
-        g = self.grades.pop(0)
-        if isinstance(g, BaseException):
-            raise g
-        if isinstance(g, str):
-            return GradeResult(None, None, 1.0, g, None)
-        return GradeResult(g, f"scripted {g}", 1.0, None, f'{{"grade": {g}}}')
+def chunk_ids(prompt: str) -> list[str]:
+    """The chunk ids a grading prompt shows, in order."""
+    return re.findall(r"chunk_id=([^\]\s]+)\]", prompt)
 
 
 def scripted_settings() -> Settings:
@@ -178,10 +171,10 @@ def index_and_questions(tmp_path, ids):
 
 def test_repeats_report_spread_and_consistency(tmp_path):
     index, qset = index_and_questions(tmp_path, {"q_pass"})
-    judge = ScriptedJudge(8, 6, 7, 1, 1, 2)  # sufficiency x3, then necessity x3
+    judge = scripted_grader(8, 6, 7, 1, 1, 2)  # sufficiency x3, then necessity x3
     run = validate.validate_questions(qset.questions, index, judge, k=2, repeats=3)
     item = run.items[0]
-    assert [c[1] for c in judge.calls[:3]] == [["alpha#0", "alpha#1"]] * 3
+    assert [chunk_ids(p) for p in judge.llm.prompts[:3]] == [["alpha#0", "alpha#1"]] * 3
     assert item.sufficiency.grades == [8, 6, 7] and item.sufficiency.grade == 7.0 and item.sufficiency.spread == 2
     assert item.sufficiency.stdev == pytest.approx(1.0)  # sample sd of 8, 6, 7
     assert item.necessity.grade == pytest.approx(4 / 3) and item.necessity.spread == 1
@@ -197,7 +190,7 @@ def test_repeats_report_spread_and_consistency(tmp_path):
 
 def test_repeat_mean_decides(tmp_path):
     index, qset = index_and_questions(tmp_path, {"q_pass"})
-    run = validate.validate_questions(qset.questions, index, ScriptedJudge(7, 6, 3, 4), k=2, repeats=2)
+    run = validate.validate_questions(qset.questions, index, scripted_grader(7, 6, 3, 4), k=2, repeats=2)
     assert run.items[0].reasons == ["sufficiency: the needle's best chunks grade 6.50 < 7",
                                     "necessity: random chunks of other documents grade 3.50 > 3"]
 
@@ -205,7 +198,7 @@ def test_repeat_mean_decides(tmp_path):
 def test_llm_path_through_run(tmp_path, monkeypatch, capsys):
     corpus = write_corpus(tmp_path / "corpus")
     questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ("q_pass", "q_noanswer")])
-    judge = ScriptedJudge(9, "overloaded: judge overloaded (529)", 2, 8, 1)
+    judge = scripted_grader(9, fail("overloaded", "judge overloaded (529)"), 2, 8, 1)
     seen = {}
 
     def fake_make_judge(settings, chunks):
@@ -227,13 +220,13 @@ def test_llm_path_through_run(tmp_path, monkeypatch, capsys):
     # the LLM judge grades a question without expected answer (reference-free): a warning, not a failure
     assert second["verdict"] == "fail" and second["flags"] == ["no_expected_answer"]
     assert second["sufficiency"]["grades"] == [2] and second["necessity"]["grades"] == [8]
-    assert judge.grades == [1]  # one scripted grade left: exactly 4 calls
+    assert len(judge.llm.prompts) == 4  # one scripted grade left: exactly 4 calls
     assert "q_pass" in capsys.readouterr().out
 
 
 def test_llm_path_reference_free_pass(tmp_path):
     index, qset = index_and_questions(tmp_path, {"q_noanswer"})
-    run = validate.validate_questions(qset.questions, index, ScriptedJudge(8, 2), k=5)
+    run = validate.validate_questions(qset.questions, index, scripted_grader(8, 2), k=5)
     assert run.items[0].verdict == "pass" and [f.code for f in run.items[0].flags] == ["no_expected_answer"]
 
 
@@ -266,9 +259,16 @@ def test_interrupt_writes_the_finished_questions_and_exits_130(tmp_path):
 
 def test_transient_judge_error_escaping_a_judge_propagates(tmp_path):
     # judges turn transient errors into ungraded results; one that escapes is a bug, not a failed judge
+    # (a judge object that breaks that rule, written here for the purpose)
+    class Escaping:
+        model = "claude-test-1"
+
+        def grade(self, question, expected_answer, chunks):
+            raise JudgeError("timeout", "t", fatal=False)
+
     index, qset = index_and_questions(tmp_path, {"q_pass"})
     with pytest.raises(JudgeError):
-        validate.validate_questions(qset.questions, index, ScriptedJudge(JudgeError("timeout", "t", fatal=False)))
+        validate.validate_questions(qset.questions, index, Escaping())
 
 
 # --------------------------------------------------------------------------- end to end
@@ -377,9 +377,9 @@ def test_a_judge_that_answers_every_call_429_or_500_grades_nothing_and_writes_no
 
 def test_the_judge_is_not_called_after_three_questions_in_a_row_not_graded(tmp_path):
     index, qset = index_and_questions(tmp_path, {"q_pass", "q_pass2", "q_noanswer", "q_generic"})
-    down = "server_error: judge server error (500) after 3 attempts"
-    judge = ScriptedJudge(*[down] * 6)
+    down = fail("server_error", "judge server error (500) after 3 attempts")
+    judge = scripted_grader(*[down] * 6)
     run = validate.validate_questions(qset.questions, index, judge, k=2)
-    assert len(judge.calls) == 6 and [i.verdict for i in run.items] == ["not_graded"] * len(qset.questions)
+    assert len(judge.llm.prompts) == 6 and [i.verdict for i in run.items] == ["not_graded"] * len(qset.questions)
     assert run.status == "judge_failed" and run.judge_failure.startswith("the judge's calls failed for 3 questions")
     assert run.items[-1].not_checked.startswith("not checked: the judge failed")
