@@ -24,9 +24,12 @@ when the audit was made with another judge model or another grading prompt.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from utils.errors import InputError
+from utils.output import write_json_atomic
 from utils.results import JudgeInfo, read_json_file
 from utils.schema import type_schema
 from utils.typecheck import record
@@ -123,6 +126,11 @@ class AuditFile:
         data = {name: value for name, value in asdict(self).items() if name != "source"}
         data["judges"] = [j.to_json() for j in self.judges]
         return data
+
+    def save(self, path: str | os.PathLike, secrets: Iterable[str] = ()) -> Path:
+        """Write the audit file: strict JSON, atomically, ``secrets`` redacted. Returns the path."""
+        write_json_atomic(Path(path), self.to_json(), secrets=secrets)
+        return Path(path)
 
     @classmethod
     def from_json(cls, doc: object, source: str = "audit") -> AuditFile:

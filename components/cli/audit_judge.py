@@ -15,7 +15,7 @@ from components.audit.sample import DEFAULT_SAMPLE
 from components.audit.table import audit_table
 from components.cli.common import count, dollars, help_epilog, positive_int
 from utils.errors import EXIT_BUDGET, EXIT_OK
-from utils.output import check_output, write_json_atomic
+from utils.output import check_output
 from utils.results import load_run, recorded_corpora
 
 TAKES_ENV = True  # run(args, settings, env): --judges reads the variables a panel file names
@@ -73,6 +73,6 @@ def run(args: argparse.Namespace, settings, env: dict[str, str]) -> int:
     sys.stdout.write(audit_table(audit))
     sys.stdout.flush()
     if output is not None:
-        write_json_atomic(output, audit.to_json(), secrets=settings.secrets)
+        audit.save(output, settings.secrets)
         logger.info("Judge audit written to {}", output)
     return EXIT_BUDGET if audit.stopped else EXIT_OK
