@@ -61,7 +61,8 @@ PADDING = ("This section is about {topic}. Readers often ask about {topic}, and 
            "{topic} in several places. More about {topic} is explained elsewhere in this documentation.")
 PARAPHRASE = "I am trying to find this out, can you help? {question}"
 
-_SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+[ \t]*|\n|$)")
+# a sentence: up to its end mark followed by a space or the end ("alpha3.toml" does not end one), or a line
+_SENTENCE = re.compile(r"[^\n]*?(?:[.!?]+(?=\s|$)[ \t]*|\n|$)")
 
 
 @dataclass(frozen=True)
