@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     help_epilog(parser, "examples:\n"
                 "  python benchmark.py audit-judge benchmark_results.json -o audit.json\n"
                 "  python benchmark.py audit-judge run.json --sample 20 --attacks stuffing,injection --estimate\n"
-                "  python benchmark.py audit-judge run.json --judges offline,anthropic/claude-sonnet-4-5 -o audit.json\n"
+                "  python benchmark.py audit-judge run.json --judges offline,<provider>/<model> -o audit.json\n"
                 "  python benchmark.py report run.json --audit audit.json -o report.html\n\n"
                 "attacks: " + ", ".join(FAMILIES) + f" (or {', '.join(SHORT_NAMES)}); per row and judge: one "
                 "control call plus one per attack variant that applies (instruction-injection has three)\n\n"
