@@ -16,10 +16,9 @@ the eligible rows is refused.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 
-from components.calibration.labels import BANDS, allocate, band_of
+from components.calibration.labels import BANDS, allocate, band_of, draw_strata
 from utils.errors import InputError
 from utils.results import QuestionResult
 
@@ -53,10 +52,5 @@ def draw(rows: Sequence[QuestionResult], n: int, seed: int) -> tuple[list[Questi
                 for band, members in bands.items()]
     counts = allocate(weighted, n)
     counts[-1] += min(len(bands[NO_HEADROOM]) - counts[-1], max(0, n - sum(counts)))
-    rng = random.Random(seed)
-    chosen: list[int] = []
-    for members, count in zip(bands.values(), counts, strict=True):
-        chosen += rng.sample(members, count)
-    strata = {band: {"graded": len(members), "sampled": count}
-              for (band, members), count in zip(bands.items(), counts, strict=True)}
-    return [rows[i] for i in sorted(chosen)], strata
+    chosen, strata = draw_strata(bands, counts, seed)
+    return [rows[i] for i in chosen], strata
