@@ -48,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", type=Path, default=None, metavar="FOLDER",
                         help="the run's corpus, when the offline judge is audited and the folder the run recorded "
                              "has moved (its term weights come from the corpus)")
-    parser.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
-                        help="write the audit as JSON (docs/audit.schema.json), for --audit on a run or a report")
+    parser.add_argument("-o", "--output", type=Path, default=Path("audit.json"), metavar="FILE",
+                        help="the audit as JSON (docs/audit.schema.json), for --audit on a run or a report "
+                             "(default: audit.json)")
     parser.add_argument("--estimate", action="store_true",
                         help="print what the audit's calls would cost, make none, write nothing")
     parser.add_argument("--max-cost", type=dollars, dest="max_cost", metavar="USD",
@@ -59,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings, env: dict[str, str]) -> int:
     result = load_run(args.run, settings.secrets)
     output = None
-    if args.output is not None and not args.estimate:
+    if not args.estimate:
         output = check_output(args.output, option="-o", example="audit.json", inputs=[("the run", args.run)],
                               recorded_corpora=recorded_corpora([result]))
     plan = plan_audit(result, str(args.run), sample=args.sample, seed=args.seed, attacks=args.attacks)
@@ -72,7 +73,6 @@ def run(args: argparse.Namespace, settings, env: dict[str, str]) -> int:
     audit = run_audit(plan, judges, max_cost_usd=args.max_cost, judges_named=args.judges is not None)
     sys.stdout.write(audit_table(audit))
     sys.stdout.flush()
-    if output is not None:
-        audit.save(output, settings.secrets)
-        logger.info("Judge audit written to {}", output)
+    audit.save(output, settings.secrets)
+    logger.info("Judge audit written to {}", output)
     return EXIT_BUDGET if audit.stopped else EXIT_OK
