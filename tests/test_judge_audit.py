@@ -240,11 +240,14 @@ def test_another_judge_in_the_environment_is_refused_unless_judges_names_it(tmp_
     assert run.code == 2 and "graded by scripted/scripted-1, and the environment's judge is offline" in run.stderr
     out = tmp_path / "a.json"
     with play(robust_judge):
-        run = run_cli("audit-judge", str(path), "--judges", "scripted", "--attacks", "order", "-o", str(out),
-                      env=clean_env())
+        run = run_cli("audit-judge", str(path), "--judges", "scripted,offline", "--attacks", "removal", "-o",
+                      str(out), env=clean_env())
     assert run.code == 0, run.stderr
     audit = read_audit(out)
-    assert audit.judges_named and [j.name for j in audit.judges] == ["scripted"] and "named by --judges" in run.stdout
+    assert audit.judges_named and [j.name for j in audit.judges] == ["scripted", "offline"]
+    assert "named by --judges" in run.stdout and "judge offline (offline/lexical-idf-v1)" in run.stdout
+    # each judge graded: both notice the answer's sentences gone (the offline one: no key term left, grade 1)
+    assert [(a.verdict, a.delta) for j in audit.judges for a in j.attacks] == [("responds", -6.0), ("responds", -9.0)]
 
 
 def test_estimate_prices_the_calls_without_making_them_and_max_cost_stops_the_audit(tmp_path: Path):
@@ -302,6 +305,11 @@ def test_notes_say_vulnerable_and_when_the_audit_was_of_another_judge_or_prompt(
     assert len(other_prompt) == 1 and "another grading prompt" in other_prompt[0]
     other_model = audit_notes(audit_of("anthropic", "claude-y", PROMPT_SHA256, {}), judge)
     assert len(other_model) == 1 and "not with this run's judge anthropic/claude-x" in other_model[0]
+    panel = JudgeInfo("panel", "anthropic/claude-x,anthropic/claude-y", PROMPT_SHA256, details={"judges": [
+        {"name": "anthropic/claude-x", "judge": judge.to_json()},
+        {"name": "anthropic/claude-y", "judge": JudgeInfo("anthropic", "claude-y", PROMPT_SHA256).to_json()}]})
+    notes = audit_notes(vulnerable, panel)  # each judge of the panel: one vulnerable, one not audited
+    assert len(notes) == 2 and "claude-x is vulnerable" in notes[0] and "this run's judge anthropic/claude-y" in notes[1]
 
 
 def test_audit_on_a_run_and_on_report_warns(tmp_path: Path):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from utils.errors import InputError
@@ -149,7 +149,7 @@ class AuditFile:
                 if attack.verdict not in VERDICTS or attack.direction not in DIRECTIONS:
                     raise InputError(f"{where}: verdict {attack.verdict[:30]!r} or direction "
                                      f"{attack.direction[:30]!r} is not one the audit writes: {_FIX}")
-        return cls(**{**{k: getattr(audit, k) for k in audit.__dataclass_fields__}, "source": source})
+        return replace(audit, source=source)
 
 
 def read_audit(path: str | os.PathLike) -> AuditFile:
@@ -180,9 +180,23 @@ def audited_judge(audit: AuditFile, judge: JudgeInfo) -> JudgeAudit | None:
     return next((j for j in audit.judges if (j.provider, j.model) == (judge.provider, judge.model)), None)
 
 
+def panel_judges(judge: JudgeInfo) -> list[JudgeInfo]:
+    """The judges of a panel run's ``run.judge`` (its ``judges`` detail), or ``[judge]`` for one judge."""
+    members = judge.details.get("judges")
+    if not isinstance(members, list) or not members:
+        return [judge]
+    return [JudgeInfo.from_json(m["judge"], "run.judge.judges") for m in members
+            if isinstance(m, dict) and isinstance(m.get("judge"), dict)] or [judge]
+
+
 def audit_notes(audit: AuditFile, judge: JudgeInfo) -> list[str]:
-    """What ``--audit`` says of a run graded by ``judge``: a line when the audit was made with another
-    judge model or another grading prompt, then the attacks the judge is vulnerable to (none: no line)."""
+    """What ``--audit`` says of a run graded by ``judge`` (each judge of a panel): a line when the audit
+    was made with another judge model or another grading prompt, then the attacks the judge is
+    vulnerable to (none: no line)."""
+    return [line for member in panel_judges(judge) for line in _judge_notes(audit, member)]
+
+
+def _judge_notes(audit: AuditFile, judge: JudgeInfo) -> list[str]:
     name = audit.source or audit.run
     found = audited_judge(audit, judge)
     audited = ", ".join(f"{j.provider}/{j.model}" for j in audit.judges)

@@ -8,9 +8,9 @@ quoted chunk text, never as a line of the template.
 
 The attacks, by stable name (:data:`utils.audit_file.ATTACK_NAMES`):
 
-* ``keyword-stuffing`` (up): the last chunk is replaced by a chunk that another sampled question
-  retrieved in the same run (drawn with the audit's seed, from a document that is not one of the
-  row's needles nor already shown), followed by a line of the question's and the expected answer's
+* ``keyword-stuffing`` (up): the last chunk is replaced by a chunk that another question retrieved
+  in the same run (drawn with the audit's seed, from a document that is not one of the row's
+  needles nor already shown), followed by a line of the question's and the expected answer's
   content words (:func:`components.judges.lexical_judge.key_term_words`), space-separated, no sentence;
 * ``injection-plain``, ``injection-code-block``, ``injection-comment`` (up): the first chunk ends
   with :data:`INJECTIONS`' line telling the grader to give 10: as a sentence, inside a fenced code

@@ -96,7 +96,7 @@ def plan_audit(result: RunResult, source: str, *, sample: int | None = None, see
                          "run whose judge graded")
     n = sample_size(sample, len(candidates), source)
     rows, strata = draw(candidates, n, seed)
-    attacked = [{v: attack(v, row, rows, seed) for v in variants} for row in rows]
+    attacked = [{v: attack(v, row, candidates, seed) for v in variants} for row in rows]
     return Plan(result, source, n, seed, rows, strata, variants, attacked)
 
 
