@@ -31,6 +31,7 @@ from loguru import logger
 
 from components.audit.attacks import Attacked, TextChunk, attack, parse_attacks, row_chunks
 from components.audit.effects import attack_result
+from components.analysis.panel import PANEL_PROVIDER
 from components.audit.sample import draw, eligible, sample_size
 from components.judges.panel import panel_settings, parse_judges
 from components.judges.providers import provider_class
@@ -42,8 +43,6 @@ from components.run.evaluation import Judging, check_budget, load_judging
 from utils.audit_file import AuditFile, JudgeAudit
 from utils.errors import InputError
 from utils.results import RunResult, load_run
-
-PANEL_PROVIDER = "panel"
 
 
 @dataclass
@@ -61,11 +60,6 @@ class AuditedJudge:
     def model(self) -> str:
         choice = self.judging.setup.judge
         return choice.model if choice is not None else getattr(self.judging.judge, "model", self.provider)
-
-    def llm(self) -> Any:
-        """The model client (None: a judge that calls no model)."""
-        setup = self.judging.setup
-        return setup.judge_provider.model(setup.judge) if setup.judge is not None else None
 
 
 @dataclass(frozen=True)
@@ -199,11 +193,12 @@ def audit_one(plan: Plan, judge: AuditedJudge, budget: Budget | None,
     pairs: dict[str, list] = {v: [] for v in plan.variants}
     skipped = {v: 0 for v in plan.variants}
     errors = {v: 0 for v in plan.variants}
-    calls, costs, refused = 0, [], None
+    costs: list[float | None] = []  # one per call made
+    refused = None
     try:
         for row, attacked in zip(plan.rows, plan.attacked, strict=True):
             grade, reply = _grade(grader, row, None)
-            calls, costs = calls + 1, [*costs, getattr(reply, "cost_usd", None)]
+            costs.append(getattr(reply, "cost_usd", None))
             on_call()
             control.append(grade)
             for variant, shown in attacked.items():
@@ -213,7 +208,7 @@ def audit_one(plan: Plan, judge: AuditedJudge, budget: Budget | None,
                 if grade is None:  # no control grade: nothing to pair the attack with, no call
                     continue
                 changed, reply = _grade(grader, row, shown)
-                calls, costs = calls + 1, [*costs, getattr(reply, "cost_usd", None)]
+                costs.append(getattr(reply, "cost_usd", None))
                 on_call()
                 if changed is None:
                     errors[variant] += 1
@@ -226,7 +221,7 @@ def audit_one(plan: Plan, judge: AuditedJudge, budget: Budget | None,
     info = judge.judging.judge_info("judge", 1)
     return JudgeAudit(
         name=judge.name, provider=judge.provider, model=judge.model, prompt_sha256=info.prompt_sha256,
-        reference_free_prompt_sha256=info.reference_free_prompt_sha256, calls=calls if calls_models else 0,
+        reference_free_prompt_sha256=info.reference_free_prompt_sha256, calls=len(costs) if calls_models else 0,
         cost_usd=(round(sum(costs), 6) if all(c is not None for c in costs) else None) if calls_models else None,
         control_graded=len(graded), control_mean=round(fmean(g for g, _ in graded), 4) if graded else None,
         control_vs_run=round(fmean(abs(g - r) for g, r in graded if r is not None), 4)

@@ -14,6 +14,7 @@ from components.audit.judge_audit import (audited_judges, estimate_audit, estima
 from components.audit.sample import DEFAULT_SAMPLE
 from components.audit.table import audit_table
 from components.cli.common import count, dollars, help_epilog, positive_int
+from utils.console import Progress
 from utils.errors import EXIT_BUDGET, EXIT_OK
 from utils.output import check_output
 from utils.results import load_run, recorded_corpora
@@ -70,7 +71,10 @@ def run(args: argparse.Namespace, settings, env: dict[str, str]) -> int:
         return EXIT_OK
     logger.info("Auditing {} ({} row(s), {} attack variant(s)) with {}", args.run, len(plan.rows),
                 len(plan.variants), ", ".join(j.name for j in judges))
-    audit = run_audit(plan, judges, max_cost_usd=args.max_cost, judges_named=args.judges is not None)
+    total = len(judges) * sum(1 + sum(a is not None for a in row.values()) for row in plan.attacked)
+    with Progress("auditing", total, sys.stderr, unit="call", delay=2.0) as bar:
+        audit = run_audit(plan, judges, max_cost_usd=args.max_cost, judges_named=args.judges is not None,
+                          on_call=bar.advance)
     sys.stdout.write(audit_table(audit))
     sys.stdout.flush()
     audit.save(output, settings.secrets)
