@@ -15,7 +15,8 @@ retrieval fool the judge that graded a run?
 4. **The effects**: per attack, paired differences attack minus control
    (:mod:`components.audit.effects`: the interval, the flips and the verdict rule).
 
-:func:`estimate_audit` prices the same calls without making them.
+Which judges: :mod:`components.audit.judges`; the price of the calls before they are made:
+:mod:`components.audit.estimate`.
 """
 
 from __future__ import annotations
@@ -27,39 +28,16 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from loguru import logger
-
 from components.audit.attacks import Attacked, TextChunk, attack, parse_attacks, row_chunks
 from components.audit.effects import attack_result
-from components.analysis.panel import PANEL_PROVIDER
+from components.audit.judges import AuditedJudge, audited_judges
 from components.audit.sample import draw, eligible, sample_size
-from components.judges.panel import panel_settings, parse_judges
-from components.judges.providers import provider_class
-from components.judges.retrieval_grader import build_prompt
 from components.judges.settings import Settings
 from components.run.calls.budget import Budget, BudgetRefused, through
-from components.run.estimate import ASSUMED_OUTPUT_TOKENS, approximate_tokens
-from components.run.evaluation import Judging, check_budget, load_judging
+from components.run.evaluation import check_budget
 from utils.audit_file import AuditFile, JudgeAudit
 from utils.errors import InputError
 from utils.results import RunResult, load_run
-
-
-@dataclass
-class AuditedJudge:
-    """One judge to audit: its name, its grader, and its setup (provider, model)."""
-
-    name: str
-    judging: Judging
-
-    @property
-    def provider(self) -> str:
-        return self.judging.setup.judge_provider.name
-
-    @property
-    def model(self) -> str:
-        choice = self.judging.setup.judge
-        return choice.model if choice is not None else getattr(self.judging.judge, "model", self.provider)
 
 
 @dataclass(frozen=True)
@@ -96,75 +74,6 @@ def plan_audit(result: RunResult, source: str, *, sample: int | None = None, see
 
 def calls_per_row(plan: Plan) -> int:
     return 1 + len(plan.variants)
-
-
-# --------------------------------------------------------------------------- which judge
-
-def audited_judges(result: RunResult, settings: Settings, env: Mapping[str, str],
-                   judges: str | Sequence | None = None, corpus: str | Path | None = None) -> list[AuditedJudge]:
-    """The judges to audit: ``judges`` (``--judges``) when given, else the run's recorded judge as the
-    environment's ``settings`` resolve it (refused when they name another one). Checked like a run's
-    judges at start-up (:func:`components.run.evaluation.load_judging`)."""
-    recorded = result.run.judge
-    if judges is not None:
-        settings = panel_settings(parse_judges(judges), env)
-    elif recorded.provider == PANEL_PROVIDER:
-        raise InputError(f"{result.source}: the run was graded by a panel of judges ({recorded.model}): name the "
-                         "judges to audit with --judges")
-    elif not _same_judge(settings, recorded.provider, recorded.model):
-        found = f"{settings.judge}/{settings.judge_model}" if settings.judge_model else settings.judge
-        raise InputError(f"{result.source} was graded by {recorded.provider}/{recorded.model}, and the environment's "
-                         f"judge is {found}: set the environment to that judge (BENCHMARK_JUDGE_MODEL=<provider>/"
-                         "<model>, or BENCHMARK_JUDGE=offline), or name the judges to audit with --judges")
-    members = settings.panel or ()
-    need_corpus = any(not provider_class(m.settings.judge).calls_models for m in members) \
-        or (not members and not provider_class(settings.judge).calls_models)
-    chunks = _corpus_chunks(result, corpus) if need_corpus else []
-    judging = load_judging(settings, chunks, chunk_relevance=False, diagnose=False)
-    if not judging.members:
-        return [AuditedJudge(_name(judging), judging)]
-    return [AuditedJudge(m.name, j) for m, j in zip(settings.panel, judging.members, strict=True)]
-
-
-def _same_judge(settings: Settings, provider: str, model: str) -> bool:
-    if settings.judge != provider:
-        return False
-    return settings.judge_model is None or settings.judge_model == model
-
-
-def _name(judging: Judging) -> str:
-    choice = judging.setup.judge
-    return f"{judging.setup.judge_provider.name}/{choice.model}" if choice is not None else \
-        judging.setup.judge_provider.name
-
-
-def _corpus_chunks(result: RunResult, corpus: str | Path | None) -> list:
-    """The chunks of the run's corpus (the offline judge's IDF table): ``corpus``, or where the run
-    recorded it (the built-in corpus, or its folder), chunked as the run chunked it."""
-    from components.core import resolve_strategy
-    from components.core.chunking import Chunking, chunk_corpus
-    from components.readers import load_corpus
-    from utils.results import BUILTIN_PREFIX
-
-    source = result.run.corpus.source
-    if corpus is None and source and not source.startswith(BUILTIN_PREFIX) and not Path(source).exists():
-        raise InputError(f"{result.source}: the offline judge weighs terms over the run's corpus, {source}, which is "
-                         "not there: give its folder with --corpus")
-    documents = load_corpus(corpus if corpus is not None else
-                            None if not source or source.startswith(BUILTIN_PREFIX) else source).documents
-    configuration = result.run.configuration or {}
-    if configuration.get("chunk_size"):
-        chunking = Chunking(configuration["chunk_size"], configuration.get("chunk_overlap") or 0)
-    else:
-        try:
-            chunking = resolve_strategy(result.run.strategy or "").chunking
-        except InputError:
-            chunking = Chunking()
-    chunks = chunk_corpus(documents, chunking)
-    if result.run.corpus.chunks is not None and len(chunks) != result.run.corpus.chunks:
-        logger.warning("The corpus gives {} chunks, the run recorded {}: the offline judge's term weights may "
-                       "differ from the run's", len(chunks), result.run.corpus.chunks)
-    return chunks
 
 
 # --------------------------------------------------------------------------- the calls
@@ -249,55 +158,6 @@ def run_audit(plan: Plan, judges: Sequence[AuditedJudge], *, max_cost_usd: float
                       run_id=result.run.id, strategy=result.run.strategy,
                       created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), strata=plan.strata,
                       judges_named=judges_named, stopped=refused)
-
-
-# --------------------------------------------------------------------------- the estimate
-
-@dataclass(frozen=True)
-class AuditEstimate:
-    """What an audit would send each judge: calls, tokens (input approximated: characters / 4; output
-    assumed as a run's grading call), and dollars (None: no price known; 0 for a judge that calls no model)."""
-
-    judge: str
-    calls: int
-    input_tokens: int
-    output_tokens: int
-    usd: float | None
-
-    def line(self) -> str:
-        if not self.calls:
-            return f"  {self.judge}: calls no model and costs nothing"
-        cost = "unknown (no price for the model)" if self.usd is None else f"${self.usd:.4f}"
-        return (f"  {self.judge}: {self.calls} calls, ~{self.input_tokens:,} input and ~{self.output_tokens:,} "
-                f"output tokens: {cost}")
-
-
-def estimate_audit(plan: Plan, judges: Sequence[AuditedJudge]) -> list[AuditEstimate]:
-    """The price of :func:`run_audit`'s calls, without making them (every call assumed to succeed)."""
-    prompts = []
-    for row, attacked in zip(plan.rows, plan.attacked, strict=True):
-        prompts.append(build_prompt(row.question, row.expected_answer, row_chunks(row)))
-        prompts += [build_prompt(a.question, row.expected_answer, a.chunks) for a in attacked.values() if a]
-    tokens = sum(approximate_tokens(p) for p in prompts)
-    out = []
-    for judge in judges:
-        setup = judge.judging.setup
-        if not setup.calls_models:
-            out.append(AuditEstimate(judge.name, 0, 0, 0, 0.0))
-            continue
-        output = ASSUMED_OUTPUT_TOKENS["grading"] * len(prompts)
-        usd = setup.judge_provider.prices.cost_usd(setup.judge.model, tokens, output)
-        out.append(AuditEstimate(judge.name, len(prompts), tokens, output, usd))
-    return out
-
-
-def estimate_table(plan: Plan, estimates: Sequence[AuditEstimate]) -> str:
-    total = [e.usd for e in estimates]
-    money = "unknown" if any(u is None for u in total) else f"${sum(total):.4f}"
-    lines = [f"Audit estimate: {len(plan.rows)} row(s) of {plan.source}, {len(plan.variants)} attack variant(s): "
-             f"at most {calls_per_row(plan)} calls per row and judge (1 control + 1 per attack that applies)",
-             *(e.line() for e in estimates), f"  total: {money}"]
-    return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------- the whole audit

@@ -10,7 +10,9 @@ from pathlib import Path
 from loguru import logger
 
 from components.audit.attacks import FAMILIES, SHORT_NAMES
-from components.audit.judge_audit import (audited_judges, estimate_audit, estimate_table, plan_audit, run_audit)
+from components.audit.estimate import estimate_audit, estimate_table
+from components.audit.judge_audit import plan_audit, run_audit
+from components.audit.judges import audited_judges
 from components.audit.sample import DEFAULT_SAMPLE
 from components.audit.table import audit_table
 from components.cli.common import count, dollars, help_epilog, positive_int
