@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from components import api
-from components.audit.attacks import INJECTIONS, paraphrase, parse_attacks, without_answer
+from components.audit.attacks import INJECTIONS, attack, paraphrase, parse_attacks, row_chunks, without_answer
 from components.audit.effects import verdict
 from components.audit.sample import draw
 from components.judges.lexical_judge import key_terms
-from components.judges.providers.scripted import Script, play, reply
+from components.judges.providers.scripted import fail, play, reply
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, build_prompt
 from tests.conftest import clean_env, judge_env, run_cli
 from tests.loopback import LoopbackServer, Reply
@@ -188,6 +188,25 @@ def test_the_attacks_edit_what_they_say():
         parse_attacks("stuffing,bribery")
 
 
+def test_stuffing_padding_and_order_show_what_they_promise():
+    rows = [row(i) for i in range(4)]
+    r = rows[0]
+    answer = set(key_terms(r.expected_answer))
+    stuffed = attack("keyword-stuffing", r, rows, seed=0)
+    donor, words = stuffed.chunks[-1].index_text.rsplit("\n", 1)
+    assert stuffed.chunks[:2] == row_chunks(r)[:2] and stuffed.chunks[-1].doc_id not in {"doc0", "misc", "logging"}
+    assert donor in {c.index_text for other in rows[1:] for c in row_chunks(other)}
+    assert not re.search(r"[.!?](\s|$)", words) and answer <= set(key_terms(words))  # every answer term, no sentence
+    padded = attack("verbosity-padding", r, rows, seed=0)
+    for before, after in zip(row_chunks(r), padded.chunks, strict=True):
+        filler = after.index_text[len(before.index_text):]
+        assert after.index_text.startswith(before.index_text) and "cache limit configured" in filler
+        assert not set(key_terms(filler)) & answer  # on topic, none of the answer
+    assert attack("order-reversal", r, rows, 0).chunks == row_chunks(r)[::-1]
+    one = QuestionResult("q9", "Why?", "Because.", retrieved=r.retrieved[:1], llm_grade=5)
+    assert attack("order-reversal", one, rows, 0) is None and attack("keyword-stuffing", r, [r], 0) is None
+
+
 def test_the_sample_prefers_rows_with_headroom():
     rows = [row(i, grade=g) for i, g in enumerate([2, 5, 5, 7, 9, 9, 9, 9, 10, 10])]
     sampled, strata = draw(rows, 4, seed=0)
@@ -248,6 +267,14 @@ def test_another_judge_in_the_environment_is_refused_unless_judges_names_it(tmp_
     assert "named by --judges" in run.stdout and "judge offline (offline/lexical-idf-v1)" in run.stdout
     # each judge graded: both notice the answer's sentences gone (the offline one: no key term left, grade 1)
     assert [(a.verdict, a.delta) for j in audit.judges for a in j.attacks] == [("responds", -6.0), ("responds", -9.0)]
+
+
+def test_a_judge_that_becomes_unusable_stops_the_audit_with_exit_3(tmp_path: Path):
+    path = run_file(tmp_path, [row(i) for i in range(3)])
+    with play(grade(5), fail("auth", "the judge API refused the credentials (401)")) as script:
+        run = run_cli("audit-judge", str(path), "-o", str(tmp_path / "a.json"), env=clean_env(**SCRIPTED))
+    assert run.code == 3 and "refused the credentials" in run.stderr and len(script.prompts) == 2
+    assert not (tmp_path / "a.json").exists()
 
 
 def test_estimate_prices_the_calls_without_making_them_and_max_cost_stops_the_audit(tmp_path: Path):
