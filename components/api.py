@@ -12,6 +12,7 @@
     assert gate.passed, str(gate)                              # the CI gate of ``compare --fail-on``
     export_trec(result, "run.trec", "qrels.txt")               # TREC files for trec_eval, ranx, ir_measures
     html = report([result])
+    audit = audit_judge("runs/mine.json", sample=20)           # can the judge be fooled? (docs/judges.md)
 
 Nothing here writes a file or prints unless asked (``save``, a callback). Log records go through
 loguru under the ``components``, ``utils`` and ``poc`` names; they are off until you enable them
