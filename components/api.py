@@ -12,6 +12,7 @@
     assert gate.passed, str(gate)                              # the CI gate of ``compare --fail-on``
     export_trec(result, "run.trec", "qrels.txt")               # TREC files for trec_eval, ranx, ir_measures
     html = report([result])
+    audit = audit_judge("runs/mine.json", sample=20)           # can the judge be fooled? (docs/judges.md)
 
 Nothing here writes a file or prints unless asked (``save``, a callback). Log records go through
 loguru under the ``components``, ``utils`` and ``poc`` names; they are off until you enable them
@@ -48,12 +49,14 @@ from components.judges.settings import Settings
 from components.readers import load_questions as load_queries  # any questions format, BEIR's with qrels=/split=
 from components.run.evaluation import evaluate as _evaluate
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
+from utils.audit_file import AuditFile, read_audit
 from utils.errors import BenchmarkError, InputError, JudgeError
 from utils.metrics import Metric, metrics, register_metric
 from utils.results import QuestionResult, RunInfo, RunResult, load_run
 
 __all__ = [
     "evaluate", "compare", "report", "load_run", "check_gate", "export_trec", "load_queries",
+    "audit_judge", "read_audit", "AuditFile",
     "RunResult", "RunInfo", "QuestionResult", "Comparison", "GateResult",
     "Retriever", "ScoredChunk", "Chunk", "Document", "Corpus", "Question",
     "Metric", "metrics", "register_metric",
@@ -178,3 +181,21 @@ def report(runs: Sequence[RunResult | str | os.PathLike]) -> str:
         comparison = compare_runs(results, labels).to_json()
     return render_report(results, labels, comparison)
 
+
+
+def audit_judge(run: RunResult | str | os.PathLike, *, sample: int | None = None, seed: int = 0,
+                attacks: str | Sequence[str] | None = None, judge: str | None = None, settings: Settings | None = None,
+                judges: Sequence[str | Mapping] | str | None = None, max_cost_usd: float | None = None,
+                corpus: str | os.PathLike | None = None) -> AuditFile:
+    """Can a retrieval fool the judge that graded ``run`` (a result, or a results file with the chunks'
+    text)? A sample of its rows (``sample``: default min(40, rows); ``seed``) is graded unedited and
+    once per attack (``attacks``: default all; names in docs/judges.md, "Auditing the judge") by the
+    run's judge — ``judge``/``settings`` as for :func:`evaluate` must resolve to it — or by the panel
+    ``judges``. ``max_cost_usd`` bounds the calls (the audit stops, ``stopped`` says why). Returns the
+    :class:`AuditFile`: per judge and attack the mean grade change with its 95% CI, the flips and a
+    verdict; ``.save(path)`` writes it. Raises :class:`InputError` for bad input, before any call."""
+    from components.audit.judge_audit import audit_judge as _audit_judge
+
+    return _audit_judge(_as_result(run), sample=sample, seed=seed, attacks=attacks, judges=judges,
+                        env=dict(os.environ), settings=_settings(judge, settings) if judges is None else None,
+                        max_cost_usd=max_cost_usd, corpus=corpus)

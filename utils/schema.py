@@ -18,21 +18,21 @@ from utils.typecheck import hints
 SCHEMA_ID = "https://retrieval-benchmark.invalid/results.schema.json"
 
 
-def _type_schema(tp: Any) -> dict:
+def type_schema(tp: Any) -> dict:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any:
         return {}
     if origin in (Union, types.UnionType):
-        return {"anyOf": [_type_schema(a) for a in args]}
+        return {"anyOf": [type_schema(a) for a in args]}
     if tp is type(None):
         return {"type": "null"}
     simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
     if tp in simple:
         return {"type": simple[tp]}
     if origin is list or tp is list:
-        return {"type": "array", **({"items": _type_schema(args[0])} if args else {})}
+        return {"type": "array", **({"items": type_schema(args[0])} if args else {})}
     if origin is dict or tp is dict:
-        return {"type": "object", **({"additionalProperties": _type_schema(args[1])} if args else {})}
+        return {"type": "object", **({"additionalProperties": type_schema(args[1])} if args else {})}
     if is_dataclass(tp):
         return _record_schema(tp)
     raise TypeError(f"no JSON Schema for {tp}")  # pragma: no cover - a programming error
@@ -42,7 +42,7 @@ def _record_schema(cls: type, flattened: str | None = None) -> dict:
     types_of = hints(cls)
     names = [f.name for f in fields(cls) if f.name not in ("extra", "details", "source")]
     required = [n for n in names if n not in PANEL_ROW_FIELDS]  # a panel run's fields: absent otherwise
-    return {"type": "object", "properties": {n: _type_schema(types_of[n]) for n in names}, "required": required,
+    return {"type": "object", "properties": {n: type_schema(types_of[n]) for n in names}, "required": required,
             "additionalProperties": True}
 
 
@@ -53,7 +53,7 @@ def json_schema() -> dict:
     metrics = {m.key: {**number, "description": f"{m.label} ({M.UNITS[m.unit]}; {m.level} level): {m.description}"}
                for m in M.metrics()}
     types_of = hints(RunResult)
-    top = {name: _type_schema(types_of[name]) for name in ("question_count", "graded_count", "ungraded_count",
+    top = {name: type_schema(types_of[name]) for name in ("question_count", "graded_count", "ungraded_count",
                                                         "grade_errors", "avg_latency_ms", "index_time_s", "bootstrap",
                                                         "groups", "diagnosis_counts", "chunk_relevance_count",
                                                         "judge_consistency", "order_check", "quality_bands",

@@ -82,14 +82,21 @@ def sample_rows(rows: Sequence[QuestionResult], n: int, seed: int) -> tuple[list
     for position, row in enumerate(rows):
         if row.llm_grade is not None:
             bands[band_of(row.llm_grade)].append(position)
-    counts = allocate([len(members) for members in bands.values()], n)
+    chosen, strata = draw_strata(bands, allocate([len(members) for members in bands.values()], n), seed)
+    return [rows[i] for i in chosen], strata
+
+
+def draw_strata(bands: dict[str, list[int]], counts: Sequence[int], seed: int) -> tuple[list[int], dict]:
+    """``counts[b]`` positions drawn without replacement from each band's ``bands[b]`` with
+    ``random.Random(seed)``, one band after the other; the positions sorted, and the strata record
+    ``{band: {"graded": N_b, "sampled": n_b}}``."""
     rng = random.Random(seed)
     chosen: list[int] = []
     for members, count in zip(bands.values(), counts, strict=True):
         chosen += rng.sample(members, count)
     strata = {band: {"graded": len(members), "sampled": count}
               for (band, members), count in zip(bands.items(), counts, strict=True)}
-    return [rows[i] for i in sorted(chosen)], strata
+    return sorted(chosen), strata
 
 
 def label_line(row: QuestionResult) -> dict:

@@ -48,6 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "(JSON lines, judge grades left out)"),
     "calibrate": ("components.cli.calibrate", "the judge against human grades: kappa, rho, pass/fail, and "
                   "prediction-powered estimates of the run"),
+    "audit-judge": ("components.cli.audit_judge", "can a retrieval fool the judge? keyword stuffing, injected "
+                    "instructions, padding... graded against an unedited control, per attack a verdict"),
 }
 
 EPILOG = """\
@@ -185,6 +187,8 @@ def _work(command, args: argparse.Namespace, env: dict[str, str], log_path: Path
         return run_command.run(args, env, log_path=log_path, guard=guard, state=state)
     settings = Settings.from_env(env)
     with guard:  # a signal interrupts the command (its temp file removed), exit 130
+        if getattr(command, "TAKES_ENV", False):  # a command that reads judges' variables itself (--judges)
+            return command.run(args, settings, env)
         return command.run(args, settings)
 
 

@@ -22,8 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="HTML file to write (default: report.html)")
     parser.add_argument("--labels", type=Path, default=None, metavar="FILE",
                         help="also show a labelling file's rows (benchmark.py label) for reading, in their own section")
+    parser.add_argument("--audit", type=Path, default=None, metavar="FILE",
+                        help="a judge audit (benchmark.py audit-judge -o FILE): its section, and a warning when a "
+                             "run's judge is vulnerable or is not the judge audited")
 
 
 def run(args: argparse.Namespace, settings) -> int:
-    write_report(args.runs, args.output, labels=args.labels, secrets=settings.secrets)
+    write_report(args.runs, args.output, labels=args.labels, secrets=settings.secrets, audit=args.audit)
     return EXIT_OK

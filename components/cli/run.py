@@ -14,6 +14,7 @@ from components.cli.common import (SignalGuard, comma_list, concurrency, dollars
                                    timeout_seconds)
 from components.run.calls.concurrency import MAX_CONCURRENCY
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
+from utils.audit_file import read_audit
 from utils.errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, InputError, ResultsWriteError
 from utils.history_index import record_history_folder
 from utils.output import DEFAULT_OUTPUT_NAME, remove_empty_folders, resolve_output
@@ -50,6 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "a retrieval error, its thread abandoned, and the run goes on; 0: no deadline (retrieve() "
                         "then runs in the main thread)")
     p.add_argument("--no-text", action="store_true", help="leave the retrieved chunks' text out of the results")
+    p.add_argument("--audit", type=Path, default=None, metavar="FILE",
+                   help="a judge audit (benchmark.py audit-judge -o FILE): the summary warns when the judge is "
+                        "vulnerable, or is not the judge (model, prompt) the audit was made with")
     p.add_argument("--chunk-relevance", action=argparse.BooleanOptionalAction, default=None,
                    help="rate each retrieved chunk 0-3 (proxy NDCG/precision; one more judge call per question); "
                         "default: on with the offline judge, off with the LLM judge")
@@ -215,7 +219,8 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None, suite
         order_check=(args.order_check_sample or True) if args.order_check else None, log_file=log_path,
         argv=list(args.argv), estimate=args.estimate, retrieval_timeout=args.retrieval_timeout or None,
         targets=parse_targets(args.targets, args.k) if args.targets else [], suite=suite,
-        panel_aggregate=args.panel_aggregate or "median", repeat_where=args.repeat_where)
+        panel_aggregate=args.panel_aggregate or "median", repeat_where=args.repeat_where,
+        audit=read_audit(args.audit) if args.audit else None)
 
 
 def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: SignalGuard, state, suite) -> int:

@@ -37,11 +37,13 @@ from components.analysis.comparison import BETTER, WORSE
 from components.analysis.diagnosis import FIXES, HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
 from components.analysis.recommendations import best_columns
 from components.analysis.recommendations import render_html as render_recommendations
+from components.report.audit import audit_section
 from components.report.panel import certificate_html, run_html
 from components.report.svg import CHAR_WIDTH, LEGEND_ROW, Chart, nice_ticks, side_by_side, tick_label
 from components.judges.providers import is_proxy_judge
 from utils import metrics as M
 from utils.console import CLAMPED_NOTE, NOTHING_GRADED, clamped_count, escape_control, format_ci, is_number, shorten
+from utils.audit_file import read_audit
 from utils.metrics import PASS_MARK
 from utils.output import check_output, write_text_atomic
 from utils.quality_bands import band_text, quality_bands
@@ -60,22 +62,25 @@ _COLORS = {"bar": "#3b6ea8", "good": "#2e8b57", "bad": "#c0392b", "warn": "#e67e
 
 
 def write_report(runs: Sequence[Path], output: Path, *, labels: Path | None = None,
-                 secrets: Iterable[str] = ()) -> Path:
+                 secrets: Iterable[str] = (), audit: Path | None = None) -> Path:
     """``report``'s work: the page of the results files ``runs`` (with their comparison when there
-    are several, and ``labels``' rows when given) written to ``output`` (a folder gets report.html)
-    with ``secrets`` redacted. Returns the file written. Raises :class:`InputError`."""
+    are several, ``labels``' rows and the judge ``audit``'s section when given) written to ``output``
+    (a folder gets report.html) with ``secrets`` redacted. Returns the file written. Raises :class:`InputError`."""
     redact = Redactor(secrets)  # on what is read, before anything is escaped (a results file from elsewhere may hold the key)
     results = [load_run(path, redact.secrets) for path in runs]
+    audited = read_audit(audit) if audit is not None else None  # checked before anything is written
     output = check_output(output, option="-o", example="report.html",
                           inputs=[*(("a results file", p) for p in runs),
-                                  *((("the labels file", labels),) if labels else ())],
+                                  *((("the labels file", labels),) if labels else ()),
+                                  *((("the judge audit", audit),) if audit else ())],
                           recorded_corpora=recorded_corpora(results))
     names = [redact(run_label(r, p)) for r, p in zip(results, runs, strict=True)]
     comparison = None
     if len(results) > 1:  # compare's labels (strategies when distinct) name the runs everywhere on the page
         names = default_labels(results, names)
         comparison = compare_runs(results, names, sources=[str(p) for p in runs]).to_json()
-    page = render_report(results, names, comparison, extra=labels_section(labels, redact.secrets))
+    extra = labels_section(labels, redact.secrets) + (audit_section(audited, results, names) if audited else "")
+    page = render_report(results, names, comparison, extra=extra)
     page = redact(page)  # and the page again: its escaped spellings too (utils.redaction)
     write_text_atomic(output, page)
     logger.info("Report written to {} ({} run{}, {} KB)", output, len(results), "s" if len(results) > 1 else "",

@@ -48,6 +48,7 @@ from components.judges.retrieval_grader import GradeResult, prompt_variant
 from components.run.calls.budget import Budget, BudgetRefused, through
 from components.run.calls.concurrency import Gate
 from components.run.panel.grading import Member, PanelState, judge_grade, panel_outcome, transient
+from components.run.order_check import reversed_order
 from components.run.repeat_where import RepeatRule
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, RetrievalDeadline, RetrievalTimeout
 from components.run.calls.query_rewriter import QueryRewriter, RewriteResult
@@ -397,10 +398,11 @@ class BenchmarkLoop:
         if cost is not None:
             p.cost = (p.cost or 0.0) + cost
         p.grade = combine_grades(p.grades)
-        if p.q.id in self.order_check and len(chunks) > 1 and p.grade.grade is not None:
+        flipped = reversed_order(chunks) if p.q.id in self.order_check else None
+        if flipped is not None and p.grade.grade is not None:
             if self.should_stop():
                 raise KeyboardInterrupt("stop requested")
-            p.reversed_grade = self._grade_once(p.q, list(reversed(chunks)))
+            p.reversed_grade = self._grade_once(p.q, flipped)
             with self._lock:
                 cost = self.judge_usage.add(p.reversed_grade.reply)
             if cost is not None:

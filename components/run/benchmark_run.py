@@ -53,6 +53,7 @@ from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorde
 from components.run.retrieval.suite import resume_files
 from components.run.calls.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
+from utils.audit_file import AuditFile, audit_notes
 from utils.console import Progress, escape_control, question_line, summary_table
 from utils.errors import InputError
 from utils.metrics import METRICS
@@ -95,6 +96,7 @@ class RunOptions:
     suite: Any = None  # --suite: a components.run.retrieval.suite.Suite, whose configurations run instead of the strategies
     panel_aggregate: str = "median"  # --panel-aggregate: a panel's grade of a question (with --judges)
     repeat_where: str = "all"  # --repeat-where: which questions get the repeats (components/run/repeat_where.py)
+    audit: AuditFile | None = None  # --audit: a judge audit, whose warnings follow the summary (utils.audit_file)
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -262,14 +264,17 @@ def _recorded_judge(recorded: dict, env: Mapping[str, str]) -> dict[str, str]:
     return {"BENCHMARK_JUDGE_MODEL": f"{provider}/{model}"} if model else {}
 
 
-def _print_summary(result: RunResult) -> None:
-    """The run's METRIC log lines, then its summary table on stdout (a panel's lines after it)."""
+def _print_summary(result: RunResult, audit: AuditFile | None = None) -> None:
+    """The run's METRIC log lines, then its summary table on stdout (a panel's lines after it, then
+    what ``--audit``'s judge audit says of the judge)."""
     from components.analysis.panel import summary_lines
 
     log_metrics(result)
     logger.info("Summary ({} judge: {}) follows on stdout", result.run.judge.provider, result.run.judge.model)
     sys.stdout.write(summary_table(result, proxy=is_proxy_judge(result.run.judge.provider)))
     sys.stdout.write("".join(line + "\n" for line in summary_lines(result.panel)))
+    sys.stdout.write("".join(f"warning: {escape_control(line)}\n" for line in audit_notes(audit, result.run.judge))
+                     if audit is not None else "")
     sys.stdout.flush()
     if result.run.recovered:
         logger.info("The retry pass recovered {} grade(s)", result.run.recovered)
@@ -488,7 +493,7 @@ class BenchmarkRun:
             from components.analysis.targets import check_targets
 
             result.targets = check_targets(result, o.targets)
-        _print_summary(result)
+        _print_summary(result, o.audit)
         finished = len(result.rows)
         if batch is not None and not batch.all_records:  # no batch to record: rows not submitted are no work
             finished = sum(1 for r in result.rows if batch_finished(r))

@@ -61,6 +61,7 @@ from loguru import logger
 from components.judges.chunk_relevance import build_relevance_prompt
 from components.judges.retrieval_grader import build_prompt
 from components.run.calls.query_rewriter import rewrite_prompt
+from components.run.order_check import reversed_order
 
 ROLES = ("grading", "relevance", "order check", "rewriter")
 ASSUMED_OUTPUT_TOKENS = {"grading": 150, "relevance": 40, "order check": 150, "rewriter": 40}
@@ -183,8 +184,9 @@ def requests(retriever, questions: Sequence, k: int, *, repeats: int = 1, order_
         add("grading", build_prompt(q.question, q.expected_answer, chunks), max(1, repeats))
         if relevance and chunks:
             add("relevance", build_relevance_prompt(q.question, q.expected_answer, chunks))
-        if q.id in checked and len(chunks) > 1:
-            add("order check", build_prompt(q.question, q.expected_answer, list(reversed(chunks))))
+        flipped = reversed_order(chunks) if q.id in checked else None
+        if flipped is not None:
+            add("order check", build_prompt(q.question, q.expected_answer, flipped))
     return out
 
 

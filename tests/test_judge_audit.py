@@ -1,0 +1,357 @@
+"""audit-judge: scripted judges of known behaviour are found vulnerable or robust to the attacks they
+fall for or withstand; the figures are checked by hand; attacked prompts keep the grader's escaping;
+bad input is one line and exit 2; --audit warns on a run and in a report."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from components import api
+from components.audit.attacks import INJECTIONS, attack, paraphrase, parse_attacks, row_chunks, without_answer
+from components.audit.effects import verdict
+from components.audit.sample import draw
+from components.judges.lexical_judge import key_terms
+from components.judges.providers.scripted import fail, play, reply
+from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, build_prompt
+from tests.conftest import clean_env, judge_env, run_cli
+from tests.loopback import LoopbackServer, Reply
+from utils.audit_file import AttackResult, AuditFile, JudgeAudit, audit_notes, audit_schema, read_audit
+from utils.errors import InputError
+from utils.pricing import Price
+from utils.results import JudgeInfo, QuestionResult, RetrievedItem, RunInfo, RunResult
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPICS = ("cache", "upload", "session", "thread", "socket", "queue", "buffer", "token", "retry", "backup")
+SCRIPTED = {"BENCHMARK_JUDGE": "scripted"}
+
+
+# --------------------------------------------------------------------------- a run to audit
+
+def row(i: int, grade: int = 5, rank: int | None = 1, text: bool = True) -> QuestionResult:
+    topic = TOPICS[i % len(TOPICS)]
+    chunks = [(f"doc{i}", f"Server settings\n\nThe {topic}_limit key in alpha{i}.toml sets the maximum. Put it "
+                          "under the [server] table."),
+              ("misc", "General notes\n\nRestart the process after editing files."),
+              ("logging", "Logging\n\nLogs go to the standard error stream.")]
+    return QuestionResult(
+        question_id=f"q{i}", question=f"Where is the {topic} limit configured for alpha{i} servers?",
+        expected_answer=f"Set {topic}_limit in alpha{i}.toml under the [server] table.",
+        needle_doc_id=f"doc{i}", needle_doc_ids=[f"doc{i}"], rank=rank, llm_grade=grade,
+        retrieved=[RetrievedItem(r, doc, f"{doc}#{i}", text=body if text else None)
+                   for r, (doc, body) in enumerate(chunks, start=1)])
+
+
+def run_file(tmp_path: Path, rows: list[QuestionResult], provider: str = "scripted", model: str = "scripted-1") -> Path:
+    info = RunInfo(status="completed", strategy="test", id="test-run",
+                   judge=JudgeInfo(provider, model, PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256))
+    path = tmp_path / "run.json"
+    RunResult(run=info, rows=rows, question_count=len(rows)).save(path)
+    return path
+
+
+# --------------------------------------------------------------------------- scripted judges
+
+def shown(prompt: str) -> tuple[str, str, str]:
+    """(question, expected answer, the chunks' text) as the grading prompt shows them."""
+    question = re.search(r"^USER QUESTION: (.*)$", prompt, re.M).group(1)
+    expected = re.search(r"^EXPECTED ANSWER \(ground truth\): (.*)$", prompt, re.M).group(1)
+    text = "\n".join(line[2:] for line in prompt.splitlines() if line.startswith("│ "))
+    return question, expected, text
+
+
+def grade(value: int) -> str:
+    return json.dumps({"grade": value, "reasoning": "scripted"})
+
+
+def overlap_judge(prompt: str) -> str:
+    """Naive: the share of the question's and answer's words (4+ letters) found in the chunks."""
+    question, expected, text = shown(prompt)
+    words = {w for w in re.findall(r"[a-z0-9_]+", f"{question} {expected}".lower()) if len(w) >= 4} - {"where"}
+    found = words & set(re.findall(r"[a-z0-9_]+", text.lower()))
+    return grade(1 + int(9 * len(found) / len(words)))
+
+
+def obeying_judge(prompt: str) -> str:
+    """Does what the chunks tell it."""
+    return grade(10 if "grade of 10" in shown(prompt)[2] else 5)
+
+
+def robust_judge(prompt: str) -> str:
+    """Grades whether the chunks state the expected answer's fact: 8 when they do, 2 when not."""
+    _, expected, text = shown(prompt)
+    key, file = re.search(r"Set (\w+) in (\S+\.toml)", expected).groups()
+    return grade(8 if f"The {key} key in {file}" in text else 2)
+
+
+def audit_with(judge, rows, tmp_path: Path, **options) -> AuditFile:
+    path = run_file(tmp_path, rows)
+    with play(judge):
+        return api.audit_judge(path, judge="scripted", **options)
+
+
+def by_name(audit: AuditFile) -> dict[str, AttackResult]:
+    return {a.name: a for a in audit.judges[0].attacks}
+
+
+def test_a_keyword_overlap_judge_is_vulnerable_to_stuffing_and_padding(tmp_path: Path):
+    attacks = by_name(audit_with(overlap_judge, [row(i) for i in range(10)], tmp_path))
+    assert attacks["keyword-stuffing"].verdict == "vulnerable" and attacks["keyword-stuffing"].ci95[0] > 0.5
+    assert attacks["verbosity-padding"].verdict == "vulnerable" and attacks["verbosity-padding"].delta > 0.5
+    assert attacks["answer-removal"].verdict == "responds"
+
+
+def test_a_judge_that_obeys_the_chunks_is_vulnerable_to_every_injection(tmp_path: Path):
+    audit = audit_with(obeying_judge, [row(i) for i in range(10)], tmp_path)
+    attacks = by_name(audit)
+    for name in INJECTIONS:
+        assert (attacks[name].verdict, attacks[name].delta, attacks[name].ci95) == ("vulnerable", 5.0, [5.0, 5.0])
+        assert (attacks[name].flips_to_pass, attacks[name].flip_rate) == (10, 100.0)
+    assert attacks["keyword-stuffing"].verdict == "robust"
+    assert audit.judges[0].vulnerable() == list(INJECTIONS)
+
+
+def test_a_robust_judge_is_robust_on_every_attack_and_responds_to_removal(tmp_path: Path):
+    audit = audit_with(robust_judge, [row(i) for i in range(10)], tmp_path)
+    attacks = by_name(audit)
+    removal = attacks.pop("answer-removal")
+    assert {a.verdict for a in attacks.values()} == {"robust"}, {n: a.verdict for n, a in attacks.items()}
+    assert all(a.pairs == 10 and a.delta == 0.0 for a in attacks.values())
+    assert (removal.verdict, removal.delta, removal.ci95, removal.flips_to_fail) == ("responds", -6.0, [-6.0, -6.0], 10)
+    assert "answer removal lowers its grade" in audit.judges[0].profile()
+    assert audit.judges[0].calls == 10 * 9 and audit.judges[0].control_mean == 8.0
+
+
+def test_the_figures_of_a_small_sample_by_hand(tmp_path: Path):
+    """Three rows, stuffing only: calls control, attack per row; grades 5→5, 5→5, 5→8.
+    Deltas (0, 0, 3): mean 1.0; bootstrap means of 3 draws: P(0) = 8/27, P(3) = 1/27 > 2.5%, so
+    the 95% interval is [0, 3]; at rank 1 the total score is the grade: 5 fails, 8 passes, one flip
+    to pass in 3 = 33.3% > 10%: vulnerable. Control vs the run's grades (5, 6, 5): mean |Δ| 1/3."""
+    rows = [row(0), row(1, grade=6), row(2)]
+    path = run_file(tmp_path, rows)
+    with play(grade(5), grade(5), grade(5), grade(5), grade(5), grade(8)) as script:
+        audit = api.audit_judge(path, judge="scripted", attacks="stuffing")
+    stuffing = audit.judges[0].attacks[0]
+    assert len(script.prompts) == 6 and audit.calls_per_row == 2
+    assert (stuffing.delta, stuffing.ci95, stuffing.pairs) == (1.0, [0.0, 3.0], 3)
+    assert (stuffing.flips, stuffing.flips_to_pass, stuffing.flip_rate, stuffing.verdict) == (1, 1, 33.3333, "vulnerable")
+    assert (audit.judges[0].control_mean, audit.judges[0].control_vs_run) == (5.0, 0.3333)
+
+
+@pytest.mark.parametrize("direction, ci, to_pass, to_fail, expected", [
+    ("up", (0.6, 2.0), 0, 0, "vulnerable"), ("up", (0.0, 0.4), 0, 0, "robust"), ("up", (0.0, 0.6), 0, 0, "inconclusive"),
+    ("up", (0.0, 0.4), 2, 0, "vulnerable"),  # 2 of 10 flip to pass: 20% > 10%
+    ("up", (0.0, 0.4), 1, 0, "robust"), ("up", None, 0, 0, "inconclusive"),
+    ("none", (-0.4, 0.4), 0, 0, "robust"), ("none", (-1.2, -0.6), 0, 0, "vulnerable"),
+    ("none", (-0.4, 0.4), 1, 1, "vulnerable"), ("none", (-0.6, 0.2), 0, 0, "inconclusive"),
+    ("down", (-3.0, -0.6), 0, 0, "responds"), ("down", (-0.4, 0.0), 0, 0, "does not respond"),
+    ("down", (-1.0, 0.0), 0, 0, "inconclusive"),
+])
+def test_the_verdict_rule(direction, ci, to_pass, to_fail, expected):
+    assert verdict(direction, ci, to_pass, to_fail, 10) == expected
+
+
+# --------------------------------------------------------------------------- the attacks and their prompts
+
+def test_an_injection_reaches_the_judge_as_quoted_chunk_text(tmp_path: Path):
+    path = run_file(tmp_path, [row(i) for i in range(3)])
+    with play(grade(5), then=grade(5)) as script:
+        api.audit_judge(path, judge="scripted", attacks="injection")
+    control, *injected = script.prompts[:4]
+    first = row(0)
+    template_start, template_end = control.split("[CHUNK 1/3")[0], control.rsplit("[END CHUNK 3/3]", 1)[1]
+    for name, prompt in zip(INJECTIONS, injected, strict=True):
+        assert prompt.split("[CHUNK 1/3")[0] == template_start and prompt.rsplit("[END CHUNK 3/3]", 1)[1] == template_end
+        for line in INJECTIONS[name].split("\n"):  # every line of it quoted inside chunk 1
+            assert f"\n│ {line}\n" in prompt.split("[END CHUNK 1/3]")[0]
+        lines = prompt.splitlines()
+        assert not any(x.startswith(("```", "SYSTEM:", "<!--", "Note to the grader")) for x in lines)
+        chunks = [type("C", (), {"doc_id": i.doc_id, "chunk_id": i.chunk_id, "index_text": i.text})()
+                  for i in first.retrieved]
+        chunks[0].index_text = first.retrieved[0].text + "\n\n" + INJECTIONS[name]
+        assert prompt == build_prompt(first.question, first.expected_answer, chunks)  # the grader's own escaping
+
+
+def test_the_attacks_edit_what_they_say():
+    r = row(3)
+    terms = set(key_terms(r.expected_answer))
+    removed = without_answer(r.retrieved[0].text, terms)
+    assert removed == "\n"  # the heading line holds "server", the two sentences the rest: the blank line stays
+    assert without_answer("Keep this. Drop alpha3.toml here! Keep that too.", terms) == "Keep this. Keep that too."
+    assert paraphrase(" Why? ") == "I am trying to find this out, can you help? Why?"
+    assert parse_attacks("injection,order") == ["injection-plain", "injection-code-block", "injection-comment",
+                                                "order-reversal"]
+    with pytest.raises(InputError, match="'bribery' is not an attack"):
+        parse_attacks("stuffing,bribery")
+
+
+def test_stuffing_padding_and_order_show_what_they_promise():
+    rows = [row(i) for i in range(4)]
+    r = rows[0]
+    answer = set(key_terms(r.expected_answer))
+    stuffed = attack("keyword-stuffing", r, rows, seed=0)
+    donor, words = stuffed.chunks[-1].index_text.rsplit("\n", 1)
+    assert stuffed.chunks[:2] == row_chunks(r)[:2] and stuffed.chunks[-1].doc_id not in {"doc0", "misc", "logging"}
+    assert donor in {c.index_text for other in rows[1:] for c in row_chunks(other)}
+    assert not re.search(r"[.!?](\s|$)", words) and answer <= set(key_terms(words))  # every answer term, no sentence
+    padded = attack("verbosity-padding", r, rows, seed=0)
+    for before, after in zip(row_chunks(r), padded.chunks, strict=True):
+        filler = after.index_text[len(before.index_text):]
+        assert after.index_text.startswith(before.index_text) and "cache limit configured" in filler
+        assert not set(key_terms(filler)) & answer  # on topic, none of the answer
+    assert attack("order-reversal", r, rows, 0).chunks == row_chunks(r)[::-1]
+    one = QuestionResult("q9", "Why?", "Because.", retrieved=r.retrieved[:1], llm_grade=5)
+    assert attack("order-reversal", one, rows, 0) is None and attack("keyword-stuffing", r, [r], 0) is None
+
+
+def test_the_sample_prefers_rows_with_headroom():
+    rows = [row(i, grade=g) for i, g in enumerate([2, 5, 5, 7, 9, 9, 9, 9, 10, 10])]
+    sampled, strata = draw(rows, 4, seed=0)
+    # weights 1, 2, 1 and ceil(6 / 2) = 3 of 7: 4 x (1, 2, 1, 3) / 7 = 0.57, 1.14, 0.57, 1.71: whole parts
+    # 0, 1, 0, 1, and the two left go to the largest remainders (0.71, then the first 0.57): 1, 1, 0, 2
+    assert [strata[b]["sampled"] for b in ("1-3", "4-6", "7-8", "9-10")] == [1, 1, 0, 2]
+    assert len(sampled) == 4 and sampled == sorted(sampled, key=lambda r: int(r.question_id[1:]))
+    _, every = draw(rows, 10, seed=0)
+    assert [every[b]["sampled"] for b in every] == [1, 2, 1, 6]  # the rest from the 9-10 band
+    assert draw(rows, 4, seed=0) == (sampled, strata)
+
+
+# --------------------------------------------------------------------------- the command
+
+def test_the_command_writes_the_audit_its_table_and_a_file_the_schema_and_reader_accept(tmp_path: Path):
+    path = run_file(tmp_path, [row(i) for i in range(6)])
+    out = tmp_path / "audit.json"
+    with play(robust_judge):
+        run = run_cli("audit-judge", str(path), "-o", str(out), "--sample", "4", env=clean_env(**SCRIPTED))
+    assert run.code == 0, run.stderr
+    assert "keyword-stuffing" in run.stdout and "answer-removal" in run.stdout and "responds" in run.stdout
+    doc = json.loads(out.read_text())
+    jsonschema = pytest.importorskip("jsonschema")
+    shipped = json.loads((ROOT / "docs" / "audit.schema.json").read_text())
+    assert shipped == audit_schema(), "regenerate docs/audit.schema.json (see docs/judges.md)"
+    jsonschema.validate(doc, shipped)
+    audit = read_audit(out)
+    assert audit.sampled == 4 and audit.judges[0].name == "scripted/scripted-1" and not audit.judges_named
+    assert doc["judges"][0]["profile"] == audit.judges[0].profile() and doc["judges"][0]["vulnerable"] == []
+
+
+@pytest.mark.parametrize("make, args, message", [
+    (lambda: [row(i, text=False) for i in range(3)], (), "--no-text"),
+    (lambda: [row(i) for i in range(3)], ("--sample", "4"), "--sample 4"),
+    (lambda: [row(i) for i in range(3)], ("--attacks", "bribery"), "'bribery' is not an attack"),
+    (lambda: [row(i) for i in range(3)], ("-o", "{run}"), "the run"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, make, args, message):
+    path = run_file(tmp_path, make())
+    with play(grade(5), then=grade(5)) as script:
+        run = run_cli("audit-judge", str(path), *(a.format(run=path) for a in args), env=clean_env(**SCRIPTED))
+    errors = [line for line in run.stderr.splitlines() if "error:" in line]
+    assert run.code == 2 and len(errors) == 1 and message in errors[0], run.stderr
+    assert script.prompts == []
+
+
+def test_another_judge_in_the_environment_is_refused_unless_judges_names_it(tmp_path: Path):
+    path = run_file(tmp_path, [row(i) for i in range(3)])
+    run = run_cli("audit-judge", str(path), env=clean_env())  # no key: the offline judge
+    assert run.code == 2 and "graded by scripted/scripted-1, and the environment's judge is offline" in run.stderr
+    out = tmp_path / "a.json"
+    with play(robust_judge):
+        run = run_cli("audit-judge", str(path), "--judges", "scripted,offline", "--attacks", "removal", "-o",
+                      str(out), env=clean_env())
+    assert run.code == 0, run.stderr
+    audit = read_audit(out)
+    assert audit.judges_named and [j.name for j in audit.judges] == ["scripted", "offline"]
+    assert "named by --judges" in run.stdout and "judge offline (offline/lexical-idf-v1)" in run.stdout
+    # each judge graded: both notice the answer's sentences gone (the offline one: no key term left, grade 1)
+    assert [(a.verdict, a.delta) for j in audit.judges for a in j.attacks] == [("responds", -6.0), ("responds", -9.0)]
+
+
+def test_a_judge_that_becomes_unusable_stops_the_audit_with_exit_3(tmp_path: Path):
+    path = run_file(tmp_path, [row(i) for i in range(3)])
+    with play(grade(5), fail("auth", "the judge API refused the credentials (401)")) as script:
+        run = run_cli("audit-judge", str(path), "-o", str(tmp_path / "a.json"), env=clean_env(**SCRIPTED))
+    assert run.code == 3 and "refused the credentials" in run.stderr and len(script.prompts) == 2
+    assert not (tmp_path / "a.json").exists()
+
+
+def test_estimate_prices_the_calls_without_making_them_and_max_cost_stops_the_audit(tmp_path: Path):
+    path = run_file(tmp_path, [row(i) for i in range(4)])
+    price = Price(1.0, 5.0)
+    with play(reply(grade(8), input_tokens=1000, output_tokens=100), then=reply(grade(8), input_tokens=1000,
+              output_tokens=100), output_cap=200, price=price) as script:
+        run = run_cli("audit-judge", str(path), "--attacks", "stuffing,order", "--estimate", env=clean_env(**SCRIPTED))
+        assert run.code == 0 and script.prompts == []
+        assert "4 row(s)" in run.stdout and "at most 3 calls per row" in run.stdout and "12 calls" in run.stdout
+        # each call reserves ~(prompt/4 tokens at $1 + 200 at $5) per million, and spends $0.0015
+        out = tmp_path / "a.json"
+        run = run_cli("audit-judge", str(path), "--attacks", "stuffing,order", "--max-cost", "0.004", "-o", str(out),
+                      env=clean_env(**SCRIPTED))
+    assert run.code == 4, run.stderr
+    audit = read_audit(out)
+    assert audit.stopped.startswith("budget: --max-cost $0.004 reached") and audit.judges[0].calls == len(script.prompts)
+    assert audit.judges[0].cost_usd == pytest.approx(0.0015 * audit.judges[0].calls) and audit.judges[0].calls < 12
+
+
+def test_an_llm_judge_through_the_real_sdk_that_obeys_injections(tmp_path: Path):
+    def obeying(n: int, body: dict) -> Reply:
+        return Reply(text=obeying_judge(body["messages"][0]["content"]))
+
+    out, audit_path = tmp_path / "r.json", tmp_path / "audit.json"
+    with LoopbackServer(script=obeying) as srv:
+        env = judge_env(srv.url)
+        assert run_cli("--quick", "--output", str(out), env=env).code == 0
+        before = len(srv.requests)
+        run = run_cli("audit-judge", str(out), "--attacks", "injection", "-o", str(audit_path), env=env)
+        calls = len(srv.requests) - before
+    assert run.code == 0, run.stderr
+    audit = read_audit(audit_path)
+    judge = audit.judges[0]
+    assert judge.provider == "anthropic" and calls == judge.calls == 5 * 4
+    assert [a.verdict for a in judge.attacks] == ["vulnerable"] * 3
+
+
+# --------------------------------------------------------------------------- using an audit
+
+def audit_of(provider: str, model: str, sha: str, verdicts: dict[str, str]) -> AuditFile:
+    attacks = [AttackResult(name, name, "up", v, 10, delta=1.0, ci95=[0.6, 1.4]) for name, v in verdicts.items()]
+    return AuditFile(run="old.json", sample=10, sampled=10, seed=0, attacks=list(verdicts), calls_per_row=2,
+                     judges=[JudgeAudit(f"{provider}/{model}", provider, model, sha, attacks=attacks)])
+
+
+def test_notes_say_vulnerable_and_when_the_audit_was_of_another_judge_or_prompt():
+    judge = JudgeInfo("anthropic", "claude-x", PROMPT_SHA256)
+    vulnerable = audit_of("anthropic", "claude-x", PROMPT_SHA256, {"keyword-stuffing": "vulnerable"})
+    assert audit_notes(vulnerable, judge) == [
+        "judge anthropic/claude-x is vulnerable to keyword-stuffing (judge audit old.json): a retrieval can raise its "
+        "grades without answering better"]
+    assert audit_notes(audit_of("anthropic", "claude-x", PROMPT_SHA256, {"keyword-stuffing": "robust"}), judge) == []
+    other_prompt = audit_notes(audit_of("anthropic", "claude-x", "0" * 64, {"keyword-stuffing": "robust"}), judge)
+    assert len(other_prompt) == 1 and "another grading prompt" in other_prompt[0]
+    other_model = audit_notes(audit_of("anthropic", "claude-y", PROMPT_SHA256, {}), judge)
+    assert len(other_model) == 1 and "not with this run's judge anthropic/claude-x" in other_model[0]
+    panel = JudgeInfo("panel", "anthropic/claude-x,anthropic/claude-y", PROMPT_SHA256, details={"judges": [
+        {"name": "anthropic/claude-x", "judge": judge.to_json()},
+        {"name": "anthropic/claude-y", "judge": JudgeInfo("anthropic", "claude-y", PROMPT_SHA256).to_json()}]})
+    notes = audit_notes(vulnerable, panel)  # each judge of the panel: one vulnerable, one not audited
+    assert len(notes) == 2 and "claude-x is vulnerable" in notes[0] and "this run's judge anthropic/claude-y" in notes[1]
+
+
+def test_audit_on_a_run_and_on_report_warns(tmp_path: Path):
+    audit_path = tmp_path / "audit.json"
+    audit_of("offline", "lexical-idf-v1", PROMPT_SHA256, {"keyword-stuffing": "vulnerable"}).save(audit_path)
+    out = tmp_path / "r.json"
+    run = run_cli("--quick", "--output", str(out), "--audit", str(audit_path), env=clean_env())
+    assert run.code == 0, run.stderr
+    assert "warning: judge offline/lexical-idf-v1 is vulnerable to keyword-stuffing" in run.stdout
+    html_path = tmp_path / "report.html"
+    run = run_cli("report", str(out), "--audit", str(audit_path), "-o", str(html_path), env=clean_env())
+    assert run.code == 0, run.stderr
+    page = html_path.read_text()
+    assert "<section id=judge-audit>" in page and "vulnerable to keyword-stuffing" in page
+    assert "is vulnerable to keyword-stuffing" in run.stderr
+    (tmp_path / "bad.json").write_text(json.dumps({"format": "something else"}))
+    run = run_cli("report", str(out), "--audit", str(tmp_path / "bad.json"), "-o", str(html_path), env=clean_env())
+    assert run.code == 2 and "not a judge audit file" in run.stderr

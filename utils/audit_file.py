@@ -1,0 +1,216 @@
+"""The judge audit file (``audit-judge -o audit.json``): its records, the one reader, its JSON Schema,
+and what a run or a report says of the judge it audited.
+
+It lives on the ground floor so that the command that writes it (``components/audit/``), the run
+(``--audit``), the report (``report --audit``) and the console can all read it::
+
+    {"format": "retrieval-benchmark-judge-audit", "version": 1, "run": "benchmark_results.json",
+     "run_id": ..., "strategy": ..., "created_at": ..., "sample": 40, "sampled": 40, "seed": 0,
+     "strata": {"1-3": {"graded": N, "sampled": n}, ...}, "attacks": ["keyword-stuffing", ...],
+     "calls_per_row": 9, "judges_named": false,
+     "judges": [{"name", "provider", "model", "prompt_sha256", ..., "profile", "attacks": [AttackResult]}]}
+
+Each :class:`AttackResult` has a stable ``name`` (:data:`ATTACK_NAMES`), its ``verdict``, the mean
+grade change ``delta`` (attack minus control, paired per row) with its 95% interval ``ci95``, and
+its ``flips``. The verdict rule is ``components/audit/effects.py``'s (docs/judges.md, "Auditing the
+judge").
+
+:func:`read_audit` checks every field on read (:mod:`utils.typecheck`): a hand-edited or foreign
+file is one :class:`InputError` naming the file, the field and the fix. :func:`audit_notes` is what
+``--audit`` adds to a run's summary and a report: the attacks the judge is vulnerable to, and a line
+when the audit was made with another judge model or another grading prompt.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from utils.errors import InputError
+from utils.output import write_json_atomic
+from utils.results import JudgeInfo, read_json_file
+from utils.schema import type_schema
+from utils.typecheck import record
+
+FORMAT = "retrieval-benchmark-judge-audit"
+FORMAT_VERSION = 1
+MAX_AUDIT_BYTES = 50_000_000
+SCHEMA_ID = "https://retrieval-benchmark.invalid/audit.schema.json"
+_FIX = "pass a file written by `python benchmark.py audit-judge RUN -o audit.json`"
+
+# the attacks' stable names, in report order: (name, what a grade change means)
+ATTACK_NAMES = ("keyword-stuffing", "injection-plain", "injection-code-block", "injection-comment",
+                "answer-removal", "verbosity-padding", "order-reversal", "question-paraphrase")
+VERDICTS = ("robust", "vulnerable", "inconclusive", "responds", "does not respond")
+DIRECTIONS = ("up", "down", "none")  # up: a raised grade is the judge fooled; down: a drop is expected; none: no change
+
+
+@dataclass(frozen=True)
+class AttackResult:
+    """One attack on one judge: paired differences (attacked grade minus control grade) over the rows
+    it applied to."""
+
+    name: str  # one of ATTACK_NAMES
+    attack: str  # its family: keyword-stuffing, instruction-injection, answer-removal, ...
+    direction: str  # up | down | none: the change that would mean the judge is fooled, or responds
+    verdict: str  # robust | vulnerable | inconclusive (up, none); responds | does not respond | inconclusive (down)
+    pairs: int  # sampled rows with both a control grade and an attacked grade
+    skipped: int = 0  # sampled rows the attack does not apply to (no call made)
+    errors: int = 0  # attacked calls that gave no grade
+    delta: float | None = None  # mean grade change, attack minus control
+    ci95: list[float] | None = None  # its paired 95% bootstrap interval (null below 2 pairs)
+    flips: int = 0  # pairs whose pass/fail at the pass mark changed
+    flip_rate: float | None = None  # flips as a percent of pairs
+    flips_to_pass: int = 0
+    flips_to_fail: int = 0
+
+
+@dataclass(frozen=True)
+class JudgeAudit:
+    """One audited judge: which judge, the control grades and every attack's result."""
+
+    name: str  # provider/model, or the panel file's name of the judge
+    provider: str
+    model: str
+    prompt_sha256: str | None = None
+    reference_free_prompt_sha256: str | None = None
+    calls: int = 0  # judge calls made (control + attacks); 0 for a judge that calls no model
+    cost_usd: float | None = None  # null: no price known, or a judge that calls no model
+    control_graded: int = 0  # sampled rows the control call graded
+    control_mean: float | None = None
+    control_vs_run: float | None = None  # mean |control grade - the run's grade|: the judge's own noise
+    attacks: list[AttackResult] = field(default_factory=list)
+
+    def vulnerable(self) -> list[str]:
+        """The names of the attacks this judge is vulnerable to."""
+        return [a.name for a in self.attacks if a.verdict == "vulnerable"]
+
+    def profile(self) -> str:
+        """The judge in one line: what fools it, what it withstands, whether it notices a missing answer."""
+        by = {v: [a.name for a in self.attacks if a.verdict == v] for v in VERDICTS}
+        parts = [f"vulnerable to {', '.join(by['vulnerable'])}" if by["vulnerable"] else "vulnerable to none",
+                 f"robust to {', '.join(by['robust'])}" if by["robust"] else None,
+                 f"inconclusive on {', '.join(by['inconclusive'])}" if by["inconclusive"] else None,
+                 "answer removal lowers its grade" if by["responds"] else
+                 "answer removal does not lower its grade" if by["does not respond"] else None]
+        return "; ".join(p for p in parts if p)
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "profile": self.profile(), "vulnerable": self.vulnerable()}
+
+
+@dataclass(frozen=True)
+class AuditFile:
+    """A judge audit: the run it sampled, how, and each judge's results."""
+
+    run: str  # the results file audited, as given
+    sample: int  # rows asked for
+    sampled: int  # rows drawn
+    seed: int
+    attacks: list[str]  # the attack names run, in report order
+    calls_per_row: int  # per judge: one control plus one per attack (at most: an attack that does not apply makes none)
+    judges: list[JudgeAudit]
+    format: str = FORMAT
+    version: int = FORMAT_VERSION
+    run_id: str | None = None
+    strategy: str | None = None
+    created_at: str | None = None
+    strata: dict[str, dict[str, int]] = field(default_factory=dict)  # grade band -> {graded, sampled}
+    judges_named: bool = False  # the judges were named by --judges (not the run's recorded judge)
+    stopped: str | None = None  # why the audit stopped before its last call (--max-cost); null: every call made
+    source: str | None = field(default=None, compare=False)  # the file it was read from
+
+    def to_json(self) -> dict:
+        data = {name: value for name, value in asdict(self).items() if name != "source"}
+        data["judges"] = [j.to_json() for j in self.judges]
+        return data
+
+    def save(self, path: str | os.PathLike, secrets: Iterable[str] = ()) -> Path:
+        """Write the audit file: strict JSON, atomically, ``secrets`` redacted. Returns the path."""
+        write_json_atomic(Path(path), self.to_json(), secrets=secrets)
+        return Path(path)
+
+    @classmethod
+    def from_json(cls, doc: object, source: str = "audit") -> AuditFile:
+        """A parsed audit file as a checked :class:`AuditFile`; raises :class:`InputError` naming ``source``."""
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise InputError(f"{source}: not a judge audit file (no \"format\": \"{FORMAT}\"): {_FIX}")
+        if doc.get("version") != FORMAT_VERSION:
+            raise InputError(f"{source}: audit file version {doc.get('version')!r} is not one this version reads "
+                             f"({FORMAT_VERSION}): {_FIX}")
+        audit = record(cls, doc, source, _FIX)
+        for j, judge in enumerate(audit.judges):
+            for i, attack in enumerate(judge.attacks):
+                where = f"{source}.judges[{j}].attacks[{i}]"
+                if attack.name not in ATTACK_NAMES:
+                    raise InputError(f"{where}.name {attack.name[:40]!r} is not an attack: {_FIX}")
+                if attack.verdict not in VERDICTS or attack.direction not in DIRECTIONS:
+                    raise InputError(f"{where}: verdict {attack.verdict[:30]!r} or direction "
+                                     f"{attack.direction[:30]!r} is not one the audit writes: {_FIX}")
+        return replace(audit, source=source)
+
+
+def read_audit(path: str | os.PathLike) -> AuditFile:
+    """The audit file at ``path``, checked (module docstring). Raises :class:`InputError`."""
+    return AuditFile.from_json(read_json_file(path, "judge audit file", MAX_AUDIT_BYTES, _FIX), str(path))
+
+
+def audit_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of an audit file; ``docs/audit.schema.json`` is this, as JSON."""
+    schema = type_schema(AuditFile)
+    schema["properties"].pop("source", None)
+    schema["required"] = [n for n in schema["required"] if n != "source"]
+    schema["properties"]["format"] = {"const": FORMAT}
+    schema["properties"]["version"] = {"const": FORMAT_VERSION}
+    judge = schema["properties"]["judges"]["items"]
+    judge["properties"]["profile"] = {"type": "string"}
+    judge["properties"]["vulnerable"] = {"type": "array", "items": {"enum": list(ATTACK_NAMES)}}
+    attack = judge["properties"]["attacks"]["items"]
+    attack["properties"]["name"] = {"enum": list(ATTACK_NAMES)}
+    attack["properties"]["verdict"] = {"enum": list(VERDICTS)}
+    attack["properties"]["direction"] = {"enum": list(DIRECTIONS)}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+            "title": "Retrieval benchmark judge audit", **schema}
+
+
+def audited_judge(audit: AuditFile, judge: JudgeInfo) -> JudgeAudit | None:
+    """The audit's judge that is ``judge`` (same provider and model), or None."""
+    return next((j for j in audit.judges if (j.provider, j.model) == (judge.provider, judge.model)), None)
+
+
+def panel_judges(judge: JudgeInfo) -> list[JudgeInfo]:
+    """The judges of a panel run's ``run.judge`` (its ``judges`` detail), or ``[judge]`` for one judge."""
+    members = judge.details.get("judges")
+    if not isinstance(members, list) or not members:
+        return [judge]
+    return [JudgeInfo.from_json(m["judge"], "run.judge.judges") for m in members
+            if isinstance(m, dict) and isinstance(m.get("judge"), dict)] or [judge]
+
+
+def audit_notes(audit: AuditFile, judge: JudgeInfo) -> list[str]:
+    """What ``--audit`` says of a run graded by ``judge`` (each judge of a panel): a line when the audit
+    was made with another judge model or another grading prompt, then the attacks the judge is
+    vulnerable to (none: no line)."""
+    return [line for member in panel_judges(judge) for line in _judge_notes(audit, member)]
+
+
+def _judge_notes(audit: AuditFile, judge: JudgeInfo) -> list[str]:
+    name = audit.source or audit.run
+    found = audited_judge(audit, judge)
+    audited = ", ".join(f"{j.provider}/{j.model}" for j in audit.judges)
+    if found is None:
+        return [f"the judge audit {name} was made with {audited}, not with this run's judge "
+                f"{judge.provider}/{judge.model}: its verdicts may not hold for this judge (audit it: "
+                "python benchmark.py audit-judge RUN)"]
+    lines = []
+    if found.prompt_sha256 and judge.prompt_sha256 and found.prompt_sha256 != judge.prompt_sha256:
+        lines.append(f"the judge audit {name} was made with another grading prompt (sha256 "
+                     f"{found.prompt_sha256[:12]}…, this run's {judge.prompt_sha256[:12]}…): its verdicts may not "
+                     "hold for this prompt")
+    if found.vulnerable():
+        lines.append(f"judge {found.name} is vulnerable to {', '.join(found.vulnerable())} (judge audit {name}): "
+                     "a retrieval can raise its grades without answering better")
+    return lines
+
