@@ -34,7 +34,6 @@ judge (or panel): :func:`check_baseline` raises :class:`InputError` naming the d
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import random
@@ -45,6 +44,7 @@ from typing import Any
 
 from loguru import logger
 
+from components.analysis.adaptive import UNTIL_DECIDED, grades_fingerprint
 from components.analysis.gate import metric_key, parse_fail_on, parse_margins
 from components.core import Question
 from components.judges.retrieval_grader import PROMPT_SHA256
@@ -54,7 +54,7 @@ from utils.errors import InputError
 from utils.results import QuestionResult, RunResult, load_run
 
 SEED = 0  # the judging order's seed (recorded in the results)
-UNTIL_DECIDED, TARGET_CI = "until_decided", "target_ci"
+TARGET_CI = "target_ci"
 SPANS = {"grade": 9.0, "score": 10.0, "percent": 100.0}  # the largest |paired difference| of a unit
 SCALES = {"grade": (1.0, 10.0), "score": (0.0, 10.0), "percent": (0.0, 100.0)}  # a unit's range
 
@@ -232,15 +232,14 @@ def check_baseline(req: Request, question_ids: Sequence[str], k: int, judges: li
                          f"this run: {_shown(judges)}): grade with the same judge or panel (--judges)")
 
 
-def grades_fingerprint(rows: Sequence[QuestionResult]) -> str:
-    """A short hash of a run's grades by question: how compare knows the baseline a run was decided against."""
-    digest = hashlib.sha256()
-    for row in sorted(rows, key=lambda r: r.question_id):
-        digest.update(f"{row.question_id}\0{row.llm_grade}\0{row.rank}\n".encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()[:16]
-
-
 # ---- the run --------------------------------------------------------------------------------------
+
+def judging_order(questions: Sequence[Question], seed: int = SEED) -> list[Question]:
+    """The order the judge is called in: ``questions`` shuffled with ``seed`` (the same again on ``--resume``)."""
+    order = list(questions)
+    random.Random(seed).shuffle(order)
+    return order
+
 
 class Adaptive:
     """The state of one adaptive run: the judging order, the rows seen, when judging stopped."""
@@ -249,8 +248,7 @@ class Adaptive:
 
     def __init__(self, req: Request, questions: Sequence[Question], k: int) -> None:
         self.req, self.k = req, k
-        self.order = list(questions)
-        random.Random(req.seed).shuffle(self.order)
+        self.order = judging_order(questions, req.seed)
         self.n = len(self.order)
         self.counts = Q.look_counts(self.n, req.block) if self.n else ()
         self.block = Q.block_size(self.n, req.block) if self.n else 0
@@ -306,7 +304,8 @@ class Adaptive:
         full_usd = None if spent["cost_usd"] is None or saved["cost_usd"] is None else \
             spent["cost_usd"] + saved["cost_usd"]
         return {
-            "mode": self.req.mode, "procedure": self.procedure, "seed": self.req.seed, "block": self.block,
+            "mode": self.req.mode, "procedure": self.procedure, "request": self.req.identity(), "seed": self.req.seed,
+            "block": self.block,
             "questions": self.n, "judged": len(rows) - unjudged, "not_judged": unjudged,
             "decided": self.decided_after is not None, "decided_after": self.decided_after,
             **self._verdicts(),
@@ -441,6 +440,28 @@ class TargetCI(Adaptive):
                                                   "verdict": "not reached", "look": None}
                    for key in self.specs}
         return {"alpha": self.req.alpha, "metrics": metrics}
+
+
+def check_options(req: Request, *, judge_batch: bool = False) -> None:
+    """Options the adaptive run does not take (raises :class:`InputError`)."""
+    if judge_batch:
+        raise InputError("--until-decided and --target-ci judge block by block, and --judge-batch sends every request "
+                         "at once: run without one of them")
+
+
+def resume_options(recorded: Mapping | None, given: set[str] | frozenset[str]) -> dict[str, Any]:
+    """``--resume`` of an adaptive run without its options: the ones it recorded (its journal header,
+    or its results' ``adaptive.request``), so that it continues the same sequence."""
+    if not isinstance(recorded, Mapping) or given & {"--until-decided", "--target-ci", "--fail-on", "--margin"}:
+        return {}
+    if isinstance(recorded.get("until_decided"), str):
+        gated = recorded.get("gated") if isinstance(recorded.get("gated"), Mapping) else {}
+        return {"until_decided": Path(recorded["until_decided"]),
+                "fail_on": "worse:" + ",".join(gated) if gated else None,
+                "margin": [f"{k}={v:g}" for k, v in gated.items() if isinstance(v, (int, float))]}
+    if isinstance(recorded.get("target_ci"), Mapping) and recorded["target_ci"]:
+        return {"target_ci": ",".join(f"{k}={v:g}" for k, v in recorded["target_ci"].items())}
+    return {}
 
 
 def start(req: Request, questions: Sequence[Question], k: int, settings=None, setups: Sequence = ()) -> Adaptive:

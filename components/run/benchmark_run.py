@@ -43,6 +43,7 @@ from components.judges.providers import is_proxy_judge
 from components.judges.retrieval_grader import PROMPT_SHA256
 from components.judges.settings import Settings
 from components.readers import load_questions
+from components.run import adaptive as adaptive_run
 from components.run.panel import run as panel_run
 from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
 from components.run.file_names import strategy_file_names, strategy_results_path
@@ -93,6 +94,7 @@ class RunOptions:
     retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S  # --retrieval-timeout; None: no deadline
     suite: Any = None  # --suite: a components.run.retrieval.suite.Suite, whose configurations run instead of the strategies
     panel_aggregate: str = "median"  # --panel-aggregate: a panel's grade of a question (with --judges)
+    adaptive: Any = None  # --until-decided / --target-ci: a components.run.adaptive.Request
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -142,7 +144,8 @@ def identity_of(run: dict) -> dict:
             "corpus": corpus.get("source"), "output": run.get("output"),
             "judge_provider": judge.get("provider"), "repeats": judge.get("repeats"),
             "selection": run.get("selection") or {}, "configuration": run.get("configuration"),
-            **({"panel": judge.get("judges"), "aggregate": judge.get("aggregate")} if judge.get("judges") else {})}
+            **({"panel": judge.get("judges"), "aggregate": judge.get("aggregate")} if judge.get("judges") else {}),
+            **({"adaptive": run["adaptive"]} if isinstance(run.get("adaptive"), dict) else {})}
 
 
 def _check_resume(identity: dict, previous: dict, path: Path) -> None:
@@ -220,6 +223,7 @@ def recorded_defaults(resume: Path, given: Collection[str], env: Mapping[str, st
             options["ids"] = ",".join(selection["ids"])
     if "--output" not in given:
         options["output"] = resumed_output(resume, recorded.get("output"))
+    options.update(adaptive_run.resume_options(recorded.get("adaptive"), given))
     return ResumeDefaults(options, _recorded_judge(recorded, env))
 
 
@@ -261,12 +265,14 @@ def _recorded_judge(recorded: dict, env: Mapping[str, str]) -> dict[str, str]:
 
 def _print_summary(result: RunResult) -> None:
     """The run's METRIC log lines, then its summary table on stdout (a panel's lines after it)."""
+    from components.analysis.adaptive import lines as adaptive_lines
     from components.analysis.panel import summary_lines
 
     log_metrics(result)
     logger.info("Summary ({} judge: {}) follows on stdout", result.run.judge.provider, result.run.judge.model)
     sys.stdout.write(summary_table(result, proxy=is_proxy_judge(result.run.judge.provider)))
     sys.stdout.write("".join(line + "\n" for line in summary_lines(result.panel)))
+    sys.stdout.write("".join(line + "\n" for line in adaptive_lines(result)))
     sys.stdout.flush()
     if result.run.recovered:
         logger.info("The retry pass recovered {} grade(s)", result.run.recovered)
@@ -331,6 +337,10 @@ class BenchmarkRun:
         else:
             previous = {strategies[0].name: (o.resume, read_rows(o.resume))} if o.resume else {}
         setups = panel_run.check_judges(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
+        if o.adaptive is not None:  # the baseline, before any work (components/run/adaptive.py)
+            adaptive_run.check_options(o.adaptive, judge_batch=o.judge_batch)
+            adaptive_run.check_baseline(o.adaptive, [q.id for q in questions], o.k,
+                                        adaptive_run.judges_now(settings, setups))
         if o.max_cost_usd is not None:  # a budget that cannot pay for one call is refused before any work
             check_budget(o.max_cost_usd, setups, rewrites=any(s.rewrites_queries for s in strategies),
                          names=[m.name for m in settings.panel] if settings.panel else ())
@@ -438,7 +448,8 @@ class BenchmarkRun:
                     "judge_provider": judging.setup.judge_provider.name,
                     "repeats": o.judge_repeats, "selection": {"limit": o.limit, "ids": o.ids},
                     "configuration": strategy.configuration, "output": os.path.abspath(o.output),
-                    **(panel_run.identity(self.settings, o.panel_aggregate) if judging.members else {})}
+                    **(panel_run.identity(self.settings, o.panel_aggregate) if judging.members else {}),
+                    **({"adaptive": o.adaptive.identity()} if o.adaptive is not None else {})}
         done, previous_batches = self._resumed(identity, previous, questions)
         journal_path = runs_dir / f"{run_id}.journal.jsonl"
         journal = Journal(journal_path, identity, self.secrets)
@@ -476,7 +487,8 @@ class BenchmarkRun:
                               group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
                               concurrency=o.concurrency, order_check=o.order_check,
                               retrieval_timeout=o.retrieval_timeout, on_row=_row_printer(progress),
-                              should_stop=self.should_stop, context=context, panel_aggregate=o.panel_aggregate)
+                              should_stop=self.should_stop, context=context, panel_aggregate=o.panel_aggregate,
+                              adaptive=o.adaptive)
         if o.targets:
             from components.analysis.targets import check_targets
 
