@@ -237,3 +237,16 @@ def test_a_baseline_without_grades_or_by_another_judge_is_refused(cli_baseline):
     offline = run_cli(*files, "--until-decided", str(tmp / "base.json"), "--output", str(tmp / "bad.json"),
                       env=clean_env(BENCHMARK_JUDGE="offline"))
     assert offline.code == 2 and "another judge" in offline.stderr
+
+
+def test_the_report_shows_how_judging_stopped_and_the_sequential_verdict(cli_baseline):
+    tmp, files = cli_baseline
+    run, _ = _cli(4, *files, "--strategy", "baseline", "--until-decided", str(tmp / "base.json"),
+                  "--output", str(tmp / "report-new.json"))
+    assert run.code == 0, run.stderr
+    page = tmp / "report.html"
+    done = run_cli("report", str(tmp / "base.json"), str(tmp / "report-new.json"), "-o", str(page))
+    assert done.code == 0, done.stderr
+    html = page.read_text(encoding="utf-8")
+    assert "Judged until the verdict was known" in html and "cost to the verdict" in html
+    assert "Sequential verdicts, recorded by the run" in html

@@ -50,16 +50,16 @@ def sequential_verdicts(runs: Sequence[Any], labels: Sequence[str]) -> dict[str,
 
 
 def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
+    return "cost unknown" if value is None else f"${value:.4f}"
 
 
 def cost_line(record: Mapping) -> str:
     """Cost to the verdict: the judge calls and dollars spent, and what grading every question would have cost."""
     calls, cost = record.get("calls") or {}, record.get("cost_usd") or {}
     return (f"cost to the verdict: {record.get('judged')} of {record.get('questions')} questions judged, "
-            f"{calls.get('spent')} judge calls and {_money(cost.get('spent'))} spent; grading every question: about "
-            f"{calls.get('full')} calls and {_money(cost.get('full'))} (the questions not judged priced as --estimate "
-            f"prices them: {calls.get('saved')} calls, {_money(cost.get('saved'))} saved)")
+            f"{calls.get('spent')} judge calls, {_money(cost.get('spent'))}; grading every question: about "
+            f"{calls.get('full')} calls, {_money(cost.get('full'))} ({calls.get('saved')} calls, "
+            f"{_money(cost.get('saved'))} saved; the questions not judged priced as --estimate prices them)")
 
 
 def metric_lines(record: Mapping, k: int | None, indent: str = "  ") -> list[str]:
@@ -95,14 +95,14 @@ def heading(record: Mapping) -> str:
         state = (f"decided after {record.get('decided_after')} of {record.get('questions')} questions"
                  if record.get("decided") else f"not decided ({record.get('judged')} of {record.get('questions')} "
                                                "questions judged)")
-        return (f"Judged until decided against {against}: {state} (sequential procedure: {record.get('procedure')}; "
-                f"α {record.get('alpha'):g} split over {len(record.get('metrics') or {})} metric(s); blocks of "
-                f"{record.get('block')}, order seed {record.get('seed')})")
+        return (f"Judged until decided against {against}: {state} (group-sequential procedure, α "
+                f"{record.get('alpha'):g} split over {len(record.get('metrics') or {})} metric(s) by Bonferroni; "
+                f"blocks of {record.get('block')}, order seed {record.get('seed')})")
     state = (f"every target reached after {record.get('decided_after')} of {record.get('questions')} questions"
              if record.get("decided") else f"targets not all reached ({record.get('judged')} of "
                                            f"{record.get('questions')} questions judged)")
-    return (f"Judged until the interval is narrow enough: {state} ({record.get('procedure')}, 95%; blocks of "
-            f"{record.get('block')}, order seed {record.get('seed')})")
+    return (f"Judged until the interval is narrow enough: {state} (anytime-valid 95% confidence sequence; blocks "
+            f"of {record.get('block')}, order seed {record.get('seed')})")
 
 
 def lines(result: Any) -> list[str]:
