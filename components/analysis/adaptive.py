@@ -13,6 +13,7 @@ the looks that chose when to stop). The gate's ``sequential`` checks
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -56,6 +57,9 @@ def _money(value: float | None) -> str:
 def cost_line(record: Mapping) -> str:
     """Cost to the verdict: the judge calls and dollars spent, and what grading every question would have cost."""
     calls, cost = record.get("calls") or {}, record.get("cost_usd") or {}
+    if not calls.get("full"):
+        return (f"cost to the verdict: {record.get('judged')} of {record.get('questions')} questions judged (the judge "
+                "calls no model: nothing to pay)")
     return (f"cost to the verdict: {record.get('judged')} of {record.get('questions')} questions judged, "
             f"{calls.get('spent')} judge calls, {_money(cost.get('spent'))}; grading every question: about "
             f"{calls.get('full')} calls, {_money(cost.get('full'))} ({calls.get('saved')} calls, "
@@ -88,10 +92,21 @@ def metric_lines(record: Mapping, k: int | None, indent: str = "  ") -> list[str
     return out
 
 
+def _shown_path(path: str | None) -> str | None:
+    """A recorded (absolute) path as the user would write it: relative to the current folder when below it."""
+    if not path:
+        return None
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if relative.startswith("..") else relative
+
+
 def heading(record: Mapping) -> str:
     if record.get("mode") == UNTIL_DECIDED:
         base = record.get("baseline") or {}
-        against = base.get("file") or base.get("run_id") or base.get("strategy") or "the baseline"
+        against = _shown_path(base.get("file")) or base.get("run_id") or base.get("strategy") or "the baseline"
         state = (f"decided after {record.get('decided_after')} of {record.get('questions')} questions"
                  if record.get("decided") else f"not decided ({record.get('judged')} of {record.get('questions')} "
                                                "questions judged)")
