@@ -130,6 +130,25 @@ def test_the_record_is_written_and_read_back(baseline, tmp_path):
     assert read.rows[-1].grade_error == result.rows[-1].grade_error
 
 
+def test_with_judge_batch_each_block_is_one_batch():
+    from components.judges.providers.anthropic import MessageBatches
+    from components.run.adaptive import TargetCI
+    from components.run.calls.judge_batch import BatchJudge, run_batch
+    from tests.loopback import LoopbackServer
+    from tests.test_judge_batch import SONNET, _loop_and_questions, provider
+
+    with LoopbackServer(batch_polls=0) as srv:  # every grade 8
+        loop, questions = _loop_and_questions(15)
+        plan = TargetCI(Request(targets={"avg_llm_grade": 4.0}), questions, 3)
+        loop.unjudged, loop.on_row = plan.unjudged, plan.on_row(None)
+        rows = run_batch(loop, plan.order, {}, BatchJudge(MessageBatches(provider(srv.url), SONNET),
+                                                          sleep=lambda s: None), blocks=plan.counts)
+    assert plan.counts == (5, 10, 15) and plan.decided_after == 5
+    assert [len(b["requests"]) for b in srv.batch_creates] == [5]  # the first block's batch only
+    assert [r.llm_grade for r in rows] == [8] * 5 + [None] * 10
+    assert {r.grade_error for r in rows[5:]} == {"not judged: decided after 5"}
+
+
 def test_the_judging_order_is_seeded():
     questions = [Question(q["id"], q["question"], q["expected_answer"], (q["needle_doc_id"],)) for q in QUESTIONS]
     first = [q.id for q in judging_order(questions, 0)]
@@ -217,7 +236,7 @@ def test_a_resumed_adaptive_run_continues_the_same_sequence(cli_baseline):
     (lambda files, tmp: [*files[:-2], "--k", "3"], "k=2, this run k=3"),
     (lambda files, tmp: [*files, "--limit", "12"], "other question ids"),
     (lambda files, tmp: [*files, "--strategy", "baseline,modular-no-llm"], "one --strategy"),
-    (lambda files, tmp: [*files, "--judge-batch"], "--judge-batch"),
+    (lambda files, tmp: [*files, "--target-ci", "0.5"], "without a baseline"),
 ])
 def test_bad_input_is_one_line_and_exit_2(cli_baseline, change, message):
     tmp, files = cli_baseline

@@ -442,13 +442,6 @@ class TargetCI(Adaptive):
         return {"alpha": self.req.alpha, "metrics": metrics}
 
 
-def check_options(req: Request, *, judge_batch: bool = False) -> None:
-    """Options the adaptive run does not take (raises :class:`InputError`)."""
-    if judge_batch:
-        raise InputError("--until-decided and --target-ci judge block by block, and --judge-batch sends every request "
-                         "at once: run without one of them")
-
-
 def resume_options(recorded: Mapping | None, given: set[str] | frozenset[str]) -> dict[str, Any]:
     """``--resume`` of an adaptive run without its options: the ones it recorded (its journal header,
     or its results' ``adaptive.request``), so that it continues the same sequence."""
@@ -472,9 +465,10 @@ def start(req: Request, questions: Sequence[Question], k: int, settings=None, se
 
 
 def saved_estimate(rows: Sequence[QuestionResult], questions: Sequence[Question], retriever, k: int, judging,
-                   repeats: int) -> dict:
+                   repeats: int, batch: bool = False) -> dict:
     """{calls, cost_usd} that judging the questions left unjudged would have cost, priced as
-    ``--estimate`` prices them (their requests built again: retrieval runs, nothing is sent)."""
+    ``--estimate`` prices them (their requests built again: retrieval runs, nothing is sent; at the
+    batch price with ``batch``)."""
     left = {r.question_id for r in rows if M.not_judged(r)}
     todo = [q for q in questions if q.id in left]
     if not todo:
@@ -488,4 +482,4 @@ def saved_estimate(rows: Sequence[QuestionResult], questions: Sequence[Question]
         from components.run.estimate import estimate
 
         est = estimate(retriever, todo, k, judging.setup, repeats=repeats, relevance=relevance)
-    return {"calls": sum(r.calls for r in est.roles), "cost_usd": est.usd}
+    return {"calls": sum(r.calls for r in est.roles), "cost_usd": est.usd_batch if batch else est.usd}

@@ -338,7 +338,6 @@ class BenchmarkRun:
             previous = {strategies[0].name: (o.resume, read_rows(o.resume))} if o.resume else {}
         setups = panel_run.check_judges(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
         if o.adaptive is not None:  # the baseline, before any work (components/run/adaptive.py)
-            adaptive_run.check_options(o.adaptive, judge_batch=o.judge_batch)
             adaptive_run.check_baseline(o.adaptive, [q.id for q in questions], o.k,
                                         adaptive_run.judges_now(settings, setups))
         if o.max_cost_usd is not None:  # a budget that cannot pay for one call is refused before any work

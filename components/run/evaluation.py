@@ -263,8 +263,6 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         raise InputError("--order-check is not made with a panel of judges: run it with one judge")
     plan = adaptive_run.start(adaptive, selected, k, judging.settings, [j.setup for j in judging.members] or [setup]) \
         if adaptive is not None else None  # the baseline checked before any judge call
-    if plan is not None and context.batch is not None:
-        raise InputError("--until-decided and --target-ci are not sent through --judge-batch: run without one of them")
     loop = BenchmarkLoop(prepared.retriever, judging.judge, k=k, rewriter=rewriter, should_stop=should_stop,
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
                          repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
@@ -283,8 +281,9 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
             from components.run.panel.batch import run_panel_batch
 
             (run_panel_batch if judging.members else run_batch)(
-                loop, selected, context.done, context.batch, context.previous_batches,
-                grouped=context.grouped or contextlib.nullcontext)
+                loop, plan.order if plan is not None else selected, context.done, context.batch,
+                context.previous_batches, grouped=context.grouped or contextlib.nullcontext,
+                blocks=plan.counts if plan is not None else ())
         else:
             loop.run(plan.order if plan is not None else selected, context.done)
         if not should_stop() and context.batch is None:
@@ -356,7 +355,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     if plan is not None:
         result.adaptive = plan.record(result.rows, {"calls": loop.judge_usage.calls, "cost_usd": loop.judge_usage.cost_usd},
                                       adaptive_run.saved_estimate(result.rows, selected, prepared.retriever, k, judging,
-                                                                  judge_repeats))
+                                                                  judge_repeats, batch=context.batch is not None))
     if failure is not None and not (judging.members and loop.rewriter_failure is None):  # a panel said so above
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)
