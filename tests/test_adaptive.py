@@ -195,11 +195,17 @@ def cli_baseline(tmp_path_factory):
     return tmp, files
 
 
+def _decided(tmp, files, name: str):
+    """A clear win judged until decided against base.json, written to ``name``: (its run, judge calls)."""
+    run, calls = _cli(4, *files, "--strategy", "baseline", "--until-decided", str(tmp / "base.json"),
+                      "--output", str(tmp / name))
+    assert run.code == 0, run.stderr
+    return run, calls
+
+
 def test_the_command_line_stops_early_shows_the_cost_and_gates(cli_baseline):
     tmp, files = cli_baseline
-    run, calls = _cli(4, *files, "--strategy", "baseline", "--until-decided", str(tmp / "base.json"),
-                      "--output", str(tmp / "new.json"))
-    assert run.code == 0, run.stderr
+    run, calls = _decided(tmp, files, "new.json")
     assert "Judged until decided against" in run.stdout and "cost to the verdict" in run.stdout
     record = load_run(tmp / "new.json").adaptive
     assert record["decided"] and calls == record["judged"] < N
@@ -214,9 +220,7 @@ def test_the_command_line_stops_early_shows_the_cost_and_gates(cli_baseline):
 
 def test_a_resumed_adaptive_run_continues_the_same_sequence(cli_baseline):
     tmp, files = cli_baseline
-    full, calls = _cli(4, *files, "--strategy", "baseline", "--until-decided", str(tmp / "base.json"),
-                       "--output", str(tmp / "full.json"))
-    assert full.code == 0, full.stderr
+    _, calls = _decided(tmp, files, "full.json")
     doc = json.loads((tmp / "full.json").read_text(encoding="utf-8"))
     order = [q.id for q in judging_order([Question(q["id"], q["question"], None, ("d0",)) for q in QUESTIONS], 0)]
     kept = set(order[:7])  # as if the run had stopped after 7 questions
@@ -260,9 +264,7 @@ def test_a_baseline_without_grades_or_by_another_judge_is_refused(cli_baseline):
 
 def test_the_report_shows_how_judging_stopped_and_the_sequential_verdict(cli_baseline):
     tmp, files = cli_baseline
-    run, _ = _cli(4, *files, "--strategy", "baseline", "--until-decided", str(tmp / "base.json"),
-                  "--output", str(tmp / "report-new.json"))
-    assert run.code == 0, run.stderr
+    _decided(tmp, files, "report-new.json")
     page = tmp / "report.html"
     done = run_cli("report", str(tmp / "base.json"), str(tmp / "report-new.json"), "-o", str(page))
     assert done.code == 0, done.stderr

@@ -87,6 +87,7 @@ class Request:
     seed: int = SEED
     block: int | None = None
     alpha: float = Q.ALPHA
+    gate: bool = False  # --fail-on or --margin given: the run exits 6 on a failing verdict
 
     @property
     def mode(self) -> str:
@@ -96,7 +97,7 @@ class Request:
         """What the journal's header records, for ``--resume`` to ask again (:func:`resume_options`)."""
         if self.baseline is None:
             return {"target_ci": dict(self.targets), "seed": self.seed}
-        return {"until_decided": self.baseline_file, "gated": dict(self.gated), "seed": self.seed}
+        return {"until_decided": self.baseline_file, "gated": dict(self.gated), "gate": self.gate, "seed": self.seed}
 
 
 def parse_target_ci(text: str | float | Mapping[str, float]) -> dict[str, float]:
@@ -155,7 +156,7 @@ def request(until_decided: RunResult | str | os.PathLike | Mapping | None = None
         _graded_metric(key, "--fail-on")
     gated = {k: parsed.get(k) for k in (graded or default_gated())}
     baseline, source = _baseline(until_decided)
-    return Request(baseline=baseline, baseline_file=source, gated=gated)
+    return Request(baseline=baseline, baseline_file=source, gated=gated, gate=bool(fail_on or margins))
 
 
 def _baseline(value: RunResult | str | os.PathLike | Mapping) -> tuple[RunResult, str | None]:
@@ -448,8 +449,8 @@ def resume_options(recorded: Mapping | None, given: set[str] | frozenset[str]) -
     if not isinstance(recorded, Mapping) or given & {"--until-decided", "--target-ci", "--fail-on", "--margin"}:
         return {}
     if isinstance(recorded.get("until_decided"), str):
-        gated = recorded.get("gated") if isinstance(recorded.get("gated"), Mapping) else {}
-        return {"until_decided": Path(recorded["until_decided"]),
+        gated = recorded.get("gated") if isinstance(recorded.get("gated"), Mapping) and recorded.get("gate") else {}
+        return {"until_decided": Path(recorded["until_decided"]),  # the metrics gated, when they were named
                 "fail_on": "worse:" + ",".join(gated) if gated else None,
                 "margin": [f"{k}={v:g}" for k, v in gated.items() if isinstance(v, (int, float))]}
     if isinstance(recorded.get("target_ci"), Mapping) and recorded["target_ci"]:
