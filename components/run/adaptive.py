@@ -145,8 +145,8 @@ def request(until_decided: RunResult | str | os.PathLike | Mapping | None = None
                          "others on their own)")
     named = fail_on if isinstance(fail_on, (bool, list, tuple)) or fail_on is None else parse_fail_on(fail_on)
     keys = [] if isinstance(named, bool) or named is None else [metric_key(k, "--fail-on") for k in named]
-    parsed = dict(margins) if isinstance(margins, Mapping) else parse_margins(list(margins or []))
-    parsed = {metric_key(k, "--margin"): float(v) for k, v in parsed.items()}
+    parsed = parse_margins([f"{k}={v}" for k, v in margins.items()] if isinstance(margins, Mapping)
+                           else list(margins or []))
     wanted = list(dict.fromkeys([*keys, *parsed]))
     graded = [k for k in wanted if M.METRICS.get(k) is not None and M.METRICS[k].level == "judge"]
     if wanted and not graded:
