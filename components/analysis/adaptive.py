@@ -74,7 +74,8 @@ def metric_lines(record: Mapping, k: int | None, indent: str = "  ") -> list[str
         label = spec.label_at(k) if spec is not None else key
         digits = spec.digits if spec is not None else 2
         interval = entry.get("interval")
-        shown = "-" if not interval else f"[{interval[0]:+.{digits}f}, {interval[1]:+.{digits}f}]"
+        sign = "+" if record.get("mode") == UNTIL_DECIDED else ""  # a difference, or a mean
+        shown = "-" if not interval else f"[{interval[0]:{sign}.{digits}f}, {interval[1]:{sign}.{digits}f}]"
         if record.get("mode") == UNTIL_DECIDED:
             where = (f"at look {entry.get('look')} of {entry.get('looks')} after {entry.get('judged')} questions"
                      if entry.get("look") else "at no look")
