@@ -271,3 +271,23 @@ def test_the_report_shows_how_judging_stopped_and_the_sequential_verdict(cli_bas
     html = page.read_text(encoding="utf-8")
     assert "Judged until the verdict was known" in html and "cost to the verdict" in html
     assert "Sequential verdicts, recorded by the run" in html
+
+
+def test_a_panel_with_judge_batch_sends_one_batch_per_judge_per_block(tmp_path):
+    """Two judges of the loopback Messages API, every grade 8: the first block's grades make the
+    interval narrow enough, so the second block is never sent."""
+    from tests.batch_fixtures import make_corpus, make_questions
+    from tests.conftest import judge_env
+    from tests.loopback import LoopbackServer, Reply
+
+    make_questions(tmp_path / "q.json", 15, make_corpus(tmp_path / "docs", docs=15))
+    out = tmp_path / "r.json"
+    with LoopbackServer(batch_polls=0, batch_script=lambda cid, params, seen: Reply(text='{"grade": 8}')) as srv:
+        run = run_cli("--questions", str(tmp_path / "q.json"), "--corpus", str(tmp_path / "docs"), "--judges",
+                      "anthropic/claude-haiku-4-5,anthropic/claude-sonnet-5-5", "--judge-batch", "--target-ci", "3.5",
+                      "--output", str(out), env=judge_env(srv.url, BENCHMARK_BATCH_POLL_MAX="0.05"))
+    assert run.code == 0, run.stderr
+    assert [len(b["requests"]) for b in srv.batch_creates] == [5, 5] and not srv.requests
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["adaptive"]["decided_after"] == 5 and doc["adaptive"]["not_judged"] == 10
+    assert sum(r["llm_grade"] == 8 for r in doc["results"]) == 5
