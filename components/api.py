@@ -47,6 +47,7 @@ from components.core import Chunk, Corpus, Document, Question, Retriever, Scored
 from components.judges.providers import ModelChoice, Provider, Variable, providers, register_provider
 from components.judges.settings import Settings
 from components.readers import load_questions as load_queries  # any questions format, BEIR's with qrels=/split=
+from components.run.adaptive import request as adaptive_request
 from components.run.evaluation import evaluate as _evaluate
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from utils.audit_file import AuditFile, read_audit
@@ -100,7 +101,10 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
              retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
              should_stop: Callable[[], bool] | None = None, judges: Sequence[str | Mapping] | str | None = None,
-             panel_aggregate: str = "median", repeat_where: str = "all") -> RunResult:
+             panel_aggregate: str = "median", repeat_where: str = "all",
+             until_decided: RunResult | str | os.PathLike | Mapping | None = None,
+             fail_on: str | Sequence[str] | bool | None = None, margins: Mapping[str, float] | None = None,
+             target_ci: float | str | Mapping[str, float] | None = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
 
     - ``retriever``: an object with ``index(chunks)`` and ``retrieve(query, k)``, or a strategy name
@@ -128,7 +132,16 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
       run goes on; None or 0: no deadline, ``retrieve()`` called in this thread
       (:mod:`components.run.retrieval.deadline`, which says what a retriever must not do);
     - ``on_row(row, i, n)`` is called after each question, in order; ``should_stop()`` is asked
-      before each retrieval and each judge call (return True to end the run ``interrupted``).
+      before each retrieval and each judge call (return True to end the run ``interrupted``);
+    - ``until_decided``: a baseline (a results file, a :class:`RunResult`) fully graded by the same
+      judge on the same questions: the judge is called in a seeded random order, in blocks, only
+      until every gated metric that uses grades is decided against it (``fail_on`` ``"worse"`` or
+      ``"worse:grade,pass7"``, ``margins`` {metric: non-inferiority margin}: as for ``compare``;
+      default: the mean grade, the mean total score and the pass rate); ``target_ci``: without a
+      baseline, judge until the mean grade's anytime-valid 95% interval is at most that wide on either
+      side (or ``{"grade": 0.3, "pass7": 5}``). Rows not judged have ``grade_error`` ``"not judged:
+      decided after N"``; ``result.adaptive`` records the looks, the verdicts and the calls saved
+      (:mod:`components.run.adaptive`; docs/compare.md).
 
     Returns a :class:`RunResult`: ``metrics``, ``ci95``, ``groups``, ``rows``, ``run``; it writes
     nothing (``result.save(path)`` does). Raises :class:`InputError` for bad input and
@@ -140,7 +153,8 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
                      group_by=group_by, keep_text=keep_text, cache_dir=Path(cache_dir) if cache_dir else None,
                      concurrency=concurrency, order_check=order_check, retrieval_timeout=retrieval_timeout,
                      on_row=on_row, should_stop=should_stop, panel_aggregate=check_aggregate(panel_aggregate),
-                     repeat_where=repeat_where)
+                     repeat_where=repeat_where,
+                     adaptive=adaptive_request(until_decided, fail_on=fail_on, margins=margins, target_ci=target_ci))
 
 
 def _as_result(run: RunResult | str | os.PathLike | Mapping) -> RunResult:

@@ -50,6 +50,9 @@ PASS_THRESHOLDS = (8.0, 7.0, 6.5)
 PASS_MARK = 7.0  # a total score at or above this passes (the question line's ✓, the headline pass rate)
 PROXY_RELEVANT_MIN = 2  # a chunk relevance score at least this counts as relevant for proxy precision
 RELEVANT_MIN = 1  # a needle grade at least this makes a document relevant (trec_eval's relevance level)
+# The grade_error of a question left unjudged on purpose (judging stopped once the verdict was known:
+# ``--until-decided``, ``--target-ci``): not a failure, so not part of any grade-based mean, pass rates included
+NOT_JUDGED = "not judged"
 
 Needles = str | Iterable[str] | Mapping[str, int]  # one doc id, several, or {doc id: grade}
 
@@ -452,6 +455,12 @@ def _graded(row: Any) -> bool:
     return _get(row, "llm_grade") is not None
 
 
+def not_judged(row: Any) -> bool:
+    """Whether the row was left unjudged on purpose (``grade_error`` ``not judged: …``, :data:`NOT_JUDGED`)."""
+    error = _get(row, "grade_error")
+    return isinstance(error, str) and error.startswith(NOT_JUDGED + ":")
+
+
 def grade_repeats(row: Any) -> list[float] | None:
     """The repeated grades of ``--judge-repeats`` (``llm_grades``; failed repeats left out), or None
     when the row has none. Used to widen confidence intervals by the judge's noise."""
@@ -467,7 +476,9 @@ def _total_repeats(row: Any, k: int) -> list[float] | None:
 
 
 def _pass(threshold: float) -> tuple[RowFunction, Callable[[Any, int], list[float] | None]]:
-    def value(row: Any, k: int) -> float:
+    def value(row: Any, k: int) -> Value:
+        if not_judged(row):  # left unjudged on purpose: not a question that failed
+            return None
         total = _get(row, "total_score")
         return 100.0 if total is not None and total >= threshold else 0.0
 
@@ -549,7 +560,8 @@ def _register_builtin() -> None:
         value, repeats = _pass(threshold)
         register_metric(Metric(key, f"pass ≥ {threshold:g}", "judge", "percent", value, 1, 5.0,
                                f"share of all questions whose total score is at least {threshold:g} (an ungraded "
-                               "question does not pass)", graded_only=True, repeats=repeats,
+                               "question does not pass; one left unjudged on purpose is left out)", graded_only=True,
+                               repeats=repeats,
                                compared=threshold == PASS_MARK))
     register_metric(Metric("proxy_ndcg_at_k", "proxy nDCG (judge-rated chunks)", "proxy", "ratio",
                            _relevance(proxy_ndcg_at_k), 3, 0.05,

@@ -334,6 +334,8 @@ class RunResult:
     quality_bands: dict[str, dict] | None = None  # nDCG and precision in words (utils.quality_bands)
     targets: list[dict] | None = None  # with --targets: each target, met or not (components.analysis.targets)
     panel: dict | None = None  # with a panel of judges: the aggregate, agreement and each judge's metrics
+    # --until-decided / --target-ci: the procedure, its looks and verdicts, the calls saved (components/run/adaptive.py)
+    adaptive: dict | None = None
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)  # top-level fields of a file this version does not know
     source: str | None = field(default=None, compare=False)  # the file it was read from
@@ -351,7 +353,7 @@ class RunResult:
                    avg_latency_ms=self.avg_latency_ms, index_time_s=self.index_time_s, ci95=dict(self.ci95),
                    bootstrap=dict(self.bootstrap), groups=self.groups)
         for name in ("diagnosis_counts", "chunk_relevance_count", "judge_consistency", "order_check",
-                     "quality_bands", "targets", "panel"):
+                     "quality_bands", "targets", "panel", "adaptive"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         out.update({k: v for k, v in self.extra.items() if k not in out and k != "results"})

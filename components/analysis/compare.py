@@ -48,6 +48,7 @@ import numpy as np
 from loguru import logger
 
 from components.stats import statistics as S
+from components.analysis.adaptive import comparison_lines, sequential_verdicts
 from components.analysis.certificate import Certificate, certify
 from components.analysis.comparison import (ALPHA, BETTER, NOT_COMPARABLE, POWER, SAME, WORSE, MetricResult,
                                             PairComparison, QuestionChange, QuestionView, RunSummary, verdict)
@@ -85,6 +86,8 @@ class Comparison:
     shared_ids: dict[str, int] = field(default_factory=dict)  # label → how many of the baseline's question ids it holds
     recommendations: Recommendations | None = None  # with two runs or more (components/analysis/recommendations.py)
     certificate: Certificate | None = None  # panel runs: the verdicts under each judge (components.analysis.certificate)
+    # label → the adaptive record of a run judged until decided against the baseline (components.analysis.adaptive)
+    sequential: dict[str, dict] = field(default_factory=dict)
 
     def specs(self) -> list[M.Metric]:
         return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
@@ -119,6 +122,7 @@ class Comparison:
             },
             **({"recommendations": self.recommendations.to_json()} if self.recommendations is not None else {}),
             **({"certificate": self.certificate.to_json()} if self.certificate is not None else {}),
+            **({"sequential": dict(self.sequential)} if self.sequential else {}),
         })
 
 
@@ -478,7 +482,8 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     shared = {label: sum(1 for q in rows[0] if q in r) for label, r in zip(labels[1:], rows[1:])}
     recommendations = recommend_runs(labels, rows, common, k, comparisons, alpha)
     comparison = Comparison(summaries, common, left_out, warnings, comparisons, k, [s.key for s in specs], alpha,
-                            power, bootstrap_seed, permutation_seed, shared, recommendations)
+                            power, bootstrap_seed, permutation_seed, shared, recommendations,
+                            sequential=sequential_verdicts(runs, labels))
     certificate = certify(runs, labels, comparison, lambda judged, keys: compare_runs(
         judged, labels, alpha=alpha, power=power, seed=seed, metrics=keys))
     return comparison if certificate is None else replace(comparison, certificate=certificate)
@@ -598,6 +603,7 @@ def format_comparison(c: Comparison, top: int = 10, *, bold: bool = False) -> st
         out.append(f"Verdicts (α {c.alpha:g}" + (", Holm-adjusted" if holm else "")
                    + f"; detectable change at power {c.power:g}):")
         out += [_verdict_line(by_key[r.metric], r, c.k) for r in pc.metrics]
+        out += comparison_lines(c.sequential.get(pc.other), c.k)
         out += _change_lines(f"Worse in {other}", pc.worse, top)
         out += _change_lines(f"Better in {other}", pc.better, top)
     if c.recommendations is not None:

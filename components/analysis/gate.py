@@ -10,6 +10,11 @@ files after the first; reference systems and TREC runs are not gated):
   bound of the 95% CI of Δ is below −margin (the margin is in the metric's unit: points for
   rates). A metric with a margin is judged by it, not by its verdict: a loss smaller than the margin
   passes even when it is significant; a loss the questions cannot rule out fails, however noisy;
+- a run judged until decided against this baseline (``--until-decided``: its ``adaptive`` record,
+  :mod:`components.analysis.adaptive`) is gated on a metric it gated by its recorded **sequential**
+  verdict (rule ``sequential``), when the gate asks the same of it (the same margin, or none): *worse*,
+  *inferior* and *not shown non-inferior* fail; its repeated confidence interval is the one shown.
+  Compare's own test on the questions it judged does not allow for the looks that chose when to stop;
 - ``--fail-on-regressions N``: fail when more than N questions lost their rank-1 hit (chunk
   rank 1 in the baseline, not in the other run);
 - ``--require-agreement`` (with the rules above, on panel runs: ``--judges``): fail when a gated
@@ -44,6 +49,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from components.analysis.comparison import NOT_COMPARABLE, WORSE, MetricResult, PairComparison
+from components.stats import sequential as Q
 from utils import metrics as M
 from utils.errors import InputError
 
@@ -52,6 +58,8 @@ ALIASES = {"ndcg": "ndcg_at_k", "map": "map_at_k", "recall": "recall_at_k", "hit
 WORSE_RULE = "worse"
 NOT_JUDGED = "not comparable (no question has it in both runs)"
 AGREEMENT_RULE = "agreement"
+SEQUENTIAL_RULE = "sequential"
+SEQUENTIAL_FAILING = (Q.WORSE, Q.INFERIOR, Q.NOT_SHOWN)  # a recorded sequential verdict that fails the gate
 _EXAMPLES = 5  # question ids named in a regressions line
 
 
@@ -101,7 +109,7 @@ class GateCheck:
 
     other: str  # the run compared with the baseline
     baseline: str
-    rule: str  # "worse" | "margin" | "regressions" | "overlap" | "nothing_judged" | "agreement"
+    rule: str  # "worse" | "margin" | "sequential" | "regressions" | "overlap" | "nothing_judged" | "agreement"
     metric: str | None  # the metric key (None for the other rules)
     failed: bool
     gated: bool  # False: the metric could not be judged (not comparable, no interval)
@@ -182,6 +190,28 @@ def _margin(pc: PairComparison, spec: M.Metric, r: MetricResult, margin: float, 
     return GateCheck(pc.other, pc.baseline, "margin", spec.key, failed, True,
                      f"{'FAIL' if failed else 'pass'}  {head}: the CI's lower bound {_fmt(lower, spec.digits)} is "
                      f"{relation} the margin −{margin:g}{unit}: {_figures(spec, r)}")
+
+
+def _sequential(pc: PairComparison, spec: M.Metric, entry: Mapping, k: int) -> GateCheck:
+    """A metric gated by the sequential verdict the run recorded (module docstring)."""
+    head = f"{spec.key} ({spec.label_at(k)}), {pc.other} vs {pc.baseline}"
+    failed = entry.get("verdict") in SEQUENTIAL_FAILING
+    interval = entry.get("interval") or [None, None]
+    margin = "" if entry.get("margin") is None else f", margin −{entry['margin']:g}"
+    where = f"look {entry.get('look')} of {entry.get('looks')} after {entry.get('judged')} questions" \
+        if entry.get("look") else "no look"
+    return GateCheck(pc.other, pc.baseline, SEQUENTIAL_RULE, spec.key, failed, True,
+                     f"{'FAIL' if failed else 'pass'}  {head}: {entry.get('verdict')} by the sequential procedure "
+                     f"the run was judged with ({where}{margin}): Δ {_fmt(entry.get('estimate'), spec.digits)}, "
+                     f"repeated CI [{_fmt(interval[0], spec.digits)}, {_fmt(interval[1], spec.digits)}]")
+
+
+def _recorded(comparison, pc: PairComparison, key: str, margin: float | None) -> Mapping | None:
+    """The run's recorded sequential verdict of ``key``, when the gate asks the same (margin) of it."""
+    entry = ((getattr(comparison, "sequential", {}).get(pc.other) or {}).get("metrics") or {}).get(key)
+    if not isinstance(entry, Mapping) or entry.get("verdict") in (None, Q.NOT_YET) or entry.get("margin") != margin:
+        return None
+    return entry
 
 
 def _overlap(pc: PairComparison, total: int, shared: int, min_overlap: float) -> GateCheck | None:
@@ -298,7 +328,10 @@ def check_gate(comparison: "Comparison", *, worse: Sequence[str] | bool = False,
             checks.append(overlap)
         by_key = {r.metric: r for r in pc.metrics}
         for key in comparison.metrics:
-            if key in margins:
+            recorded = _recorded(comparison, pc, key, margins.get(key)) if key in margins or key in names else None
+            if recorded is not None:
+                checks.append(_sequential(pc, specs[key], recorded, comparison.k))
+            elif key in margins:
                 checks.append(_margin(pc, specs[key], by_key[key], margins[key], comparison.k))
             elif key in names:
                 checks.append(_worse(pc, specs[key], by_key[key], comparison.alpha, comparison.k, worse is not True))

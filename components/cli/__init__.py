@@ -74,7 +74,7 @@ exit codes:
   3 the judge (a judge of a panel) or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
   4 --max-cost reached · 5 the results could not be written (the journal keeps the run) ·
   6 a gate failed: compare's (--fail-on, --margin, --fail-on-regressions, --require-agreement: one FAIL line
-    per check) or a run's --fail-on-targets ·
+    per check), a run's --fail-on-targets, or a run's --until-decided gate (--fail-on, --margin) ·
   7 the retriever failed on every question (status retrieval_failed) · 130 interrupted
 """
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from loguru import logger
 
+from components.cli.adaptive import add_arguments as add_adaptive_arguments, gate_exit, request as adaptive_request
 from components.cli.common import (SignalGuard, comma_list, concurrency, dollars, exit_code, positive_int,
                                    timeout_seconds)
 from components.run.calls.concurrency import MAX_CONCURRENCY
@@ -45,6 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="build every request the run would send (retrieval runs, the judge is not called), count "
                         "its tokens and print what it would cost per role, sequentially and as a batch; writes nothing")
     _add_judging_arguments(p)
+    add_adaptive_arguments(p)
     p.add_argument("--retrieval-timeout", type=timeout_seconds, default=DEFAULT_RETRIEVAL_TIMEOUT_S,
                    metavar="SECONDS",
                    help="seconds each retrieve() may take (default %(default)g): past it the question is written with "
@@ -220,7 +222,8 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None, suite
         argv=list(args.argv), estimate=args.estimate, retrieval_timeout=args.retrieval_timeout or None,
         targets=parse_targets(args.targets, args.k) if args.targets else [], suite=suite,
         panel_aggregate=args.panel_aggregate or "median", repeat_where=args.repeat_where,
-        audit=read_audit(args.audit) if args.audit else None)
+        audit=read_audit(args.audit) if args.audit else None,
+        adaptive=adaptive_request(args, len(suite.strategies) if suite is not None else len(comma_list(args.strategy))))
 
 
 def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: SignalGuard, state, suite) -> int:
@@ -238,6 +241,7 @@ def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: S
         return EXIT_INTERRUPTED
     codes = [exit_code(r.run.status) for r in results]
     code = max(codes, key=lambda c: (c != EXIT_OK, c)) if codes else EXIT_OK
+    code = gate_exit(args, results, code)
     return targets_exit(results, code) if args.fail_on_targets else code
 
 

@@ -38,6 +38,7 @@ from components.analysis.diagnosis import FIXES, HIGH_GRADE_MIN, LOW_GRADE_MAX, 
 from components.analysis.recommendations import best_columns
 from components.analysis.recommendations import render_html as render_recommendations
 from components.report.audit import audit_section
+from components.report.adaptive import comparison_html as adaptive_comparison, run_html as adaptive_run
 from components.report.panel import certificate_html, run_html
 from components.report.svg import CHAR_WIDTH, LEGEND_ROW, Chart, nice_ticks, side_by_side, tick_label
 from components.judges.providers import is_proxy_judge
@@ -741,6 +742,7 @@ def render_comparison(comparison: Mapping, runs: Sequence[RunResult | Mapping] =
             parts.append("<p class=muted>Rank only, from the questions' reference_ranks (document level): "
                          "its own Holm family, apart from your runs.</p>")
         parts.append(table)
+        parts.append(adaptive_comparison(comparison, other, _h))  # a run judged until decided
         if absent:
             parts.append(f"<p class=muted>Not comparable (no question has it in both): {_h(', '.join(absent))}</p>")
         if power:
@@ -865,7 +867,7 @@ def _run_section(result: RunResult, label: str, index: int) -> str:
     return (f'<section class="run" id="run-{index}"><h2>Run {_h(label)} <span class=muted>(schema {_h(schema)})'
             f'</span></h2>{_cards(result)}<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
             f'<div><h3>Metrics</h3>{_metric_rows(result)}</div></div>{run_html(result, index, (_h, _svg))}'
-            f'<div class="plots">{"".join(plots)}</div><h3>Questions</h3>{_questions(rows, k, result.diagnosis_counts is not None)}</section>')
+            f'{adaptive_run(result, _h)}<div class="plots">{"".join(plots)}</div><h3>Questions</h3>{_questions(rows, k, result.diagnosis_counts is not None)}</section>')
 
 
 GLOSSARY = (  # terms of the page that are not metrics of the registry (those come with their own description)

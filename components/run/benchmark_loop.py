@@ -166,8 +166,12 @@ class BenchmarkLoop:
                  on_row: Callable[[QuestionResult, int, int], None] | None = None,
                  concurrency: int = 1, order_check: Collection[str] = (),
                  retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S,
-                 panel: PanelState | None = None, repeat_rule: RepeatRule | None = None) -> None:
+                 panel: PanelState | None = None, repeat_rule: RepeatRule | None = None,
+                 unjudged: Callable[[Question], str | None] = lambda q: None) -> None:
         self.should_stop = should_stop
+        # adaptive judging (components/run/adaptive.py): the grade_error of a question judging stopped
+        # before (its retrieval still runs), or None: the question is judged
+        self.unjudged = unjudged
         # --max-cost: every LLM call of the loop goes through it (components/run/calls/budget.py)
         self.budget = Budget(max_cost_usd, should_stop) if max_cost_usd is not None else None
         self.retriever, self.judge, self.k = retriever, through(self.budget, judge), k
@@ -492,6 +496,8 @@ class BenchmarkLoop:
         thread when judge calls run concurrently. An exception is contained in the row."""
         q = p.q
         try:
+            if error is None:
+                error = self.unjudged(q)  # the verdict is known: no judge call
             if error is not None:
                 p.grade = GradeResult(None, None, 0.0, error, None)
             else:

@@ -44,6 +44,7 @@ from components.judges.retrieval_grader import PROMPT_SHA256
 from components.judges.settings import Settings
 from components.readers import load_questions
 from components.run import repeat_where
+from components.run import adaptive as adaptive_run
 from components.run.panel import run as panel_run
 from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
 from components.run.file_names import strategy_file_names, strategy_results_path
@@ -97,6 +98,7 @@ class RunOptions:
     panel_aggregate: str = "median"  # --panel-aggregate: a panel's grade of a question (with --judges)
     repeat_where: str = "all"  # --repeat-where: which questions get the repeats (components/run/repeat_where.py)
     audit: AuditFile | None = None  # --audit: a judge audit, whose warnings follow the summary (utils.audit_file)
+    adaptive: Any = None  # --until-decided / --target-ci: a components.run.adaptive.Request
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -147,7 +149,8 @@ def identity_of(run: dict) -> dict:
             "judge_provider": judge.get("provider"), "repeats": judge.get("repeats"),
             "repeat_where": repeat_where.recorded_rule(judge),
             "selection": run.get("selection") or {}, "configuration": run.get("configuration"),
-            **({"panel": judge.get("judges"), "aggregate": judge.get("aggregate")} if judge.get("judges") else {})}
+            **({"panel": judge.get("judges"), "aggregate": judge.get("aggregate")} if judge.get("judges") else {}),
+            **({"adaptive": run["adaptive"]} if isinstance(run.get("adaptive"), dict) else {})}
 
 
 def _check_resume(identity: dict, previous: dict, path: Path) -> None:
@@ -225,6 +228,7 @@ def recorded_defaults(resume: Path, given: Collection[str], env: Mapping[str, st
             options["ids"] = ",".join(selection["ids"])
     if "--output" not in given:
         options["output"] = resumed_output(resume, recorded.get("output"))
+    options.update(adaptive_run.resume_options(recorded.get("adaptive"), given))
     return ResumeDefaults(options, _recorded_judge(recorded, env))
 
 
@@ -267,6 +271,7 @@ def _recorded_judge(recorded: dict, env: Mapping[str, str]) -> dict[str, str]:
 def _print_summary(result: RunResult, audit: AuditFile | None = None) -> None:
     """The run's METRIC log lines, then its summary table on stdout (a panel's lines after it, then
     what ``--audit``'s judge audit says of the judge)."""
+    from components.analysis.adaptive import lines as adaptive_lines
     from components.analysis.panel import summary_lines
 
     log_metrics(result)
@@ -275,6 +280,7 @@ def _print_summary(result: RunResult, audit: AuditFile | None = None) -> None:
     sys.stdout.write("".join(line + "\n" for line in summary_lines(result.panel)))
     sys.stdout.write("".join(f"warning: {escape_control(line)}\n" for line in audit_notes(audit, result.run.judge))
                      if audit is not None else "")
+    sys.stdout.write("".join(line + "\n" for line in adaptive_lines(result)))
     sys.stdout.flush()
     if result.run.recovered:
         logger.info("The retry pass recovered {} grade(s)", result.run.recovered)
@@ -340,6 +346,9 @@ class BenchmarkRun:
         else:
             previous = {strategies[0].name: (o.resume, read_rows(o.resume))} if o.resume else {}
         setups = panel_run.check_judges(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
+        if o.adaptive is not None:  # the baseline, before any work (components/run/adaptive.py)
+            adaptive_run.check_baseline(o.adaptive, [q.id for q in questions], o.k,
+                                        adaptive_run.judges_now(settings, setups))
         if o.max_cost_usd is not None:  # a budget that cannot pay for one call is refused before any work
             check_budget(o.max_cost_usd, setups, rewrites=any(s.rewrites_queries for s in strategies),
                          names=[m.name for m in settings.panel] if settings.panel else ())
@@ -449,7 +458,8 @@ class BenchmarkRun:
                     "repeats": o.judge_repeats, "repeat_where": o.repeat_where,
                     "selection": {"limit": o.limit, "ids": o.ids},
                     "configuration": strategy.configuration, "output": os.path.abspath(o.output),
-                    **(panel_run.identity(self.settings, o.panel_aggregate) if judging.members else {})}
+                    **(panel_run.identity(self.settings, o.panel_aggregate) if judging.members else {}),
+                    **({"adaptive": o.adaptive.identity()} if o.adaptive is not None else {})}
         done, previous_batches = self._resumed(identity, previous, questions)
         journal_path = runs_dir / f"{run_id}.journal.jsonl"
         journal = Journal(journal_path, identity, self.secrets)
@@ -488,7 +498,8 @@ class BenchmarkRun:
                               concurrency=o.concurrency, order_check=o.order_check,
                               retrieval_timeout=o.retrieval_timeout, on_row=_row_printer(progress),
                               should_stop=self.should_stop, context=context, panel_aggregate=o.panel_aggregate,
-                              repeat_where=o.repeat_where, pass_marks=repeat_where.pass_marks(o.targets))
+                              repeat_where=o.repeat_where, pass_marks=repeat_where.pass_marks(o.targets),
+                              adaptive=o.adaptive)
         if o.targets:
             from components.analysis.targets import check_targets
 

@@ -38,6 +38,7 @@ from components.judges.settings import Settings
 from components.judges.setup import JudgeSetup, make_judge, relevance_judge
 from components.readers import load_questions
 from components.readers.questions_json import parse_questions
+from components.run import adaptive as adaptive_run
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.calls.concurrency import check_concurrency
 from components.run.panel import run as panel_run
@@ -226,7 +227,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
              retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S, panel_aggregate: str = "median",
              repeat_where: str = ALL, pass_marks: Sequence[float] = (PASS_MARK,),
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
-             should_stop: Callable[[], bool] | None = None, context: RunContext | None = None) -> RunResult:
+             should_stop: Callable[[], bool] | None = None, context: RunContext | None = None,
+             adaptive: Any = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
 
     See :func:`components.api.evaluate` for the arguments; ``judging`` (built once, see
@@ -263,14 +265,18 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         rewriter = QueryRewriter(setup.rewriter_provider.model(setup.rewriter))
     if judging.members and order_check:
         raise InputError("--order-check is not made with a panel of judges: run it with one judge")
+    plan = adaptive_run.start(adaptive, selected, k, judging.settings, [j.setup for j in judging.members] or [setup]) \
+        if adaptive is not None else None  # the baseline checked before any judge call
     loop = BenchmarkLoop(prepared.retriever, judging.judge, k=k, rewriter=rewriter, should_stop=should_stop,
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
                          repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
-                         retry_wait_max_s=settings.retry_wait_max_s, on_row=on_row, concurrency=concurrency,
+                         retry_wait_max_s=settings.retry_wait_max_s,
+                         on_row=plan.on_row(on_row) if plan is not None else on_row, concurrency=concurrency,
                          order_check=order_check_sample(selected, order_check, order_check_seed),
                          retrieval_timeout=retrieval_timeout,
                          panel=panel_run.loop_panel(judging, panel_aggregate, context.panel_kept)
-                         if judging.members else None, repeat_rule=rule)
+                         if judging.members else None, repeat_rule=rule,
+                         **({"unjudged": plan.unjudged} if plan is not None else {}))
     started = now()
     status = "completed"
     try:
@@ -279,10 +285,11 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
             from components.run.panel.batch import run_panel_batch
 
             (run_panel_batch if judging.members else run_batch)(
-                loop, selected, context.done, context.batch, context.previous_batches,
-                grouped=context.grouped or contextlib.nullcontext)
+                loop, plan.order if plan is not None else selected, context.done, context.batch,
+                context.previous_batches, grouped=context.grouped or contextlib.nullcontext,
+                blocks=plan.counts if plan is not None else ())
         else:
-            loop.run(selected, context.done)
+            loop.run(plan.order if plan is not None else selected, context.done)
         if not should_stop() and context.batch is None:
             loop.retry_transient()
     except KeyboardInterrupt:
@@ -343,12 +350,17 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None,
         configuration=context.configuration or (strategy.configuration if strategy is not None else None),
         question_set=qset.about or None)
-    result = build_report(run, loop.results, index_time_s=round(prepared.index_s, 3), group_by=group_by,
+    rows = plan.in_question_order(loop.results, selected) if plan is not None else loop.results
+    result = build_report(run, rows, index_time_s=round(prepared.index_s, 3), group_by=group_by,
                           relevance=judging.relevance is not None, diagnosed=judging.diagnoser is not None)
     if judging.members:
         result.panel = panel_run.section(judging, loop, result.rows, k)
         for line in panel_run.unusable_lines(loop, result.rows):
             logger.warning("{}", line)
+    if plan is not None:
+        result.adaptive = plan.record(result.rows, {"calls": loop.judge_usage.calls, "cost_usd": loop.judge_usage.cost_usd},
+                                      adaptive_run.saved_estimate(result.rows, selected, prepared.retriever, k, judging,
+                                                                  judge_repeats, batch=context.batch is not None))
     if failure is not None and not (judging.members and loop.rewriter_failure is None):  # a panel said so above
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)

@@ -103,7 +103,10 @@ def read_rows(path: Path) -> tuple[dict, dict[str, QuestionResult]]:
         doc = None  # a journal is JSON lines: read below
     if isinstance(doc, dict) and isinstance(doc.get("results"), list) and isinstance(doc.get("run"), dict):
         result = RunResult.from_json(doc, f"--resume {path}")
-        return result.run.to_json(), {r.question_id: r for r in result.rows}
+        run = result.run.to_json()
+        if isinstance(result.adaptive, dict) and isinstance(result.adaptive.get("request"), dict):
+            run["adaptive"] = result.adaptive["request"]  # --until-decided / --target-ci, for --resume to ask again
+        return run, {r.question_id: r for r in result.rows}
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_RESULTS_BYTES + 1)

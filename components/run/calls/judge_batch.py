@@ -82,6 +82,7 @@ from components.judges.batch import BatchAPI, BatchEntry, CreateFailed, Skipped
 from components.judges.retrieval_grader import GradeResult, build_prompt, prompt_variant
 from components.run.benchmark_loop import Partial, combine_grades, typed_rows
 from components.run.repeat_where import more_repeats
+from components.run.calls.batch_blocks import in_blocks, set_unjudged
 from utils.errors import InputError, JudgeError
 from utils.metrics import RetrievalMetrics as M
 from utils.settings import DEFAULT_BATCH_POLL_MAX_S
@@ -529,12 +530,14 @@ def _pending_error(item: _Item) -> str:
 
 def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str, dict] | None,
               judge: BatchJudge, previous: Sequence[object] = (),
-              grouped: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> list:
+              grouped: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+              blocks: Sequence[int] = ()) -> list:
     """Every question with ``loop`` (retrieval, rows, journal) and its grades from ``judge``
     (module docstring). ``done``: rows taken over from ``--resume``; ``previous``: the batches
     that run recorded (``run.judge_batch`` or the journal's batch lines); ``grouped``: the
     journal's :meth:`Journal.grouped`, under which the graded rows are written (one fsync per
-    second instead of one per row: until then the batch holds them). Returns ``loop.results``;
+    second instead of one per row: until then the batch holds them); ``blocks``: adaptive judging's
+    cumulative block ends, one batch per block (:mod:`components.run.calls.batch_blocks`). Returns ``loop.results``;
     raises KeyboardInterrupt after writing what is done, as ``BenchmarkLoop.run`` does."""
     if not loop.repeat_rule.selective:  # an uncertain run's rows hold 1 or N grades (checked at start-up)
         check_resume_repeats({}, done or {}, loop.repeats)
@@ -546,15 +549,17 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
     try:
         owned = _adopt(judge, previous, {q.id for q in questions if q.id not in done}, loop.repeats)
         retrieve_all(loop, questions, done, items, owned)
-        waiting = [it for it in items if it.waiting]
-        if waiting:
-            _grade(loop, judge, waiting, adopted=bool(owned), settled=set(done))
-            more = more_repeats(loop, waiting, first_grades)  # --repeat-where uncertain: the second round
-            if more:
-                _round(loop, judge, waiting, [it for it in waiting if it.q.id in more], more, set(done))
-        with grouped():
-            for it in items:
-                loop.finish(it.index + 1, n, _final_row(loop, judge, it))
+        for block in in_blocks(items, blocks):  # one block unless judged adaptively
+            set_unjudged(loop, block)
+            waiting = [it for it in block if it.waiting]
+            if waiting:
+                _grade(loop, judge, waiting, adopted=bool(owned), settled=set(done))
+                more = more_repeats(loop, waiting, first_grades)  # --repeat-where uncertain: the second round
+                if more:
+                    _round(loop, judge, waiting, [it for it in waiting if it.q.id in more], more, set(done))
+            with grouped():
+                for it in block:
+                    loop.finish(it.index + 1, n, _final_row(loop, judge, it))
         for record in judge.records:
             if record.status in ("collected", "partial"):
                 judge.mark(record, record.status)  # the journal learns what --resume need not collect again

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from components.core import Question
 from components.judges.retrieval_grader import GradeResult, prompt_variant
 from components.run.benchmark_loop import BenchmarkLoop, combine_grades, typed_rows
+from components.run.calls.batch_blocks import in_blocks, set_unjudged
 from components.run.calls.judge_batch import (BatchJudge, BatchRecord, _adopt, _annotated, _grade, _Item, _pending_error,
                                         _round, first_grades, retrieve_all)
 from components.run.panel.grading import judge_grade, panel_outcome
@@ -41,10 +42,10 @@ class PanelBatch:
 
 def run_panel_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: Mapping | None, batch: PanelBatch,
                     previous: Sequence[object] = (),
-                    grouped: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
-                    ) -> list[QuestionResult]:
+                    grouped: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+                    blocks: Sequence[int] = ()) -> list[QuestionResult]:
     """Every question with ``loop`` and each judge's grades from its batches (module docstring);
-    as :func:`components.run.calls.judge_batch.run_batch` for one judge."""
+    as :func:`components.run.calls.judge_batch.run_batch` for one judge (``blocks`` too)."""
     loop.results = []
     loop.judge_usage.batch = True
     for member in loop.members:
@@ -60,24 +61,27 @@ def run_panel_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: Ma
                               {q for q in wanted if name not in kept.get(q, {})}, loop.repeats)
                  for name, judge in batch.judges.items()}
         retrieve_all(loop, questions, done, items)
-        waiting = [it for it in items if it.waiting]
-        for member in loop.members:
-            mine = [replace(it, entries={}, sources=list(owned[member.name].get(it.q.id, ())), error=None,
-                            recovered=False) for it in waiting if member.name not in kept.get(it.q.id, {})]
-            per_judge[member.name] = {it.q.id: it for it in mine}
-            if mine:
-                _grade(loop, batch.judges[member.name], mine, adopted=bool(owned[member.name]), settled=set(done),
-                       member=member)
-        more = more_repeats(loop, waiting, lambda it: _first_grades(loop, it, per_judge))  # --repeat-where uncertain
-        for member in loop.members if more else ():
-            mine = per_judge[member.name]
-            if any(q in mine for q in more):
-                _round(loop, batch.judges[member.name], list(mine.values()), [mine[q] for q in more if q in mine], more,
-                       set(done), member)
-        with grouped():
-            for it in items:
-                loop.finish(it.index + 1, n, it.done if it.done is not None else it.row if it.row is not None
-                            else _row(loop, it, per_judge))
+        for block in in_blocks(items, blocks):  # one block unless judged adaptively
+            set_unjudged(loop, block)
+            waiting = [it for it in block if it.waiting]
+            for member in loop.members:
+                mine = [replace(it, entries={}, sources=list(owned[member.name].get(it.q.id, ())), error=None,
+                                recovered=False) for it in waiting if member.name not in kept.get(it.q.id, {})]
+                per_judge.setdefault(member.name, {}).update({it.q.id: it for it in mine})
+                if mine:
+                    _grade(loop, batch.judges[member.name], mine, adopted=bool(owned[member.name]),
+                           settled=set(done), member=member)
+            more = more_repeats(loop, waiting, lambda it: _first_grades(loop, it, per_judge))  # --repeat-where uncertain
+            in_block = {it.q.id for it in waiting}
+            for member in loop.members if more else ():
+                mine = {q: it for q, it in per_judge.get(member.name, {}).items() if q in in_block}
+                if any(q in mine for q in more):
+                    _round(loop, batch.judges[member.name], list(mine.values()), [mine[q] for q in more if q in mine],
+                           more, set(done), member)
+            with grouped():
+                for it in block:
+                    loop.finish(it.index + 1, n, it.done if it.done is not None else it.row if it.row is not None
+                                else _row(loop, it, per_judge))
         for judge in batch.judges.values():
             for record in judge.records:
                 if record.status in ("collected", "partial"):
