@@ -1,7 +1,7 @@
 """Suites (``--suite FILE[:NAME]``): the YAML layout, the checks before any work (unknown key, model
 not installed, plug-in that fails to load), chunk size and overlap, the index cache's key, one
-results file per configuration, one ``--max-cost`` for the suite, ``--resume`` per configuration,
-the comparison at the end; the chunker's size and overlap."""
+results file per configuration, one ``--max-cost`` for the suite, ``--resume``, ``--concurrency`` and
+``--judge-batch`` per configuration, the comparison at the end; the chunker's size and overlap."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import pytest
 
 from components.core import Document
 from components.core.chunking import Chunking, chunk_corpus, chunk_document
+from components.judges.providers.scripted import Step, play, reply
 from components.run.retrieval.suite import load_suite
-from tests.conftest import ROOT, judge_env, run_cli
+from tests.conftest import ROOT, clean_env, judge_env, run_cli
 from tests.loopback import LoopbackServer, Reply
 from utils.errors import InputError
 
@@ -292,3 +293,81 @@ def test_resume_works_per_configuration(tmp_path: Path, corpus):
                    "--output", str(other)).code == 0
     stray = run_cli(*args, "--resume", str(other))
     assert stray.code == 2 and "records the configuration 'baseline', which is not in the suite" in stray.stderr
+
+
+# --------------------------------------------------------------------------- --concurrency and --judge-batch per configuration
+
+GRADES = {"How do I see the installed version of acme?": 9, "Which key sets the request timeout?": 6,
+          "What happens when the server is unreachable?": 3}  # the scripted judge's grade of each question
+
+
+def graded_by_question(prompt: str) -> Step:
+    """The scripted judge: each question's grade, whichever call it comes in; the first question answers
+    last, so calls in flight together finish out of question order."""
+    grade, = [g for question, g in GRADES.items() if question in prompt]
+    return reply(f'{{"grade": {grade}, "reasoning": "scripted"}}', delay_s=0.2 if grade == 9 else 0.0)
+
+
+def suite_rows(tmp_path: Path, out: str, *args: str, docs: Path, questions: Path) -> tuple[dict[str, dict], int]:
+    """A suite run of QUICK with the scripted judge: each configuration's results, and the judge calls made."""
+    path = suite_file(tmp_path, QUICK)
+    with play(then=graded_by_question) as script:
+        run = run_cli("--suite", str(path), "--corpus", str(docs), "--questions", str(questions),
+                      "--output", str(tmp_path / f"{out}.json"), *args, env=clean_env(BENCHMARK_JUDGE="scripted"))
+    assert run.code == 0, run.stderr
+    return {name: json.loads((tmp_path / f"{out}.{name}.json").read_text())
+                      for name in ("small-chunks", "big-chunks")}, len(script.prompts)
+
+
+TIMING = {"latency_ms", "grading_latency_ms", "retrieval_latency_ms", "request_id"}
+
+
+def test_concurrency_works_per_configuration(tmp_path: Path, corpus):
+    """--concurrency 2 in a suite: every question of every configuration graded, rows in question order,
+    the same rows as a sequential suite run, and each configuration's judge records the concurrency."""
+    docs, questions = corpus
+    sequential, seq_calls = suite_rows(tmp_path, "seq", docs=docs, questions=questions)
+    concurrent, con_calls = suite_rows(tmp_path, "con", "--concurrency", "2", docs=docs, questions=questions)
+    assert seq_calls == con_calls == 6  # three questions, two configurations
+    for name in ("small-chunks", "big-chunks"):
+        rows = concurrent[name]["results"]
+        assert [r["question_id"] for r in rows] == ["q1", "q2", "q3"]
+        assert [r["llm_grade"] for r in rows] == [9, 6, 3]
+        assert [{k: v for k, v in r.items() if k not in TIMING} for r in rows] == \
+            [{k: v for k, v in r.items() if k not in TIMING} for r in sequential[name]["results"]]
+        flight = concurrent[name]["run"]["judge"]["concurrency"]
+        assert flight["requested"] == 2 and flight["peak"] == 2, flight
+        assert sequential[name]["run"]["judge"]["concurrency"] is None
+    assert [r["total_score"] for r in concurrent["small-chunks"]["results"]] == [9.0, 6.0, 3.0]
+    assert [r["rank"] for r in concurrent["big-chunks"]["results"]] == [1, 1, 1]
+
+
+def test_judge_batch_works_per_configuration(tmp_path: Path, corpus):
+    """--judge-batch in a suite: one batch per configuration, each configuration's results from its own."""
+    docs, questions = corpus
+    path = suite_file(tmp_path, QUICK)
+    with LoopbackServer(default=OK) as srv:
+        run = run_cli("--suite", str(path), "--corpus", str(docs), "--questions", str(questions),
+                      "--output", str(tmp_path / "r.json"), "--judge-batch",
+                      env=judge_env(srv.url, BENCHMARK_BATCH_POLL_MAX="0.05"))
+        assert not srv.requests  # nothing went through POST /v1/messages
+        sent = [[r["custom_id"] for r in b["requests"]] for b in srv.batch_creates]
+    assert run.code == 0, run.stderr
+    assert sent == [["q0", "q1", "q2"], ["q0", "q1", "q2"]]  # one batch per configuration
+    for n, name in enumerate(("small-chunks", "big-chunks"), 1):
+        data = json.loads((tmp_path / f"r.{name}.json").read_text())
+        assert data["run"]["strategy"] == name and data["run"]["judge"]["mode"] == "batch"
+        assert [(b["id"], b["status"]) for b in data["run"]["judge_batch"]] == [(f"msgbatch_loopback_{n}", "collected")]
+        assert data["run"]["judge_batch"][0]["custom_ids"] == {"q0": "q1", "q1": "q2", "q2": "q3"}
+        assert [r["llm_grade"] for r in data["results"]] == [8, 8, 8]
+        assert data["run"]["cost_usd"] == pytest.approx(0.0045)  # three calls at half price
+    assert "big-chunks vs small-chunks" in run.stdout
+
+
+def test_judge_batch_with_the_offline_judge_is_refused_before_any_work(tmp_path: Path, corpus):
+    docs, questions = corpus
+    path = suite_file(tmp_path, QUICK)
+    run = run_cli("--suite", str(path), "--corpus", str(docs), "--questions", str(questions),
+                  "--output", str(tmp_path / "r.json"), "--judge-batch", env=clean_env(BENCHMARK_JUDGE="offline"))
+    assert run.code == 2 and run.stderr.count("--judge-batch needs the LLM judge") == 1, run.stderr
+    assert "Corpus " not in run.stderr and not list(tmp_path.glob("r*.json")) and not (tmp_path / "runs").exists()
