@@ -3,7 +3,7 @@
     python -m bench.results_write [--rows 1000] [--repeat 3]
 
 A synthetic run of ``--rows`` questions, each with five retrieved chunks of 2,000 characters (the
-size of a Kubernetes run with chunk text kept), written by :func:`utils.output.write_json_atomic`
+size of a Kubernetes run with chunk text kept), written by :func:`utils.files.output.write_json_atomic`
 with no secret and with one API-key-sized secret; best of ``--repeat`` wall times, beside a bare
 ``json.dumps(indent=2)`` of the same payload (what the write cost before redaction moved onto the
 values), and the peak memory the write adds (tracemalloc).
@@ -19,7 +19,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from utils.output import write_json_atomic
+from utils.files.output import write_json_atomic
 
 SECRET = "sk-ant-api03-" + "x" * 90
 

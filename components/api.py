@@ -50,7 +50,7 @@ from components.readers import load_questions as load_queries  # any questions f
 from components.run.adaptive import request as adaptive_request
 from components.run.evaluation import evaluate as _evaluate
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
-from utils.audit_file import AuditFile, read_audit
+from utils.records.audit_file import AuditFile, read_audit
 from utils.errors import BenchmarkError, InputError, JudgeError
 from utils.metrics import Metric, metrics, register_metric
 from utils.results import QuestionResult, RunInfo, RunResult, load_run

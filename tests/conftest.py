@@ -36,7 +36,7 @@ if _SESSION_CACHE not in os.environ:
     atexit.register(shutil.rmtree, os.environ[_SESSION_CACHE], True)
 TEST_CACHE_HOME = Path(os.environ[_SESSION_CACHE])
 
-# The same for XDG_STATE_HOME (the index of recent history folders, utils.history_index), and in this
+# The same for XDG_STATE_HOME (the index of recent history folders, utils.files.history_index), and in this
 # process's own environment too, so that no run of the session, in process or child, library call or
 # command, ever writes the user's real index. A test of the index points it at its own tmp_path.
 _SESSION_STATE = "RETRIEVAL_BENCHMARK_TESTS_STATE_HOME"

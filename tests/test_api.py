@@ -19,7 +19,7 @@ from tests.conftest import ROOT, loguru_messages
 from utils import metrics as registry
 from utils.errors import InputError
 from utils.results import RunResult, load_run
-from utils.schema import json_schema
+from utils.records.schema import json_schema
 
 DOCS = [Document("apples", "Apples", "# Apples\n\nApples are red or green fruit that grow on trees."),
         Document("boats", "Boats", "# Boats\n\nA boat floats on water and is moved by sails or engines."),

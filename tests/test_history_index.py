@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import clean_env, run_cli
-from utils.history_index import MAX_FOLDERS, index_path, record_history_folder, recent_history_folders
+from utils.files.history_index import MAX_FOLDERS, index_path, record_history_folder, recent_history_folders
 from utils.settings import default_state_dir
 
 

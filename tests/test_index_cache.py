@@ -220,9 +220,9 @@ def test_key_covers_content_chunker_retriever_and_versions(corpus_dir: Path, tmp
     monkeypatch.setattr(components.core.chunking, "TARGET_WORDS", 300)
     variants.append(key_parts("0" * 64, "modular-no-llm", retriever))  # chunker
     monkeypatch.undo()
-    import utils.versions
+    import utils.records.versions
 
-    monkeypatch.setattr(utils.versions.metadata, "version", lambda name: "9.9.9")
+    monkeypatch.setattr(utils.records.versions.metadata, "version", lambda name: "9.9.9")
     variants.append(key_parts("0" * 64, "modular-no-llm", retriever))  # library versions
     monkeypatch.undo()
     keys = {cache_key(parts)} | {cache_key(v) for v in variants}

@@ -19,7 +19,7 @@ from components.judges.providers.scripted import fail, play, reply
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, build_prompt
 from tests.conftest import clean_env, judge_env, run_cli
 from tests.loopback import LoopbackServer, Reply
-from utils.audit_file import AttackResult, AuditFile, JudgeAudit, audit_notes, audit_schema, read_audit
+from utils.records.audit_file import AttackResult, AuditFile, JudgeAudit, audit_notes, audit_schema, read_audit
 from utils.errors import InputError
 from utils.pricing import Price
 from utils.results import JudgeInfo, QuestionResult, RetrievedItem, RunInfo, RunResult

@@ -1,7 +1,7 @@
 """--output never destroys anything.
 
-Which paths ``--output`` may name (:func:`utils.output.resolve_output`, and the same rows end to
-end), and the atomic write (:func:`utils.output.write_json_atomic`): its temp file never outlives
+Which paths ``--output`` may name (:func:`utils.files.output.resolve_output`, and the same rows end to
+end), and the atomic write (:func:`utils.files.output.write_json_atomic`): its temp file never outlives
 a failure or an interrupt, an earlier file survives a full disk, and that failure is a
 :class:`utils.errors.ResultsWriteError`.
 
@@ -108,7 +108,7 @@ def test_refused_output_exits_2_and_touches_nothing(case, make, message):
 @pytest.mark.parametrize("name,message", [r[::2] for r in REFUSED], ids=[r[0] for r in REFUSED])
 def test_resolve_output_refuses(case, name, message):
     from utils.errors import InputError
-    from utils.output import resolve_output
+    from utils.files.output import resolve_output
 
     make = dict((r[0], r[1]) for r in REFUSED)[name]
     with pytest.raises(InputError, match=message) as err:
@@ -120,7 +120,7 @@ def test_resolve_output_refuses(case, name, message):
 def test_resolve_output_refuses_real_devices(path):
     """Safe to run against real devices: resolve_output only looks at the path."""
     from utils.errors import InputError
-    from utils.output import resolve_output
+    from utils.files.output import resolve_output
 
     with pytest.raises(InputError, match="not a regular file"):
         resolve_output(path, questions_path=None, corpus_dir=None)
@@ -159,7 +159,7 @@ def test_a_symlink_to_a_results_file_is_written_through(case):
     ("new/", "new/benchmark_results.json"),
 ])
 def test_resolve_output_accepts(tmp_path: Path, monkeypatch, output, expected):
-    from utils.output import resolve_output, write_json_atomic
+    from utils.files.output import resolve_output, write_json_atomic
 
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path)
@@ -201,7 +201,7 @@ FAILING_WRITES = [
 
 @pytest.mark.parametrize("patch,expected", [r[1:] for r in FAILING_WRITES], ids=[r[0] for r in FAILING_WRITES])
 def test_a_failed_write_leaves_no_temp_file_and_the_earlier_file(tmp_path: Path, monkeypatch, patch, expected):
-    from utils import output as results
+    from utils.files import output as results
 
     out = tmp_path / "r.json"
     out.write_text(EARLIER)
@@ -220,7 +220,7 @@ def test_a_failed_write_leaves_no_temp_file_and_the_earlier_file(tmp_path: Path,
 
 def test_a_full_disk_keeps_the_earlier_file(tiny_tmpfs: Path):
     from utils.errors import BenchmarkError
-    from utils.output import ResultsWriteError, write_json_atomic
+    from utils.files.output import ResultsWriteError, write_json_atomic
 
     out = tiny_tmpfs / "r.json"
     out.write_text(EARLIER)
@@ -235,7 +235,7 @@ def test_a_full_disk_keeps_the_earlier_file(tiny_tmpfs: Path):
 
 def test_remove_temp_files_cleans_a_write_in_flight(tmp_path: Path, monkeypatch):
     """What the edge calls before ``os._exit`` (a second signal during the final write)."""
-    from utils import output as results
+    from utils.files import output as results
 
     seen = []
 

@@ -13,7 +13,7 @@ from tests.test_aggregate import ROWS
 from utils.console import summary_table
 from utils.quality_bands import NDCG, PRECISION, band_text, quality_bands
 from utils.results import RunInfo, RunResult
-from utils.schema import json_schema
+from utils.records.schema import json_schema
 
 
 @pytest.mark.parametrize("value,band,line", [

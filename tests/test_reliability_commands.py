@@ -182,7 +182,7 @@ def test_an_accepted_output_is_written(case, command, make, where):
 
 
 def test_check_output_refuses_the_real_dev_null_without_touching_it():
-    from utils.output import check_output
+    from utils.files.output import check_output
 
     before = os.stat("/dev/null")
     for output in ("/dev/null", "/dev/zero"):
@@ -193,7 +193,7 @@ def test_check_output_refuses_the_real_dev_null_without_touching_it():
 
 
 def test_a_folder_given_with_a_trailing_slash_is_created_by_the_write(tmp_path: Path):
-    from utils.output import check_output, write_json_atomic
+    from utils.files.output import check_output, write_json_atomic
 
     path = check_output(f"{tmp_path}/new/", option="--json", example="validation.json")
     assert path == tmp_path / "new" / "validation.json"

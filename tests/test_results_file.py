@@ -1,4 +1,4 @@
-"""utils.output.write_json_atomic: the file's mode and the secrets it must not hold."""
+"""utils.files.output.write_json_atomic: the file's mode and the secrets it must not hold."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from utils.output import write_json_atomic
+from utils.files.output import write_json_atomic
 
 
 @pytest.fixture

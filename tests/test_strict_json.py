@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from utils.output import write_json_atomic
+from utils.files.output import write_json_atomic
 
 
 def strict_loads(text: str):
@@ -84,7 +84,7 @@ def test_results_are_strict_json(tmp_path: Path, payload, expected):
 
 
 def test_nesting_deeper_than_the_cap_is_cut_not_fatal(tmp_path: Path):
-    from utils.output import MAX_JSON_DEPTH
+    from utils.files.output import MAX_JSON_DEPTH
 
     deep: list = []
     node = deep
@@ -110,7 +110,7 @@ def test_a_cycle_is_cut_not_fatal(tmp_path: Path):
 
 
 def test_to_strict_json_one_line_form():
-    from utils.output import to_strict_json
+    from utils.files.output import to_strict_json
 
     text = to_strict_json({"a": math.inf, "k": "s3cr3t!"}, ["s3cr3t!"], indent=None)
     assert text == '{"a": null, "k": "[REDACTED]"}'

@@ -18,7 +18,7 @@ from tests.test_api import KeywordRetriever
 from utils import metrics as M
 from utils.errors import InputError
 from utils.results import QuestionResult, RetrievedItem, RunInfo, load_run
-from utils.trec import read_qrels, read_trec_run
+from utils.records.trec import read_qrels, read_trec_run
 
 K = 5
 RUNS = {  # retrieved chunks' doc ids, best first; most repeat a document

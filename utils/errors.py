@@ -46,7 +46,7 @@ class ResultsWriteError(BenchmarkError):
     """An output file (the results, a report, a clean question set) could not be written (a full
     disk, a vanished folder...): exit 5.
 
-    Raised by :func:`utils.output.write_json_atomic` / ``write_text_atomic`` after the earlier file
+    Raised by :func:`utils.files.output.write_json_atomic` / ``write_text_atomic`` after the earlier file
     (if any) was left as it was and the temp file removed; ``str(err)`` names the file and the
     cause, and the edge adds where the run is kept (the journal) and how to continue it.
     """

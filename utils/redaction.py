@@ -24,7 +24,7 @@ escaped spellings above are the second line of defence, not the first.
 All the forms of all the secrets make ONE regular expression, compiled once, without nested
 quantifiers (the whitespace between characters is matched possessively): a multi-megabyte text is
 scanned in one linear pass. The results file applies the redactor to every string value and key
-before serialising (:func:`utils.output.to_strict_json`); the log sinks apply it to each line; the
+before serialising (:func:`utils.files.output.to_strict_json`); the log sinks apply it to each line; the
 commands beside the run (``validate``, ``export-dataset``…) to every file and table they write.
 
 Which values of the environment are secrets is the judge providers' to say: their registry

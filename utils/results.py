@@ -11,11 +11,11 @@ A results file is a self-describing dump of a :class:`RunResult`::
 * :meth:`RunResult.from_json` / :func:`load_run` the one reader (schema 1 and 2), used by
   ``compare``, ``report``, the console summary and ``--resume``: every field is checked against
   its type on read, so a hand-edited or hostile file is refused with one line naming the file,
-  the field and the fix (:class:`InputError`, through :mod:`utils.typecheck`), never a crash
+  the field and the fix (:class:`InputError`, through :mod:`utils.records.typecheck`), never a crash
   later. A field a file lacks takes its default (schema-1 files lack most), a metric it lacks is
   absent (never guessed).
 
-The JSON Schema of a results file is :func:`utils.schema.json_schema`.
+The JSON Schema of a results file is :func:`utils.records.schema.json_schema`.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from typing import Any
 
 from utils import metrics as M
 from utils.errors import InputError
-from utils.lines import open_regular
-from utils.output import write_json_atomic
+from utils.files.lines import open_regular
+from utils.files.output import write_json_atomic
 from utils.redaction import Redactor, environment_secrets
-from utils.typecheck import convert, hints, record
+from utils.records.typecheck import convert, hints, record
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)
@@ -361,7 +361,7 @@ class RunResult:
         return out
 
     def save(self, path: str | os.PathLike, secrets: Iterable[str] = ()) -> Path:
-        """Write the results file: strict JSON, atomically (see :func:`utils.output.write_json_atomic`),
+        """Write the results file: strict JSON, atomically (see :func:`utils.files.output.write_json_atomic`),
         with ``secrets`` and every judge provider's secrets found in the environment redacted (as
         the command line writes it; :func:`utils.redaction.environment_secrets`). Returns the path."""
         path = Path(path)
@@ -408,13 +408,13 @@ class RunResult:
 
 def recorded_corpora(results: Iterable[RunResult]) -> list[str]:
     """The corpus folders (or files) ``results`` record: where no output of a command reading them
-    may go (:func:`utils.output.check_output`'s ``recorded_corpora``)."""
+    may go (:func:`utils.files.output.check_output`'s ``recorded_corpora``)."""
     return list(dict.fromkeys(r.run.corpus.path for r in results if r.run.corpus.path))
 
 
 # --------------------------------------------------------------------------- reading
 
-#: How a JSON file that cannot be read is refused (:func:`utils.lines.open_regular`).
+#: How a JSON file that cannot be read is refused (:func:`utils.files.lines.open_regular`).
 OPENING = {"missing": "{path}: no such {what}: give the path of one",
            "unreadable": "{path}: cannot be read ({reason}): check the path and its permissions",
            "folder": "{path} is a folder: give a {what}",

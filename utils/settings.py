@@ -39,7 +39,7 @@ def default_cache_dir(env: Mapping[str, str]) -> Path:
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
     """``$XDG_STATE_HOME/retrieval-benchmark`` (an absolute path), else ``~/.local/state/retrieval-benchmark``:
-    where the index of recent history folders lives (:mod:`utils.history_index`)."""
+    where the index of recent history folders lives (:mod:`utils.files.history_index`)."""
     xdg = env.get("XDG_STATE_HOME") or ""
     if os.path.isabs(xdg):
         return Path(xdg) / "retrieval-benchmark"

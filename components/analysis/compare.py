@@ -56,11 +56,11 @@ from components.analysis.gate import check_gate
 from components.analysis.panel import reconcile
 from components.analysis.recommendations import Recommendations, best_columns, recommend_runs
 from utils import metrics as M
-from utils import trec
+from utils.records import trec
 from utils.console import escape_control, shorten
-from utils.history_index import recent_history_folders
+from utils.files.history_index import recent_history_folders
 from utils.errors import InputError
-from utils.output import check_output, write_json_atomic
+from utils.files.output import check_output, write_json_atomic
 from utils.results import QuestionResult, RunResult, read_json_file, recorded_corpora
 
 TOP_DOCS = 3  # documents shown per question
@@ -625,7 +625,7 @@ def _cell(text: str, width: int, best: bool, bold: bool) -> str:
 def _runs_dirs(cwd: Path, args: Sequence[str], state_dir: Path | None = None) -> list[Path]:
     """Where run ids are looked up: ``runs/`` of the current folder, the history folder a results
     file of the current folder records (``run.runs_dir``), that of every results file given, then
-    the recent history folders of the index in ``state_dir`` (:mod:`utils.history_index`)."""
+    the recent history folders of the index in ``state_dir`` (:mod:`utils.files.history_index`)."""
     folders = [cwd / "runs"]
     for candidate in [cwd / "benchmark_results.json", *(Path(a) for a in args)]:
         if not candidate.is_file():

@@ -30,10 +30,10 @@ from loguru import logger
 
 from utils import metrics as M
 from utils.errors import InputError
-from utils.output import check_output, same_file
+from utils.files.output import check_output, same_file
 from utils.redaction import Redactor
 from utils.results import RunResult
-from utils.trec import check_id, write_qrels, write_run
+from utils.records.trec import check_id, write_qrels, write_run
 
 LEVELS = ("doc", "chunk")
 _RENAME = "rename it in the questions (or the corpus) and run again, or export another run"

@@ -6,7 +6,7 @@ A row's chunks are its recorded chunk text (:class:`TextChunk`: what the grader 
 (:func:`components.judges.retrieval_grader.build_prompt`): an injected line reaches the judge as
 quoted chunk text, never as a line of the template.
 
-The attacks, by stable name (:data:`utils.audit_file.ATTACK_NAMES`):
+The attacks, by stable name (:data:`utils.records.audit_file.ATTACK_NAMES`):
 
 * ``keyword-stuffing`` (up): the last chunk is replaced by a chunk that another question retrieved
   in the same run (drawn with the audit's seed, from a document that is not one of the row's

@@ -32,7 +32,7 @@ from statistics import fmean
 from components.audit.attacks import direction_of, family_of
 from components.stats.statistics import paired_bootstrap_ci
 from utils import metrics as M
-from utils.audit_file import AttackResult
+from utils.records.audit_file import AttackResult
 
 MARGIN = 0.5
 MAX_FLIP_RATE = 10.0

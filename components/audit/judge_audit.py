@@ -35,7 +35,7 @@ from components.audit.sample import draw, eligible, sample_size
 from components.judges.settings import Settings
 from components.run.calls.budget import Budget, BudgetRefused, through
 from components.run.evaluation import check_budget
-from utils.audit_file import AuditFile, JudgeAudit
+from utils.records.audit_file import AuditFile, JudgeAudit
 from utils.errors import InputError
 from utils.results import RunResult, load_run
 

@@ -3,7 +3,7 @@ flips, verdict), then the judge's profile in one line."""
 
 from __future__ import annotations
 
-from utils.audit_file import AttackResult, AuditFile
+from utils.records.audit_file import AttackResult, AuditFile
 from utils.console import escape_control
 
 EXPECTED = {"up": "up = fooled", "down": "down expected", "none": "no change expected"}

@@ -42,7 +42,7 @@ from components.calibration.labels import Labels, read_labels
 from components.analysis.panel import is_panel, judge_names, judge_view
 from utils.errors import InputError
 from utils.metrics import NOT_FOUND_WEIGHT, PASS_MARK, total_score
-from utils.output import check_output, write_json_atomic
+from utils.files.output import check_output, write_json_atomic
 from utils.results import QuestionResult, RunResult, load_run, recorded_corpora
 
 PPI_FORMULA = ("PPI = mean_N(judge) + mean_n(human - judge); Var = var_N(judge)/N + var_n(human - judge)/n "

@@ -38,8 +38,8 @@ from pathlib import Path
 from loguru import logger
 
 from utils.errors import InputError
-from utils.lines import open_regular
-from utils.output import check_output, to_strict_json, write_text_atomic
+from utils.files.lines import open_regular
+from utils.files.output import check_output, to_strict_json, write_text_atomic
 from utils.results import OPENING, QuestionResult, RunResult, load_run, parse_json, recorded_corpora
 from utils.redaction import Redactor
 

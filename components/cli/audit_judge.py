@@ -18,7 +18,7 @@ from components.audit.table import audit_table
 from components.cli.common import count, dollars, help_epilog, positive_int
 from utils.console import Progress
 from utils.errors import EXIT_BUDGET, EXIT_OK
-from utils.output import check_output
+from utils.files.output import check_output
 from utils.results import load_run, recorded_corpora
 
 TAKES_ENV = True  # run(args, settings, env): --judges reads the variables a panel file names

@@ -14,7 +14,7 @@ from components.run.calls.concurrency import check_concurrency
 from components.run.retrieval.deadline import check_retrieval_timeout
 from utils.errors import (EXIT_BUDGET, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK, EXIT_RETRIEVAL,
                           InputError)
-from utils.output import remove_temp_files
+from utils.files.output import remove_temp_files
 
 LOG_DIR = Path("logs")  # --log-dir's default: in the current folder, like every output
 STATUS_EXIT = {"completed": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "judge_failed": EXIT_JUDGE,

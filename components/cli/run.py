@@ -15,10 +15,10 @@ from components.cli.common import (SignalGuard, comma_list, concurrency, dollars
                                    timeout_seconds)
 from components.run.calls.concurrency import MAX_CONCURRENCY
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
-from utils.audit_file import read_audit
+from utils.records.audit_file import read_audit
 from utils.errors import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, InputError, ResultsWriteError
-from utils.history_index import record_history_folder
-from utils.output import DEFAULT_OUTPUT_NAME, remove_empty_folders, resolve_output
+from utils.files.history_index import record_history_folder
+from utils.files.output import DEFAULT_OUTPUT_NAME, remove_empty_folders, resolve_output
 
 ROOT = Path(__file__).resolve().parents[2]  # the folder of benchmark.py
 
@@ -32,7 +32,7 @@ def default_questions() -> Path:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     _add_input_arguments(p)
-    # a str, not a Path: Path drops the trailing "/" that says "a folder" (utils.output.resolve_output)
+    # a str, not a Path: Path drops the trailing "/" that says "a folder" (utils.files.output.resolve_output)
     p.add_argument("--output", default=DEFAULT_OUTPUT_NAME,
                    help=f"results JSON file, or a folder (existing, or ending in /) to write {DEFAULT_OUTPUT_NAME} "
                         "in (default: %(default)s); every run is also kept under runs/ beside it")

@@ -43,9 +43,9 @@ from components.dataset.context_index import ContextIndex, Positive
 from components.dataset.required_concepts import required_concepts
 from components.readers import load_questions
 from utils.errors import InputError
-from utils.output import check_output, strict_json_value, write_text_atomic
+from utils.files.output import check_output, strict_json_value, write_text_atomic
 from utils.redaction import Redactor
-from utils.typecheck import describe_json
+from utils.records.typecheck import describe_json
 
 SOURCE = "benchmark_mining"
 

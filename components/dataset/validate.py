@@ -63,7 +63,7 @@ from components.judges.setup import make_judge
 from components.readers import load_questions
 from utils.console import escape_control
 from utils.errors import InputError, JudgeError
-from utils.output import check_output, write_json_atomic
+from utils.files.output import check_output, write_json_atomic
 from utils.redaction import Redactor
 
 CALL_FAILURES = TRANSIENT_KINDS | {"bad_response", "client_error", "error"}  # a call that brought back no reply

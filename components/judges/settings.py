@@ -47,7 +47,7 @@ class Settings:
     retry_wait_max_s: float = 60.0  # BENCHMARK_RETRY_WAIT_MAX: the retry pass waits at most this
     secrets: tuple[str, ...] = field(default=(), repr=False)  # what every output redacts (secrets_in)
     cache_dir: Path | None = None  # the index cache's default folder (--cache-dir overrides it)
-    state_dir: Path | None = None  # the index of recent history folders (utils.history_index)
+    state_dir: Path | None = None  # the index of recent history folders (utils.files.history_index)
     batch_poll_max_s: float = DEFAULT_BATCH_POLL_MAX_S  # BENCHMARK_BATCH_POLL_MAX
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)  # the providers' variables
     judge_config: Any = field(default=None, repr=False, compare=False)  # the judge provider's, checked

@@ -27,10 +27,10 @@ qrels grade ≤ 0               judged non-relevant: not a needle
 
 Queries without a relevant document in the qrels are skipped, counted in ONE warning line.
 
-Ids must be usable in TREC files (:func:`utils.trec.check_id`: no whitespace, not empty): one
+Ids must be usable in TREC files (:func:`utils.records.trec.check_id`: no whitespace, not empty): one
 that is not is refused with one line naming the file, the line and the id. A JSON number as an
 id is taken as its text. The same ``_id`` twice keeps the last line, as BEIR's loader does (one
-warning line says how many); qrels duplicates likewise (:func:`utils.trec.read_qrels`).
+warning line says how many); qrels duplicates likewise (:func:`utils.records.trec.read_qrels`).
 
 Reading is streamed one line at a time and bounded: a corpus file over
 :data:`MAX_CORPUS_BYTES` or a line over :data:`MAX_DOCUMENT_BYTES` is one error, never a memory
@@ -54,8 +54,8 @@ from components.core import Corpus, Document, Question, QuestionSet
 from components.readers import CORPUS, QUESTIONS, Reader, register_reader
 from components.readers.questions_json import STDIN
 from utils.errors import InputError
-from utils.lines import decode, iter_lines
-from utils.trec import check_id, read_qrels
+from utils.files.lines import decode, iter_lines
+from utils.records.trec import check_id, read_qrels
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"

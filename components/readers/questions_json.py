@@ -40,7 +40,7 @@ from loguru import logger
 from components.core import Question, QuestionSet
 from components.readers import QUESTIONS, Reader, register_reader
 from utils.errors import InputError
-from utils.lines import READING, open_regular
+from utils.files.lines import READING, open_regular
 
 ABOUT_FIELDS = ("version", "name", "description")  # the set's own, at the top level: recorded in run.question_set
 _KNOWN = {"id", "question", "expected_answer", "needle_doc_id", "doc_id", "needle_doc_ids", "needles"}

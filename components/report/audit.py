@@ -1,5 +1,5 @@
 """The report's judge-audit section (``report --audit audit.json``): the warnings it raises for each
-run's judge (:func:`utils.audit_file.audit_notes`), then per audited judge its profile and one row
+run's judge (:func:`utils.records.audit_file.audit_notes`), then per audited judge its profile and one row
 per attack: mean grade change with its 95% CI, flips, verdict."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from loguru import logger
 
-from utils.audit_file import AttackResult, AuditFile, audit_notes
+from utils.records.audit_file import AttackResult, AuditFile, audit_notes
 from utils.console import escape_control
 from utils.results import RunResult
 

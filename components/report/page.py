@@ -44,9 +44,9 @@ from components.report.svg import CHAR_WIDTH, LEGEND_ROW, Chart, nice_ticks, sid
 from components.judges.providers import is_proxy_judge
 from utils import metrics as M
 from utils.console import CLAMPED_NOTE, NOTHING_GRADED, clamped_count, escape_control, format_ci, is_number, shorten
-from utils.audit_file import read_audit
+from utils.records.audit_file import read_audit
 from utils.metrics import PASS_MARK
-from utils.output import check_output, write_text_atomic
+from utils.files.output import check_output, write_text_atomic
 from utils.quality_bands import band_text, quality_bands
 from utils.redaction import Redactor
 from utils.results import RunResult, load_run, recorded_corpora

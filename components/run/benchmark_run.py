@@ -54,11 +54,11 @@ from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorde
 from components.run.retrieval.suite import resume_files
 from components.run.calls.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
-from utils.audit_file import AuditFile, audit_notes
+from utils.records.audit_file import AuditFile, audit_notes
 from utils.console import Progress, escape_control, question_line, summary_table
 from utils.errors import InputError
 from utils.metrics import METRICS
-from utils.output import DEFAULT_OUTPUT_NAME, check_writable, make_folders, write_json_atomic
+from utils.files.output import DEFAULT_OUTPUT_NAME, check_writable, make_folders, write_json_atomic
 from utils.results import QuestionResult, RunResult
 
 RUNS_FOLDER = "runs"
@@ -97,7 +97,7 @@ class RunOptions:
     suite: Any = None  # --suite: a components.run.retrieval.suite.Suite, whose configurations run instead of the strategies
     panel_aggregate: str = "median"  # --panel-aggregate: a panel's grade of a question (with --judges)
     repeat_where: str = "all"  # --repeat-where: which questions get the repeats (components/run/repeat_where.py)
-    audit: AuditFile | None = None  # --audit: a judge audit, whose warnings follow the summary (utils.audit_file)
+    audit: AuditFile | None = None  # --audit: a judge audit, whose warnings follow the summary (utils.records.audit_file)
     adaptive: Any = None  # --until-decided / --target-ci: a components.run.adaptive.Request
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command

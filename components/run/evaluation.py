@@ -50,7 +50,7 @@ from utils.errors import InputError
 from utils.console import escape_control
 from utils.metrics import PASS_MARK
 from utils.results import RETRIEVAL_ERROR, CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
-from utils.versions import package_versions
+from utils.records.versions import package_versions
 
 PACKAGES = ("bm25s", "wordllama", "numpy", "loguru", "PyStemmer", "PyYAML")  # and each provider's (its module)
 MEMORY_SOURCE = "<in memory>"

@@ -12,7 +12,7 @@ process — every row the console reported as done is in the journal; ``--resume
 finished results file) with :func:`read_rows`.
 
 Lines are ASCII JSON (``ensure_ascii``), secrets redacted on the values and non-finite numbers
-written as null (:func:`utils.output.strict_json_value`), so any row can be written. A torn last
+written as null (:func:`utils.files.output.strict_json_value`), so any row can be written. A torn last
 line (the process killed mid-write) is skipped on reading.
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from utils.errors import InputError
-from utils.output import strict_json_value
+from utils.files.output import strict_json_value
 from utils.results import MAX_RESULTS_BYTES, QuestionResult, RunResult, parse_json, read_json_file
 
 JOURNAL_VERSION = 1

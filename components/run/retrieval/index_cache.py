@@ -65,7 +65,7 @@ from loguru import logger
 from components.core import Chunk, Retriever, chunking
 from components.core.corpus import BUILTIN_SOURCE
 from components.readers import CORPUS, load_corpus, reader_for, readers
-from utils.versions import package_versions
+from utils.records.versions import package_versions
 
 CACHE_FORMAT = 2  # 2: meta.json records the SHA-256 of every file
 MAX_META_BYTES = 1_000_000  # a meta.json larger than this is not read

@@ -28,7 +28,7 @@ from typing import Any, TextIO
 from loguru import logger
 
 from utils.errors import InputError, ResultsWriteError
-from utils.lines import file_kind
+from utils.files.lines import file_kind
 from utils.redaction import Redactor
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from loguru import logger
 
 from utils.errors import ResultsWriteError
-from utils.output import make_folders, write_json_atomic
+from utils.files.output import make_folders, write_json_atomic
 
 INDEX_NAME = "history.json"
 INDEX_VERSION = 1

@@ -29,7 +29,7 @@ from pathlib import Path
 from loguru import logger
 
 from utils.errors import InputError
-from utils.lines import decode, iter_lines
+from utils.files.lines import decode, iter_lines
 
 Qrels = dict[str, dict[str, int]]  # query id → {doc id: grade}, every judgment (grade 0 included)
 Ranking = dict[str, list[str]]  # query id → doc ids, best first
@@ -111,7 +111,7 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
 def write_qrels(path: str | os.PathLike, qrels: Iterable[tuple[str, Mapping[str, int]]]) -> str:
     """The TREC qrels text of ``(query id, {doc id: grade})`` pairs (``qid 0 docid grade``), written
     atomically to ``path``; returns the text."""
-    from utils.output import write_text_atomic
+    from utils.files.output import write_text_atomic
 
     text = "".join(f"{qid} 0 {doc} {grade}\n" for qid, judged in qrels for doc, grade in judged.items())
     write_text_atomic(Path(path), text)
@@ -207,7 +207,7 @@ def format_run(rankings: Iterable[tuple[str, Sequence[str]]], tag: str) -> str:
 
 def write_run(path: str | os.PathLike, rankings: Iterable[tuple[str, Sequence[str]]], tag: str) -> str:
     """:func:`format_run` written atomically to ``path``; returns the text."""
-    from utils.output import write_text_atomic
+    from utils.files.output import write_text_atomic
 
     text = format_run(rankings, tag)
     write_text_atomic(Path(path), text)

@@ -15,7 +15,7 @@ grade change ``delta`` (attack minus control, paired per row) with its 95% inter
 its ``flips``. The verdict rule is ``components/audit/effects.py``'s (docs/judges.md, "Auditing the
 judge").
 
-:func:`read_audit` checks every field on read (:mod:`utils.typecheck`): a hand-edited or foreign
+:func:`read_audit` checks every field on read (:mod:`utils.records.typecheck`): a hand-edited or foreign
 file is one :class:`InputError` naming the file, the field and the fix. :func:`audit_notes` is what
 ``--audit`` adds to a run's summary and a report: the attacks the judge is vulnerable to, and a line
 when the audit was made with another judge model or another grading prompt.
@@ -29,10 +29,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from utils.errors import InputError
-from utils.output import write_json_atomic
+from utils.files.output import write_json_atomic
 from utils.results import JudgeInfo, read_json_file
-from utils.schema import type_schema
-from utils.typecheck import record
+from utils.records.schema import type_schema
+from utils.records.typecheck import record
 
 FORMAT = "retrieval-benchmark-judge-audit"
 FORMAT_VERSION = 1

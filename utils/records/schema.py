@@ -13,7 +13,7 @@ from typing import Any, Union
 
 from utils import metrics as M
 from utils.results import PANEL_ROW_FIELDS, SCHEMA_VERSION, QuestionResult, RunInfo, RunResult
-from utils.typecheck import hints
+from utils.records.typecheck import hints
 
 SCHEMA_ID = "https://retrieval-benchmark.invalid/results.schema.json"
 
