@@ -69,7 +69,7 @@ def main() -> int:
     cells = [one(args.questions, c, tokens, args.max_cost, args.delay) for _, tokens in REPLIES for c in levels]
     print(f"--max-cost ${args.max_cost:g}, {args.questions} questions, judge {MODEL} (max_completion_tokens {CAP:,}, "
           f"${OUTPUT_PRICE:g}/M output), loopback {args.delay * 1000:g} ms a call")
-    print(f"| replies | --concurrency | calls | spent | spent ≤ budget | overrun (calls) | bound | peak in flight |")
+    print("| replies | --concurrency | calls | spent | spent ≤ budget | overrun (calls) | bound | peak in flight |")
     print("|---|---|---|---|---|---|---|---|")
     for cell in cells:
         label = next(name for name, tokens in REPLIES if tokens == cell["replies"])

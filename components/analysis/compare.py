@@ -50,7 +50,7 @@ from loguru import logger
 from components.stats import statistics as S
 from components.analysis.adaptive import comparison_lines, sequential_verdicts
 from components.analysis.certificate import Certificate, certify
-from components.analysis.comparison import (ALPHA, BETTER, NOT_COMPARABLE, POWER, SAME, WORSE, MetricResult,
+from components.analysis.comparison import (ALPHA, NOT_COMPARABLE, POWER, MetricResult,
                                             PairComparison, QuestionChange, QuestionView, RunSummary, verdict)
 from components.analysis.gate import check_gate
 from components.analysis.panel import reconcile
