@@ -27,17 +27,20 @@ QUESTIONS = [{"id": f"q{i}", "question": f"Where does w{i}x live?", "expected_an
               "needle_doc_id": f"d{i}"} for i in range(N)]
 
 
-def grader(offset: int, spread: int = 3):
-    """A judge whose grade of question i is 3 + offset + (7i mod spread): the same noise for every offset."""
+def grader(offset: int, spread: int = 3, phase: int = 0):
+    """A judge whose grade of question i is 3 + offset + ((7i + phase) mod spread): with phase 0 the
+    same noise for every offset; with phase 1 against phase 0 the paired differences are offset + 1,
+    offset + 1, offset − 2 for i mod 3 = 0, 1, 2 (unequal: the t and Hall intervals decide, not the
+    rule for differences that are all the same)."""
     def answer(prompt: str) -> str:
         i = int(re.search(r"w(\d+)x", prompt).group(1))
-        return json.dumps({"grade": min(10, 3 + offset + (i * 7) % spread), "reasoning": "scripted"})
+        return json.dumps({"grade": min(10, 3 + offset + (i * 7 + phase) % spread), "reasoning": "scripted"})
     return answer
 
 
-def evaluate(offset: int, **kwargs) -> tuple[RunResult, int]:
-    """A run graded by ``grader(offset)``; with the number of judge calls made."""
-    with play(grader(offset)) as script:
+def evaluate(offset: int, phase: int = 0, **kwargs) -> tuple[RunResult, int]:
+    """A run graded by ``grader(offset, phase=phase)``; with the number of judge calls made."""
+    with play(grader(offset, phase=phase)) as script:
         result = api.evaluate(KeywordRetriever(), QUESTIONS, DOCS, k=2, judge="scripted", **kwargs)
     return result, len(script.prompts)
 
@@ -48,7 +51,7 @@ def baseline() -> RunResult:
 
 
 def test_a_clear_win_stops_early_and_records_its_calls(baseline):
-    result, calls = evaluate(4, until_decided=baseline)
+    result, calls = evaluate(4, phase=1, until_decided=baseline)  # differences +5, +5, +2: mean about +4
     record = result.adaptive
     assert record["mode"] == "until_decided" and record["decided"] and record["seed"] == 0 and record["block"] == 5
     assert record["decided_after"] < N and calls == record["judged"] == record["decided_after"]
@@ -65,9 +68,12 @@ def test_a_clear_win_stops_early_and_records_its_calls(baseline):
 
 
 def test_identical_strategies_never_stop_better_or_worse(baseline):
-    result, calls = evaluate(0, until_decided=baseline)
-    assert calls == N and not result.adaptive["decided"]
-    assert {e["verdict"] for e in result.adaptive["metrics"].values()} == {"no detectable difference"}
+    """The same retrieval, graded by a judge whose noise differs from the baseline's (differences +1,
+    +1, −2: mean +1/40 over the 40 questions) and by one whose noise is the baseline's (all 0)."""
+    for phase in (1, 0):
+        result, calls = evaluate(0, phase=phase, until_decided=baseline)
+        assert calls == N and not result.adaptive["decided"]
+        assert {e["verdict"] for e in result.adaptive["metrics"].values()} == {"no detectable difference"}
 
 
 def test_a_margin_decides_non_inferiority(baseline):
@@ -104,6 +110,21 @@ def test_target_ci_stops_once_the_interval_is_narrow_enough():
     assert entry["verdict"] == "reached" and entry["half_width"] <= 2.5 and calls == entry["judged"] < N
     narrow, calls = evaluate(0, target_ci={"grade": 0.01})  # never that narrow: every question judged
     assert calls == N and narrow.adaptive["metrics"]["avg_llm_grade"]["verdict"] == "not reached"
+
+
+def test_compare_says_which_questions_a_run_judged_in_part_has_grades_for(baseline):
+    """A --target-ci run (or one decided against another baseline) beside a baseline: its recorded
+    verdict is not compare's, but its missing grades and its cost to the verdict are said."""
+    result, calls = evaluate(0, target_ci=2.5)
+    comparison = api.compare([baseline, result])
+    (note,) = [w for w in comparison.warnings if "judged until its interval" in w]
+    assert note.startswith(f"run #2 was judged until its interval was narrow enough (--target-ci): "
+                           f"{N - calls} of its {N} questions have no grade, so its grade metrics cover the {calls} "
+                           f"judged ones (cost to the verdict: {calls} of {N} questions judged")
+    assert not comparison.sequential
+    other, _ = evaluate(4, until_decided=evaluate(1)[0])  # decided against another baseline than this one
+    assert any("judged until decided against another baseline" in w for w in api.compare([baseline, other]).warnings)
+    assert not any("have no grade" in w for w in api.compare([baseline, evaluate(4, until_decided=baseline)[0]]).warnings)
 
 
 def test_compare_and_its_gate_reuse_the_recorded_sequential_verdict(baseline, tmp_path):
@@ -218,22 +239,59 @@ def test_the_command_line_stops_early_shows_the_cost_and_gates(cli_baseline):
     assert compared.code == 0 and "by the sequential procedure" in compared.stdout
 
 
-def test_a_resumed_adaptive_run_continues_the_same_sequence(cli_baseline):
-    tmp, files = cli_baseline
-    _, calls = _decided(tmp, files, "full.json")
-    doc = json.loads((tmp / "full.json").read_text(encoding="utf-8"))
+def _interrupted(tmp, name: str, judged: int):
+    """``name`` as if its run had stopped after judging ``judged`` questions: (the file, its document)."""
+    doc = json.loads((tmp / name).read_text(encoding="utf-8"))
     order = [q.id for q in judging_order([Question(q["id"], q["question"], None, ("d0",)) for q in QUESTIONS], 0)]
-    kept = set(order[:7])  # as if the run had stopped after 7 questions
+    kept = set(order[:judged])
     for row in doc["results"]:
         if row["question_id"] not in kept:
             row.update(llm_grade=None, total_score=None, grade_error="timeout: interrupted")
     doc["run"]["status"] = "interrupted"
-    partial = tmp / "partial.json"
+    partial = tmp / f"partial-{name}"
     partial.write_text(json.dumps(doc), encoding="utf-8")
+    return partial, doc
+
+
+def test_a_resumed_adaptive_run_continues_the_same_sequence(cli_baseline):
+    tmp, files = cli_baseline
+    _, calls = _decided(tmp, files, "full.json")
+    partial, doc = _interrupted(tmp, "full.json", 7)
     resumed, more = _cli(4, "--resume", str(partial), "--output", str(tmp / "resumed.json"))
     assert resumed.code == 0, resumed.stderr
     again, first = load_run(tmp / "resumed.json").adaptive, doc["adaptive"]
     assert more == calls - 7 and again["looks"] == first["looks"] and again["metrics"] == first["metrics"]
+
+
+def test_a_resumed_adaptive_run_keeps_its_gate_and_refuses_another(cli_baseline):
+    """The gated metrics and the baseline are fixed before the first look: a resume takes them from
+    the file, accepts them given again, and refuses others (the guarantee would not hold)."""
+    tmp, files = cli_baseline
+    run, _ = _cli(4, *files, "--strategy", "baseline", "--until-decided", str(tmp / "base.json"),
+                  "--fail-on", "worse:grade", "--output", str(tmp / "gated.json"))
+    assert run.code == 0, run.stderr
+    recorded = load_run(tmp / "gated.json").adaptive["request"]
+    assert recorded["gate"] is True and list(recorded["gated"]) == ["avg_llm_grade"]
+    partial, _ = _interrupted(tmp, "gated.json", 7)
+    for given in ([], ["--fail-on", "worse:grade"], ["--until-decided", str(tmp / "base.json")]):
+        resumed, _ = _cli(4, "--resume", str(partial), *given, "--output", str(tmp / "resumed-gated.json"))
+        assert resumed.code == 0, resumed.stderr
+        assert load_run(tmp / "resumed-gated.json").adaptive["request"] == recorded, given
+    (tmp / "other-base.json").write_bytes((tmp / "base.json").read_bytes())
+    for given in (["--fail-on", "worse:total"], ["--until-decided", str(tmp / "other-base.json")],
+                  ["--target-ci", "0.5"]):
+        refused, calls = _cli(4, "--resume", str(partial), *given, "--output", str(tmp / "refused.json"))
+        errors = [line for line in refused.stderr.splitlines() if "| ERROR" in line]
+        assert refused.code == 2 and calls == 0 and len(errors) == 1, (given, refused.stderr)
+
+
+def test_a_baseline_judged_until_decided_is_refused_with_the_fix_that_works(cli_baseline):
+    tmp, files = cli_baseline
+    _decided(tmp, files, "decided-base.json")
+    run, calls = _cli(4, *files, "--strategy", "baseline", "--until-decided", str(tmp / "decided-base.json"),
+                      "--output", str(tmp / "bad.json"))
+    assert run.code == 2 and calls == 0 and "grade the baseline whole, running it again without --until-decided" \
+        in run.stderr and "--resume" not in run.stderr, run.stderr
 
 
 @pytest.mark.parametrize("change, message", [
@@ -246,7 +304,8 @@ def test_bad_input_is_one_line_and_exit_2(cli_baseline, change, message):
     tmp, files = cli_baseline
     run, calls = _cli(4, *change(files, tmp), "--until-decided", str(tmp / "base.json"),
                       "--output", str(tmp / "bad.json"))
-    assert run.code == 2 and message in run.stderr and calls == 0, run.stderr
+    errors = [line for line in run.stderr.splitlines() if "| ERROR" in line]
+    assert run.code == 2 and calls == 0 and len(errors) == 1 and message in errors[0], run.stderr
 
 
 def test_a_baseline_without_grades_or_by_another_judge_is_refused(cli_baseline):

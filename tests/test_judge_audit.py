@@ -355,3 +355,24 @@ def test_audit_on_a_run_and_on_report_warns(tmp_path: Path):
     (tmp_path / "bad.json").write_text(json.dumps({"format": "something else"}))
     run = run_cli("report", str(out), "--audit", str(tmp_path / "bad.json"), "-o", str(html_path), env=clean_env())
     assert run.code == 2 and "not a judge audit file" in run.stderr
+
+
+def test_a_one_pair_attack_keeps_the_table_aligned_and_the_profile_says_nothing_it_cannot_know():
+    from components.audit.table import audit_table
+    from utils.records.audit_file import AttackResult, AuditFile, JudgeAudit
+
+    one = AttackResult("keyword-stuffing", "keyword-stuffing", "up", "inconclusive", 1, delta=3.0, flips=0,
+                       flip_rate=0.0)
+    removal = AttackResult("answer-removal", "answer-removal", "down", "responds", 2, delta=-4.0, ci95=[-5.0, -3.0],
+                           flips=1, flip_rate=50.0)
+    judge = JudgeAudit("offline", "offline", "lexical-idf-v1", control_graded=2, control_mean=8.0,
+                       attacks=[one, removal])
+    table = audit_table(AuditFile("run.json", 2, 2, 0, ["keyword-stuffing", "answer-removal"], 3, [judge]))
+    rows = table.splitlines()[3:5]
+    assert rows[0] == "  keyword-stuffing      up = fooled              1  +3.00 [no CI]           0/1 (0%)     inconclusive"
+    assert rows[1] == "  answer-removal        down expected            2  -4.00 [-5.00, -3.00]    1/2 (50%)    responds"
+    # nothing vulnerable, but one attack undecided: no "vulnerable to none"
+    assert judge.profile() == "inconclusive on keyword-stuffing; answer removal lowers its grade"
+    decided = JudgeAudit("j", "p", "m", attacks=[removal, AttackResult("order-reversal", "order-reversal", "none",
+                                                                        "robust", 2, delta=0.0, ci95=[0.0, 0.0])])
+    assert decided.profile() == "vulnerable to none; robust to order-reversal; answer removal lowers its grade"

@@ -137,6 +137,18 @@ def comparison_lines(record: Mapping | None, k: int | None) -> list[str]:
             "the questions judged do not):", *metric_lines(record, k), "  " + cost_line(record)]
 
 
+def judged_in_part(label: str, record: Mapping | None) -> str | None:
+    """compare's warning for a run judged adaptively whose recorded verdict it does not show (a
+    ``--target-ci`` run, or one decided against another baseline): which questions have grades, and
+    the cost to its verdict. None for a run that judged every question."""
+    if not isinstance(record, Mapping) or not record.get("not_judged"):
+        return None
+    why = ("judged until decided against another baseline" if record.get("mode") == UNTIL_DECIDED
+           else "judged until its interval was narrow enough (--target-ci)")
+    return (f"{label} was {why}: {record.get('not_judged')} of its {record.get('questions')} questions have no grade, "
+            f"so its grade metrics cover the {record.get('judged')} judged ones ({cost_line(record)})")
+
+
 def failed(record: Mapping | None) -> list[str]:
     """The gated metrics an adaptive run's own gate fails on (decided worse, inferior, or not shown non-inferior)."""
     if not isinstance(record, Mapping) or record.get("mode") != UNTIL_DECIDED:

@@ -48,7 +48,7 @@ import numpy as np
 from loguru import logger
 
 from components.stats import statistics as S
-from components.analysis.adaptive import comparison_lines, sequential_verdicts
+from components.analysis.adaptive import comparison_lines, judged_in_part, sequential_verdicts
 from components.analysis.certificate import Certificate, certify
 from components.analysis.comparison import (ALPHA, NOT_COMPARABLE, POWER, MetricResult,
                                             PairComparison, QuestionChange, QuestionView, RunSummary, verdict)
@@ -432,6 +432,9 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
         detail = ", ".join(f"{n} of {label}" for label, n in left_out.items())
         warnings.insert(0, f"the runs have different question sets: compared on the {len(common)} questions they "
                            f"share; left out {detail}")
+    decided = sequential_verdicts(runs, labels)
+    warnings += [note for label, run in zip(labels, runs) if label not in decided
+                 if (note := judged_in_part(label, getattr(run, "adaptive", None)))]
     texts = [sum(1 for a, b in zip(views[0], v) if a.question != b.question) for v in views[1:]]
     for label, n in zip(labels[1:], texts):
         if n:
@@ -483,7 +486,7 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     recommendations = recommend_runs(labels, rows, common, k, comparisons, alpha)
     comparison = Comparison(summaries, common, left_out, warnings, comparisons, k, [s.key for s in specs], alpha,
                             power, bootstrap_seed, permutation_seed, shared, recommendations,
-                            sequential=sequential_verdicts(runs, labels))
+                            sequential=decided)
     certificate = certify(runs, labels, comparison, lambda judged, keys: compare_runs(
         judged, labels, alpha=alpha, power=power, seed=seed, metrics=keys))
     return comparison if certificate is None else replace(comparison, certificate=certificate)

@@ -12,7 +12,7 @@ EXPECTED = {"up": "up = fooled", "down": "down expected", "none": "no change exp
 def _ci(attack: AttackResult) -> str:
     if attack.delta is None:
         return "—"
-    ci = f" [{attack.ci95[0]:+.2f}, {attack.ci95[1]:+.2f}]" if attack.ci95 is not None else " [no CI: < 2 pairs]"
+    ci = f" [{attack.ci95[0]:+.2f}, {attack.ci95[1]:+.2f}]" if attack.ci95 is not None else " [no CI]"  # fewer than 2 pairs
     return f"{attack.delta:+.2f}{ci}"
 
 
@@ -35,7 +35,7 @@ def audit_table(audit: AuditFile) -> str:
         header = f"  {'attack':<22}{'expected':<20}{'pairs':>6}  {'Δ grade [95% CI]':<24}{'flips':<13}verdict"
         lines.append(header)
         for a in judge.attacks:
-            lines.append(f"  {a.name:<22}{EXPECTED[a.direction]:<20}{a.pairs:>6}  {_ci(a):<24}{_flips(a):<13}"
+            lines.append(f"  {a.name:<22}{EXPECTED[a.direction]:<20}{a.pairs:>6}  {_ci(a):<23} {_flips(a):<12} "
                          f"{a.verdict}")
         lines.append(escape_control(f"  profile: {judge.profile()}"))
     if audit.stopped:

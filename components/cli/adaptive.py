@@ -21,8 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --until-decided: non-inferiority margins (as for compare, repeatable): exit 6 when the "
                         "metric is not shown non-inferior")
     p.add_argument("--target-ci", default=None, metavar="W|METRIC=W,...",
-                   help="without a baseline: judge until the anytime-valid 95%% interval of the mean grade is at most "
-                        "W on either side (or of each METRIC given, e.g. grade=0.3,pass7=5; points for pass rates)")
+                   help="without a baseline: judge until the anytime-valid 95%% interval of the mean grade has a "
+                        "half-width (half its width) of at most W (or of each METRIC given, e.g. grade=0.3,pass7=5; "
+                        "points for pass rates)")
 
 
 def request(args: argparse.Namespace, strategies: int):

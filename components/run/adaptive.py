@@ -10,7 +10,7 @@ questions, ``unjudged(question)`` before each judge call, ``observe(row)`` after
   metric is decided (its interval excludes 0, or clears the ``--margin`` either way);
 * ``--target-ci W`` (:class:`TargetCI`): a single run, no baseline, judged until the anytime-valid
   confidence sequence (betting, Waudby-Smith & Ramdas 2024) of the mean grade (and of each metric
-  given a width) is at most W on either side.
+  given a width) has a half-width (half its width) of at most W.
 
 How a run goes:
 
@@ -219,6 +219,10 @@ def check_baseline(req: Request, question_ids: Sequence[str], k: int, judges: li
     ungraded = [r.question_id for r in base.rows if r.llm_grade is None]
     if len(ungraded) == len(base.rows):
         raise InputError(f"{where}: the baseline has no grades: give a results file whose questions the judge graded")
+    if ungraded and any(M.not_judged(r) for r in base.rows):
+        raise InputError(f"{where}: the baseline was itself judged only until decided ({len(ungraded)} of "
+                         f"{len(base.rows)} questions not judged): grade the baseline whole, running it again without "
+                         "--until-decided or --target-ci")
     if ungraded:
         raise InputError(f"{where}: the baseline is not fully graded ({len(ungraded)} of {len(base.rows)} questions "
                          f"without a grade, e.g. {', '.join(ungraded[:3])}): finish it with --resume first")
@@ -444,18 +448,24 @@ class TargetCI(Adaptive):
 
 
 def resume_options(recorded: Mapping | None, given: set[str] | frozenset[str]) -> dict[str, Any]:
-    """``--resume`` of an adaptive run without its options: the ones it recorded (its journal header,
-    or its results' ``adaptive.request``), so that it continues the same sequence."""
-    if not isinstance(recorded, Mapping) or given & {"--until-decided", "--target-ci", "--fail-on", "--margin"}:
+    """``--resume`` of an adaptive run: each of its options not on the command line (``given``) as it
+    recorded them (its journal header, or its results' ``adaptive.request``), so that it continues
+    the same sequence. An option given with another value is refused later, with the others that
+    must match (``RESUME_FIELDS`` of :mod:`components.run.benchmark_run`): the sequence's guarantee
+    holds only for the looks and the gated metrics fixed before the first one."""
+    if not isinstance(recorded, Mapping):
         return {}
+    out: dict[str, Any] = {}
     if isinstance(recorded.get("until_decided"), str):
+        if "--until-decided" not in given:
+            out["until_decided"] = Path(recorded["until_decided"])
         gated = recorded.get("gated") if isinstance(recorded.get("gated"), Mapping) and recorded.get("gate") else {}
-        return {"until_decided": Path(recorded["until_decided"]),  # the metrics gated, when they were named
-                "fail_on": "worse:" + ",".join(gated) if gated else None,
-                "margin": [f"{k}={v:g}" for k, v in gated.items() if isinstance(v, (int, float))]}
-    if isinstance(recorded.get("target_ci"), Mapping) and recorded["target_ci"]:
-        return {"target_ci": ",".join(f"{k}={v:g}" for k, v in recorded["target_ci"].items())}
-    return {}
+        if gated and not given & {"--fail-on", "--margin"}:  # the metrics gated, when they were named
+            out["fail_on"] = "worse:" + ",".join(gated)
+            out["margin"] = [f"{k}={v:g}" for k, v in gated.items() if isinstance(v, (int, float))]
+    elif isinstance(recorded.get("target_ci"), Mapping) and recorded["target_ci"] and "--target-ci" not in given:
+        out["target_ci"] = ",".join(f"{k}={v:g}" for k, v in recorded["target_ci"].items())
+    return out
 
 
 def start(req: Request, questions: Sequence[Question], k: int, settings=None, setups: Sequence = ()) -> Adaptive:

@@ -66,7 +66,8 @@ RUNS_FOLDER = "runs"
 RESUME_FIELDS = (("questions_sha256", "questions file"), ("corpus_sha256", "corpus"),
                  ("strategy", "--strategy"), ("k", "--k"), ("judge_model", "judge model"),
                  ("prompt_sha256", "grading prompt"), ("relevance_prompt_sha256", "chunk-relevance prompt"),
-                 ("configuration", "suite configuration"), ("repeat_where", "--repeat-where"))
+                 ("configuration", "suite configuration"), ("repeat_where", "--repeat-where"),
+                 ("adaptive", "adaptive judging (--until-decided or --target-ci, and its --fail-on/--margin)"))
 LEGEND = "legend: R3 ~ = needle at rank 3 (✓ rank 1, ✗ not retrieved); G8 = grade 8; T6.8 = total score (✓ ≥ 7)"
 
 

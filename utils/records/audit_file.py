@@ -90,7 +90,9 @@ class JudgeAudit:
     def profile(self) -> str:
         """The judge in one line: what fools it, what it withstands, whether it notices a missing answer."""
         by = {v: [a.name for a in self.attacks if a.verdict == v] for v in VERDICTS}
-        parts = [f"vulnerable to {', '.join(by['vulnerable'])}" if by["vulnerable"] else "vulnerable to none",
+        # "vulnerable to none" only when every attack was decided: an inconclusive one may be
+        parts = [f"vulnerable to {', '.join(by['vulnerable'])}" if by["vulnerable"] else
+                 None if by["inconclusive"] else "vulnerable to none",
                  f"robust to {', '.join(by['robust'])}" if by["robust"] else None,
                  f"inconclusive on {', '.join(by['inconclusive'])}" if by["inconclusive"] else None,
                  "answer removal lowers its grade" if by["responds"] else
