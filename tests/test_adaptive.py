@@ -112,6 +112,45 @@ def test_target_ci_stops_once_the_interval_is_narrow_enough():
     assert calls == N and narrow.adaptive["metrics"]["avg_llm_grade"]["verdict"] == "not reached"
 
 
+def test_a_run_the_budget_stops_decides_nothing_it_had_not_decided(baseline):
+    """--max-cost ends judging after 13 calls (each call's worst case: max_tokens 100 at $10,000 per
+    million output tokens = $1, and no input price): the questions left are not "judged", the
+    metrics not decided stay "not yet" (not "no detectable difference"), and the full cost counts
+    every question."""
+    from utils.pricing import Price
+
+    with play(grader(0, phase=1), output_cap=100, price=Price(0.0, 10_000.0)) as script:
+        result = api.evaluate(KeywordRetriever(), QUESTIONS, DOCS, k=2, judge="scripted", until_decided=baseline,
+                              max_cost_usd=13.5)
+    record, calls = result.adaptive, len(script.prompts)
+    assert result.run.status == "budget_exhausted" and calls == 13
+    assert (record["judged"], record["not_judged"], record["ungraded"]) == (13, 0, N - 13)
+    assert not record["decided"] and {e["verdict"] for e in record["metrics"].values()} == {"not yet"}
+    assert record["calls"] == {"spent": 13, "saved": 0, "full": N}
+    from components.analysis.adaptive import failed
+
+    assert failed(record) == []  # a gate does not fail on a verdict the run never reached
+
+
+def test_the_output_cannot_overwrite_the_baseline(cli_baseline):
+    tmp, files = cli_baseline
+    before = (tmp / "base.json").read_bytes()
+    run, calls = _cli(4, *files, "--strategy", "baseline", "--until-decided", str(tmp / "base.json"),
+                      "--output", str(tmp / "base.json"))
+    assert run.code == 2 and calls == 0 and "the --until-decided baseline" in run.stderr, run.stderr
+    assert (tmp / "base.json").read_bytes() == before
+
+
+def test_a_record_with_fields_of_the_wrong_type_is_refused_with_its_name(cli_baseline, tmp_path):
+    tmp, _ = cli_baseline
+    _decided(tmp, _files(tmp_path), "typed.json")
+    doc = json.loads((tmp / "typed.json").read_text(encoding="utf-8"))
+    doc["adaptive"]["alpha"] = "five percent"
+    (tmp_path / "bad.json").write_text(json.dumps(doc), encoding="utf-8")
+    run = run_cli("report", str(tmp_path / "bad.json"), "-o", str(tmp_path / "r.html"))
+    assert run.code == 2 and "adaptive.alpha is a string" in run.stderr and not (tmp_path / "r.html").exists()
+
+
 def test_compare_says_which_questions_a_run_judged_in_part_has_grades_for(baseline):
     """A --target-ci run (or one decided against another baseline) beside a baseline: its recorded
     verdict is not compare's, but its missing grades and its cost to the verdict are said."""
@@ -261,6 +300,9 @@ def test_a_resumed_adaptive_run_continues_the_same_sequence(cli_baseline):
     assert resumed.code == 0, resumed.stderr
     again, first = load_run(tmp / "resumed.json").adaptive, doc["adaptive"]
     assert more == calls - 7 and again["looks"] == first["looks"] and again["metrics"] == first["metrics"]
+    # this session paid for the calls after the 7 kept; "full" still prices every question
+    assert again["resumed_rows"] == 7 and again["calls"]["spent"] == more and again["calls"]["full"] == N
+    assert "in this session (it resumed a run that had kept 7)" in resumed.stdout
 
 
 def test_a_resumed_adaptive_run_keeps_its_gate_and_refuses_another(cli_baseline):

@@ -107,7 +107,9 @@ def test_all_is_unchanged():
     ([9], 1, (7.0, 8.0), True), ([10], 1, (7.0, 8.0), False), ([6], 4, (7.0,), False), ([9], 4, (7.0,), True),
     ([10], None, (7.0,), False), ([None], 1, (7.0,), True),  # no first grade: nothing says it is far
     ([9, 10], 1, (7.0,), False), ([10, 8], 1, (7.0,), True), ([3, 4], 1, (7.0,), False),
-    ([4, None], 1, (7.0,), False), ([7, 6], 1, (6.5,), True)])
+    ([4, None], 1, (7.0,), False), ([7, 6], 1, (6.5,), True),
+    # not retrieved (weight 0.6): the best total is 6.0, so a 6.5 mark is never near; a 6.0 mark is, at 9 and 10
+    ([10], None, (6.5,), False), ([9], None, (6.0,), True)])
 def test_the_rule(first, rank, marks, repeated):
     assert RepeatRule("uncertain", marks).wants_more(first, rank) is repeated
 

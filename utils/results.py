@@ -402,8 +402,34 @@ class RunResult:
             if f.name in ("run", "rows", "metrics", "extra", "source", "schema_version") or f.name not in doc:
                 continue
             values[f.name] = convert(hints(cls)[f.name], doc[f.name], f"{source}: {f.name}", _FIX)
+        if values.get("adaptive") is not None:
+            _check_adaptive(values["adaptive"], f"{source}: adaptive")
         return cls(run=run, rows=rows, metrics=metric_values, schema_version=version, source=source,
                    extra={k: v for k, v in doc.items() if k not in known}, **values)
+
+
+ADAPTIVE_MODES = ("until_decided", "target_ci")
+_NUMBER = float | None  # the fields of the ``adaptive`` block the summary, compare and the report print
+_ADAPTIVE_FIELDS = {"alpha": _NUMBER, "block": int | None, "seed": int | None, "questions": int | None,
+                    "judged": int | None, "not_judged": int | None, "decided_after": int | None,
+                    "calls": dict[str, int | None] | None, "cost_usd": dict[str, _NUMBER] | None}
+_ADAPTIVE_ENTRY = {"estimate": _NUMBER, "margin": _NUMBER, "target": _NUMBER, "half_width": _NUMBER,
+                   "interval": list[_NUMBER] | None, "look": int | None, "looks": int | None, "judged": int | None}
+
+
+def _check_adaptive(block: dict, where: str) -> None:
+    """The ``adaptive`` block of a results file (written by components/run/adaptive.py): the fields
+    that are printed have their types. Raises :class:`InputError` naming the field."""
+    if block.get("mode") not in ADAPTIVE_MODES:
+        raise InputError(f"{where}.mode {block.get('mode')!r} is not one of {', '.join(ADAPTIVE_MODES)}: {_FIX}")
+    for name, kind in _ADAPTIVE_FIELDS.items():
+        convert(kind, block.get(name), f"{where}.{name}", _FIX)
+    metrics = convert(dict[str, dict] | None, block.get("metrics"), f"{where}.metrics", _FIX) or {}
+    for key, entry in metrics.items():
+        for name, kind in _ADAPTIVE_ENTRY.items():
+            value = convert(kind, entry.get(name), f"{where}.metrics.{key}.{name}", _FIX)
+            if name == "interval" and value is not None and len(value) != 2:
+                raise InputError(f"{where}.metrics.{key}.interval has {len(value)} bounds, not 2: {_FIX}")
 
 
 def recorded_corpora(results: Iterable[RunResult]) -> list[str]:

@@ -60,8 +60,11 @@ def cost_line(record: Mapping) -> str:
     if not calls.get("full"):
         return (f"cost to the verdict: {record.get('judged')} of {record.get('questions')} questions judged (the judge "
                 "calls no model: nothing to pay)")
-    return (f"cost to the verdict: {record.get('judged')} of {record.get('questions')} questions judged, "
-            f"{calls.get('spent')} judge calls, {_money(cost.get('spent'))}; grading every question: about "
+    ungraded = f", {record['ungraded']} not graded (a judge failure, the budget, a stop)" if record.get("ungraded") else ""
+    session = f" in this session (it resumed a run that had kept {record['resumed_rows']})" \
+        if record.get("resumed_rows") else ""
+    return (f"cost to the verdict: {record.get('judged')} of {record.get('questions')} questions judged{ungraded}, "
+            f"{calls.get('spent')} judge calls{session}, {_money(cost.get('spent'))}; grading every question: about "
             f"{calls.get('full')} calls, {_money(cost.get('full'))} ({calls.get('saved')} calls, "
             f"{_money(cost.get('saved'))} saved; the questions not judged priced as --estimate prices them)")
 
@@ -86,7 +89,8 @@ def metric_lines(record: Mapping, k: int | None, indent: str = "  ") -> list[str
             out.append(f"{indent}{label}: {entry.get('verdict')}{margin} ({how} {where}{delta}, interval {shown})")
         else:
             width = entry.get("half_width")
-            out.append(f"{indent}{label}: target ±{entry.get('target'):g} {entry.get('verdict')}"
+            target = entry.get("target")
+            out.append(f"{indent}{label}: target ±{'?' if target is None else format(target, 'g')} {entry.get('verdict')}"
                        + (f" at look {entry['look']} after {entry.get('judged')} questions" if entry.get("look") else "")
                        + (f" (mean {entry['estimate']:.{digits}f}, interval {shown}, ±{width:.{digits}f})"
                           if entry.get("estimate") is not None and width is not None else ""))
@@ -111,8 +115,9 @@ def heading(record: Mapping) -> str:
         state = (f"decided after {record.get('decided_after')} of {record.get('questions')} questions"
                  if record.get("decided") else f"not decided ({record.get('judged')} of {record.get('questions')} "
                                                "questions judged)")
+        alpha = record.get("alpha")
         return (f"Judged until decided against {against}: {state} (group-sequential procedure, α "
-                f"{record.get('alpha'):g} split over {len(record.get('metrics') or {})} metric(s) by Bonferroni; "
+                f"{'?' if alpha is None else format(alpha, 'g')} split over {len(record.get('metrics') or {})} metric(s) by Bonferroni; "
                 f"blocks of {record.get('block')}, order seed {record.get('seed')})")
     state = (f"every target reached after {record.get('decided_after')} of {record.get('questions')} questions"
              if record.get("decided") else f"targets not all reached ({record.get('judged')} of "

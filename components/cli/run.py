@@ -161,7 +161,9 @@ def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None,
     settings = _settings(args, env)
     if args.questions is None:
         args.questions = default_questions()
-    args.output = resolve_output(args.output, questions_path=args.questions, corpus_dir=args.corpus)
+    args.output = resolve_output(args.output, questions_path=args.questions, corpus_dir=args.corpus, inputs=[
+        ("the --until-decided baseline", args.until_decided), ("the --audit file", args.audit),
+        ("the --judges panel file", args.judges if str(args.judges or "").strip().lower().endswith(".toml") else None)])
     with guard:
         try:
             return _execute(args, settings, log_path, guard, state, suite)

@@ -260,6 +260,7 @@ class Adaptive:
         self.rows: dict[str, QuestionResult] = {}  # in judging order
         self.looks: list[dict] = []
         self.decided_after: int | None = None  # the questions judged at the look that decided
+        self.completed = True  # the run completed (set by record): else an undecided metric is "not yet"
 
     # the loop's hooks
     def unjudged(self, q: Question) -> str | None:
@@ -301,24 +302,33 @@ class Adaptive:
             logger.info("Decided after {} of {} questions: the other {} are retrieved but not judged", questions,
                         self.n, left)
 
-    def record(self, rows: Sequence[QuestionResult], spent: Mapping[str, Any], saved: Mapping[str, Any]) -> dict:
-        """The results' ``adaptive`` block; ``spent`` {calls, cost_usd} of the run's judge, ``saved``
-        {calls, cost_usd} of the questions not judged, priced as ``--estimate`` prices them."""
+    def record(self, rows: Sequence[QuestionResult], spent: Mapping[str, Any], saved: Mapping[str, Any],
+               other: Mapping[str, Any], *, status: str = "completed", resumed: int = 0) -> dict:
+        """The results' ``adaptive`` block. ``spent`` {calls, cost_usd}: this session's judge calls;
+        ``saved``: the questions left unjudged on purpose, and ``other``: every other question this
+        session did not pay for (one it could not grade, or one a resumed run kept), both priced as
+        ``--estimate`` prices them, so ``full`` is what grading every question would have cost.
+        ``status``: the run's; a run that did not complete decides nothing it had not decided."""
+        self.completed = status == "completed"
         unjudged = sum(1 for r in rows if M.not_judged(r))
-        full_calls = spent["calls"] + saved["calls"]
-        full_usd = None if spent["cost_usd"] is None or saved["cost_usd"] is None else \
-            spent["cost_usd"] + saved["cost_usd"]
+        graded = sum(1 for r in rows if r.llm_grade is not None)
+        full_calls = spent["calls"] + saved["calls"] + other["calls"]
+        costs = (spent["cost_usd"], saved["cost_usd"], other["cost_usd"])
+        full_usd = None if any(c is None for c in costs) else sum(costs)
         return {
             "mode": self.req.mode, "procedure": self.procedure, "request": self.req.identity(), "seed": self.req.seed,
             "block": self.block,
-            "questions": self.n, "judged": len(rows) - unjudged, "not_judged": unjudged,
+            "questions": self.n, "judged": graded, "not_judged": unjudged, "ungraded": len(rows) - graded - unjudged,
+            "resumed_rows": resumed,
             "decided": self.decided_after is not None, "decided_after": self.decided_after,
             **self._verdicts(),
             "looks": self.looks,
             "calls": {"spent": spent["calls"], "saved": saved["calls"], "full": full_calls},
             "cost_usd": {"spent": spent["cost_usd"], "saved": saved["cost_usd"], "full": full_usd},
-            "cost_note": "saved: the questions not judged, priced as --estimate prices them (their requests built, "
-                         "output tokens assumed)",
+            "cost_note": "spent: this session's judge calls" + (f" (the {resumed} questions a resumed run kept were "
+                                                                 "paid before)" if resumed else "")
+                         + "; saved: the questions not judged, and full: every question, priced as --estimate "
+                           "prices them (their requests built, output tokens assumed)",
         }
 
     def _verdicts(self) -> dict:
@@ -393,7 +403,8 @@ class UntilDecided(Adaptive):
                 metrics[key] = self.decisions[key]
                 continue
             last = self.last.get(key)
-            finished = len(self.rows) >= self.n  # every question done, the metric not decided
+            # every question done in a run that completed, the metric not decided
+            finished = self.completed and len(self.rows) >= self.n
             verdict = (Q.NOT_SHOWN if margin is not None else Q.SAME) if finished else Q.NOT_YET
             metrics[key] = {**(self._decision(last, last.n) if last is not None else
                                {"estimate": None, "interval": None, "look": None, "paired": 0, "margin": margin}),
@@ -475,13 +486,12 @@ def start(req: Request, questions: Sequence[Question], k: int, settings=None, se
     return (UntilDecided if req.baseline is not None else TargetCI)(req, questions, k)
 
 
-def saved_estimate(rows: Sequence[QuestionResult], questions: Sequence[Question], retriever, k: int, judging,
-                   repeats: int, batch: bool = False) -> dict:
-    """{calls, cost_usd} that judging the questions left unjudged would have cost, priced as
-    ``--estimate`` prices them (their requests built again: retrieval runs, nothing is sent; at the
-    batch price with ``batch``)."""
-    left = {r.question_id for r in rows if M.not_judged(r)}
-    todo = [q for q in questions if q.id in left]
+def priced(ids: set[str], questions: Sequence[Question], retriever, k: int, judging, repeats: int,
+           batch: bool = False) -> dict:
+    """{calls, cost_usd} that judging the questions ``ids`` would cost, priced as ``--estimate``
+    prices them (their requests built again: retrieval runs, nothing is sent; at the batch price with
+    ``batch``)."""
+    todo = [q for q in questions if q.id in ids]
     if not todo:
         return {"calls": 0, "cost_usd": 0.0}
     relevance = judging.relevance is not None

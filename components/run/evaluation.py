@@ -48,7 +48,7 @@ from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check
 from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
 from utils.errors import InputError
 from utils.console import escape_control
-from utils.metrics import PASS_MARK
+from utils.metrics import PASS_MARK, not_judged
 from utils.results import RETRIEVAL_ERROR, CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
 from utils.records.versions import package_versions
 
@@ -358,9 +358,14 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         for line in panel_run.unusable_lines(loop, result.rows):
             logger.warning("{}", line)
     if plan is not None:
-        result.adaptive = plan.record(result.rows, {"calls": loop.judge_usage.calls, "cost_usd": loop.judge_usage.cost_usd},
-                                      adaptive_run.saved_estimate(result.rows, selected, prepared.retriever, k, judging,
-                                                                  judge_repeats, batch=context.batch is not None))
+        skipped = {r.question_id for r in result.rows if not_judged(r)}
+        unpaid = {r.question_id for r in result.rows if r.llm_grade is None or r.question_id in context.done} - skipped
+        pricing = (selected, prepared.retriever, k, judging, judge_repeats)
+        result.adaptive = plan.record(
+            result.rows, {"calls": loop.judge_usage.calls, "cost_usd": loop.judge_usage.cost_usd},
+            adaptive_run.priced(skipped, *pricing, batch=context.batch is not None),
+            adaptive_run.priced(unpaid, *pricing, batch=context.batch is not None),
+            status=status, resumed=len(context.done))
     if failure is not None and not (judging.members and loop.rewriter_failure is None):  # a panel said so above
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)

@@ -87,9 +87,10 @@ class RepeatRule:
         return self.near_mark(round_half_up(aggregate(graded, self.method)), rank)
 
     def near_mark(self, grade: float, rank: int | None) -> bool:
-        """Whether ``grade`` at ``rank`` lies within :data:`NEAR` of the grade that reaches a pass mark."""
+        """Whether ``grade`` at ``rank`` lies within :data:`NEAR` of the grade that reaches a pass mark
+        (a mark that no grade reaches at that rank, 10 × the rank's weight below it, is never near)."""
         weight = M.rank_weight(rank)
-        return any(abs(grade - mark / weight) <= NEAR + 1e-9 for mark in self.marks)
+        return any(abs(grade - mark / weight) <= NEAR + 1e-9 for mark in self.marks if 10 * weight >= mark)
 
     def to_json(self) -> dict | None:
         """``run.judge.repeat_where``: the rule of an ``uncertain`` run; None under ``all``."""

@@ -218,11 +218,12 @@ def _fsync_folder(folder: Path) -> None:
 
 
 def resolve_output(output: str | os.PathLike, *, questions_path: str | os.PathLike | None,
-                   corpus_dir: str | os.PathLike | None) -> Path:
+                   corpus_dir: str | os.PathLike | None, inputs: Iterable[tuple[str, Input]] = ()) -> Path:
     """The file the results go to, for ``--output output``: :func:`check_output` with the questions
-    file as the input and ``corpus_dir`` as the corpus. ``questions_path`` ``-`` (stdin) or ``None``,
-    and ``corpus_dir`` ``None`` (the built-in corpus), are not checked against."""
-    return check_output(output, option="--output", inputs=[("the questions file", questions_path)],
+    file and ``inputs`` (the run's other input files: a baseline, a panel file, ...) as the inputs and
+    ``corpus_dir`` as the corpus. ``questions_path`` ``-`` (stdin) or ``None``, and ``corpus_dir``
+    ``None`` (the built-in corpus), are not checked against."""
+    return check_output(output, option="--output", inputs=[("the questions file", questions_path), *inputs],
                         corpus=corpus_dir, example=DEFAULT_OUTPUT_NAME)
 
 
