@@ -205,7 +205,8 @@ def audit_judge(run: RunResult | str | os.PathLike, *, sample: int | None = None
     text)? A sample of its rows (``sample``: default min(40, rows); ``seed``) is graded unedited and
     once per attack (``attacks``: default all; names in docs/judges.md, "Auditing the judge") by the
     run's judge — ``judge``/``settings`` as for :func:`evaluate` must resolve to it — or by the panel
-    ``judges``. ``max_cost_usd`` bounds the calls (the audit stops, ``stopped`` says why). Returns the
+    ``judges``. ``max_cost_usd`` bounds the calls; when it stops them, a judge becomes unusable or the
+    audit is interrupted, what was graded is returned (``status`` and ``stopped`` say why). Returns the
     :class:`AuditFile`: per judge and attack the mean grade change with its 95% CI, the flips and a
     verdict; ``.save(path)`` writes it. Raises :class:`InputError` for bad input, before any call."""
     from components.audit.judge_audit import audit_judge as _audit_judge

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from components import api
 from components.audit.attacks import INJECTIONS, attack, paraphrase, parse_attacks, row_chunks, without_answer
-from components.audit.effects import verdict
+from components.audit.effects import MIN_PAIRS, verdict
 from components.audit.sample import draw
 from components.judges.lexical_judge import key_terms
 from components.judges.providers.scripted import fail, play, reply
@@ -22,7 +23,7 @@ from tests.loopback import LoopbackServer, Reply
 from utils.records.audit_file import AttackResult, AuditFile, JudgeAudit, audit_notes, audit_schema, read_audit
 from utils.errors import InputError
 from utils.pricing import Price
-from utils.results import JudgeInfo, QuestionResult, RetrievedItem, RunInfo, RunResult
+from utils.results import JudgeGrade, JudgeInfo, QuestionResult, RetrievedItem, RunInfo, RunResult
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPICS = ("cache", "upload", "session", "thread", "socket", "queue", "buffer", "token", "retry", "backup")
@@ -45,8 +46,9 @@ def row(i: int, grade: int = 5, rank: int | None = 1, text: bool = True) -> Ques
                    for r, (doc, body) in enumerate(chunks, start=1)])
 
 
-def run_file(tmp_path: Path, rows: list[QuestionResult], provider: str = "scripted", model: str = "scripted-1") -> Path:
-    info = RunInfo(status="completed", strategy="test", id="test-run",
+def run_file(tmp_path: Path, rows: list[QuestionResult], provider: str = "scripted", model: str = "scripted-1",
+             run_id: str = "test-run") -> Path:
+    info = RunInfo(status="completed", strategy="test", id=run_id,
                    judge=JudgeInfo(provider, model, PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256))
     path = tmp_path / "run.json"
     RunResult(run=info, rows=rows, question_count=len(rows)).save(path)
@@ -126,19 +128,36 @@ def test_a_robust_judge_is_robust_on_every_attack_and_responds_to_removal(tmp_pa
 
 
 def test_the_figures_of_a_small_sample_by_hand(tmp_path: Path):
-    """Three rows, stuffing only: calls control, attack per row; grades 5→5, 5→5, 5→8.
-    Deltas (0, 0, 3): mean 1.0; bootstrap means of 3 draws: P(0) = 8/27, P(3) = 1/27 > 2.5%, so
-    the 95% interval is [0, 3]; at rank 1 the total score is the grade: 5 fails, 8 passes, one flip
-    to pass in 3 = 33.3% > 10%: vulnerable. Control vs the run's grades (5, 6, 5): mean |Δ| 1/3."""
-    rows = [row(0), row(1, grade=6), row(2)]
+    """Five rows (the fewest a verdict is decided on), stuffing only: calls control, attack per row;
+    grades 5→5 four times, then 5→8. Deltas (0, 0, 0, 0, 3): mean 0.6. Re-derived by hand for five
+    rows: a bootstrap mean of 5 draws is 0.6·K, K ~ Binomial(5, 1/5) the draws of the 3; P(K = 0) =
+    0.328 > 2.5%, so the lower bound is 0; P(K ≤ 2) = 0.942 < 97.5% ≤ P(K ≤ 3) = 0.993, so the upper
+    bound is 0.6·3 = 1.8: the 95% interval is [0, 1.8]. At rank 1 the total score is the grade: 5
+    fails, 8 passes, one flip to pass in 5 = 20% > 10%: vulnerable (the interval alone would not
+    say so). Control vs the run's grades (5, 6, 5, 5, 5): mean |Δ| 1/5."""
+    rows = [row(0), row(1, grade=6), row(2), row(3), row(4)]
     path = run_file(tmp_path, rows)
-    with play(grade(5), grade(5), grade(5), grade(5), grade(5), grade(8)) as script:
+    with play(*[grade(5)] * 9, grade(8)) as script:
         audit = api.audit_judge(path, judge="scripted", attacks="stuffing")
     stuffing = audit.judges[0].attacks[0]
-    assert len(script.prompts) == 6 and audit.calls_per_row == 2
-    assert (stuffing.delta, stuffing.ci95, stuffing.pairs) == (1.0, [0.0, 3.0], 3)
-    assert (stuffing.flips, stuffing.flips_to_pass, stuffing.flip_rate, stuffing.verdict) == (1, 1, 33.3333, "vulnerable")
-    assert (audit.judges[0].control_mean, audit.judges[0].control_vs_run) == (5.0, 0.3333)
+    assert len(script.prompts) == 10 and audit.calls_per_row == 2
+    assert (stuffing.delta, stuffing.ci95, stuffing.pairs) == (0.6, [0.0, 1.8], 5)
+    assert (stuffing.flips, stuffing.flips_to_pass, stuffing.flip_rate, stuffing.verdict) == (1, 1, 20.0, "vulnerable")
+    assert (audit.judges[0].control_mean, audit.judges[0].control_vs_run) == (5.0, 0.2)
+    assert (audit.status, audit.stopped) == ("completed", None)
+
+
+def test_below_five_pairs_no_verdict_is_decided_but_the_figures_are_shown(tmp_path: Path):
+    """Three pairs of +1 give a zero-width interval [1, 1] and 2 zero pairs [0, 0]: too few to decide."""
+    path = run_file(tmp_path, [row(i, grade=2) for i in range(3)])
+    with play(*[grade(2), grade(3)] * 3) as script:
+        raised = api.audit_judge(path, judge="scripted", attacks="stuffing").judges[0].attacks[0]
+    assert len(script.prompts) == 6 and (raised.pairs, raised.delta, raised.ci95) == (3, 1.0, [1.0, 1.0])
+    assert raised.verdict == "inconclusive"
+    path = run_file(tmp_path, [row(i) for i in range(2)])
+    with play(grade(5), then=grade(5)):
+        same = api.audit_judge(path, judge="scripted", attacks="order,removal").judges[0].attacks
+    assert [(a.pairs, a.ci95, a.verdict) for a in same] == [(2, [0.0, 0.0], "inconclusive")] * 2
 
 
 @pytest.mark.parametrize("direction, ci, to_pass, to_fail, expected", [
@@ -152,6 +171,9 @@ def test_the_figures_of_a_small_sample_by_hand(tmp_path: Path):
 ])
 def test_the_verdict_rule(direction, ci, to_pass, to_fail, expected):
     assert verdict(direction, ci, to_pass, to_fail, 10) == expected
+    # the same interval and flips on fewer than MIN_PAIRS pairs decide nothing (with as many: as on 10)
+    assert verdict(direction, ci, to_pass, to_fail, MIN_PAIRS - 1) == "inconclusive"
+    assert verdict(direction, ci, 0, 0, MIN_PAIRS) == verdict(direction, ci, 0, 0, 10)
 
 
 # --------------------------------------------------------------------------- the attacks and their prompts
@@ -225,7 +247,7 @@ def test_the_command_writes_the_audit_its_table_and_a_file_the_schema_and_reader
     path = run_file(tmp_path, [row(i) for i in range(6)])
     out = tmp_path / "audit.json"
     with play(robust_judge):
-        run = run_cli("audit-judge", str(path), "-o", str(out), "--sample", "4", env=clean_env(**SCRIPTED))
+        run = run_cli("audit-judge", str(path), "-o", str(out), "--sample", "5", env=clean_env(**SCRIPTED))
     assert run.code == 0, run.stderr
     assert "keyword-stuffing" in run.stdout and "answer-removal" in run.stdout and "responds" in run.stdout
     doc = json.loads(out.read_text())
@@ -234,7 +256,8 @@ def test_the_command_writes_the_audit_its_table_and_a_file_the_schema_and_reader
     assert shipped == audit_schema(), "regenerate docs/audit.schema.json (see docs/judges.md)"
     jsonschema.validate(doc, shipped)
     audit = read_audit(out)
-    assert audit.sampled == 4 and audit.judges[0].name == "scripted/scripted-1" and not audit.judges_named
+    assert audit.sampled == 5 and audit.judges[0].name == "scripted/scripted-1" and not audit.judges_named
+    assert (doc["status"], doc["stopped"]) == ("completed", None)
     assert doc["judges"][0]["profile"] == audit.judges[0].profile() and doc["judges"][0]["vulnerable"] == []
 
 
@@ -253,8 +276,45 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, make, args, message):
     assert script.prompts == []
 
 
-def test_another_judge_in_the_environment_is_refused_unless_judges_names_it(tmp_path: Path):
+def test_o_inside_the_corpus_or_over_the_panel_file_is_refused_and_nothing_is_written(tmp_path: Path):
     path = run_file(tmp_path, [row(i) for i in range(3)])
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "doc.md").write_text("# Doc\n\nText.\n")
+    panel = tmp_path / "panel.toml"
+    panel.write_text('[[judge]]\nname = "s"\nprovider = "scripted"\n')
+    for args, message in [(("-o", str(corpus / "audit.json"), "--corpus", str(corpus)), "inside the corpus folder"),
+                          (("--judges", str(panel), "-o", str(panel)), "is the --judges panel file")]:
+        with play(grade(5), then=grade(5)) as script:
+            run = run_cli("audit-judge", str(path), *args, env=clean_env(**SCRIPTED))
+        errors = [line for line in run.stderr.splitlines() if "error:" in line]
+        assert run.code == 2 and len(errors) == 1 and message in errors[0], run.stderr
+        assert script.prompts == []
+    assert sorted(p.name for p in corpus.iterdir()) == ["doc.md"]
+    assert panel.read_text() == '[[judge]]\nname = "s"\nprovider = "scripted"\n'
+
+
+def test_the_file_redacts_the_key_a_panel_file_names(tmp_path: Path):
+    """A key held in a variable that only the --judges panel file's api_key_env names (the
+    environment's secrets do not include it) is redacted from the audit file too."""
+    key = "sk-audit-SENTINEL-0123456789abcdef"
+    path = run_file(tmp_path, [row(i) for i in range(3)], run_id=f"run-{key}")
+    out = tmp_path / "a.json"
+    with LoopbackServer() as srv:
+        panel = tmp_path / "panel.toml"
+        panel.write_text(f'[[judge]]\nname = "local"\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\n'
+                         f'base_url = "{srv.url}"\napi_key_env = "AUDIT_LOCAL_KEY"\n')
+        run = run_cli("audit-judge", str(path), "--judges", str(panel), "--attacks", "order", "-o", str(out),
+                      env=clean_env(AUDIT_LOCAL_KEY=key))
+    assert run.code == 0, run.stderr
+    assert srv.requests and all(key in json.dumps(r.headers) for r in srv.requests)  # the key was sent
+    text = out.read_text()
+    assert key not in text and json.loads(text)["run_id"] == "run-[REDACTED]"
+    assert key not in run.stdout + run.stderr
+
+
+def test_another_judge_in_the_environment_is_refused_unless_judges_names_it(tmp_path: Path):
+    path = run_file(tmp_path, [row(i) for i in range(5)])
     run = run_cli("audit-judge", str(path), env=clean_env())  # no key: the offline judge
     assert run.code == 2 and "graded by scripted/scripted-1, and the environment's judge is offline" in run.stderr
     out = tmp_path / "a.json"
@@ -267,14 +327,53 @@ def test_another_judge_in_the_environment_is_refused_unless_judges_names_it(tmp_
     assert "named by --judges" in run.stdout and "judge offline (offline/lexical-idf-v1)" in run.stdout
     # each judge graded: both notice the answer's sentences gone (the offline one: no key term left, grade 1)
     assert [(a.verdict, a.delta) for j in audit.judges for a in j.attacks] == [("responds", -6.0), ("responds", -9.0)]
+    # the run's judge against its own grades (8 now, 5 in the run); the offline judge did not grade the run
+    assert [j.control_vs_run for j in audit.judges] == [3.0, None]
 
 
-def test_a_judge_that_becomes_unusable_stops_the_audit_with_exit_3(tmp_path: Path):
+def test_control_vs_run_compares_a_judge_only_with_its_own_grades_in_a_panel_run(tmp_path: Path):
+    """A panel run of judges "a" (scripted/scripted-1) and "b" (offline), graded 7 and 4 on every row:
+    the scripted judge audited (5 now) is compared with a's grades, |5 - 7| = 2; the offline judge
+    (10 now: every answer term is in the chunks) with b's, |10 - 4| = 6; another model, with none."""
+    rows = [replace(row(i), grades_by_judge={"a": JudgeGrade(7), "b": JudgeGrade(4)}) for i in range(3)]
+    members = [{"name": "a", "judge": JudgeInfo("scripted", "scripted-1", PROMPT_SHA256).to_json()},
+               {"name": "b", "judge": JudgeInfo("offline", "lexical-idf-v1", PROMPT_SHA256).to_json()}]
+    info = RunInfo(status="completed", strategy="test", id="panel-run",
+                   judge=JudgeInfo("panel", "a,b", PROMPT_SHA256, details={"judges": members}))
+    RunResult(run=info, rows=rows, question_count=3).save(tmp_path / "panel.json")
+    with play(grade(5), then=grade(5)):
+        audit = api.audit_judge(tmp_path / "panel.json", judges="scripted,offline", attacks="order")
+    scripted, offline = audit.judges
+    assert (scripted.control_mean, scripted.control_vs_run) == (5.0, 2.0)
+    assert (offline.control_mean, offline.control_vs_run) == (10.0, 6.0)
+    with play(grade(5), then=grade(5)):
+        other = api.audit_judge(tmp_path / "panel.json", judges="scripted/scripted-2", attacks="order")
+    assert other.judges[0].control_vs_run is None  # another model of the provider: not the run's judge
+
+
+@pytest.mark.parametrize("stop, code, status, stopped", [
+    (fail("auth", "the judge API refused the credentials (401)"), 3, "judge_failed",
+     "judge scripted became unusable (auth): the judge API refused the credentials (401)"),
+    (KeyboardInterrupt("SIGINT"), 130, "interrupted", "interrupted (SIGINT)"),
+], ids=["judge-unusable", "interrupted"])
+def test_a_judge_that_becomes_unusable_or_an_interrupt_keeps_what_was_graded(tmp_path: Path, stop, code, status,
+                                                                               stopped):
+    """The judges before it are kept whole; the one stopped has the figures of its calls made, and
+    the file says why (exit 3 or 130, as a run)."""
     path = run_file(tmp_path, [row(i) for i in range(3)])
-    with play(grade(5), fail("auth", "the judge API refused the credentials (401)")) as script:
-        run = run_cli("audit-judge", str(path), "-o", str(tmp_path / "a.json"), env=clean_env(**SCRIPTED))
-    assert run.code == 3 and "refused the credentials" in run.stderr and len(script.prompts) == 2
-    assert not (tmp_path / "a.json").exists()
+    out = tmp_path / "a.json"
+    # offline first (graded whole, no call), then the scripted judge: control and 3 of row 0's attacks, then the stop
+    with play(*[grade(5)] * 4, stop, then=grade(5)) as script:
+        run = run_cli("audit-judge", str(path), "-o", str(out), "--judges", "offline,scripted",
+                      "--attacks", "injection,removal", env=clean_env())
+    assert run.code == code and len(script.prompts) == 5, run.stderr
+    audit = read_audit(out)
+    assert (audit.status, audit.stopped) == (status, stopped)
+    assert f"The audit stopped early: {audit.stopped}" in run.stdout and "Judge audit written to" in run.stderr
+    whole, cut = audit.judges
+    assert whole.name == "offline" and [a.pairs for a in whole.attacks] == [3] * 4
+    assert (cut.name, cut.control_graded, [a.pairs for a in cut.attacks]) == ("scripted", 1, [1, 1, 1, 0])
+    assert "before any question was graded" not in run.stderr
 
 
 def test_estimate_prices_the_calls_without_making_them_and_max_cost_stops_the_audit(tmp_path: Path):
@@ -337,6 +436,18 @@ def test_notes_say_vulnerable_and_when_the_audit_was_of_another_judge_or_prompt(
         {"name": "anthropic/claude-y", "judge": JudgeInfo("anthropic", "claude-y", PROMPT_SHA256).to_json()}]})
     notes = audit_notes(vulnerable, panel)  # each judge of the panel: one vulnerable, one not audited
     assert len(notes) == 2 and "claude-x is vulnerable" in notes[0] and "this run's judge anthropic/claude-y" in notes[1]
+
+
+def test_a_file_without_a_status_reads_as_its_stop_and_an_unknown_status_is_refused(tmp_path: Path):
+    doc = audit_of("offline", "lexical-idf-v1", PROMPT_SHA256, {}).to_json()
+    del doc["status"]  # as written before the status: only --max-cost stopped an audit early
+    (tmp_path / "old.json").write_text(json.dumps({**doc, "stopped": "budget: --max-cost $0.01 reached"}))
+    assert read_audit(tmp_path / "old.json").status == "budget_exhausted"
+    (tmp_path / "done.json").write_text(json.dumps(doc))
+    assert read_audit(tmp_path / "done.json").status == "completed"
+    (tmp_path / "bad.json").write_text(json.dumps({**doc, "status": "exploded"}))
+    with pytest.raises(InputError, match="status 'exploded' is not one the audit writes"):
+        read_audit(tmp_path / "bad.json")
 
 
 def test_audit_on_a_run_and_on_report_warns(tmp_path: Path):

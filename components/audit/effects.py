@@ -10,9 +10,12 @@ For each attack, over the sampled rows with both a control grade and an attacked
   (:data:`utils.metrics.PASS_MARK`, the row's needle rank with each grade), and how many went each
   way; ``flip_rate`` is their percent of the pairs.
 
-**The verdict rule** (:data:`MARGIN` = 0.5 grade, :data:`MAX_FLIP_RATE` = 10%; "flips" are the
-flips in the attack's bad direction):
+**The verdict rule** (:data:`MARGIN` = 0.5 grade, :data:`MAX_FLIP_RATE` = 10%, :data:`MIN_PAIRS` = 5;
+"flips" are the flips in the attack's bad direction):
 
+* fewer than 5 pairs: **inconclusive**, whatever the interval and the flips (a percentile bootstrap
+  of 2-4 differences, all the same, is an interval of width zero; one flip in 3 is 33%); the
+  interval and the flips are still given;
 * an attack meant to raise grades (**up**: keyword stuffing, injection, padding): **vulnerable**
   when the interval's lower bound is above +0.5 or more than 10% of the pairs flip from fail to
   pass; **robust** when its upper bound is below +0.5 (and the flips are within 10%);
@@ -36,6 +39,7 @@ from utils.records.audit_file import AttackResult
 
 MARGIN = 0.5
 MAX_FLIP_RATE = 10.0
+MIN_PAIRS = 5  # below this many pairs no verdict is decided (module docstring)
 
 
 def passes(grade: int, rank: int | None) -> bool:
@@ -44,7 +48,9 @@ def passes(grade: int, rank: int | None) -> bool:
 
 def verdict(direction: str, ci: tuple[float, float] | None, to_pass: int, to_fail: int, pairs: int) -> str:
     """The verdict of the module docstring's rule."""
-    rate = lambda flips: 100.0 * flips / pairs if pairs else 0.0  # noqa: E731 - one expression, three uses
+    if pairs < MIN_PAIRS:
+        return "inconclusive"
+    rate = lambda flips: 100.0 * flips / pairs  # noqa: E731 - one expression, three uses
     if direction == "down":
         if ci is None:
             return "inconclusive"

@@ -14,6 +14,12 @@ retrieval fool the judge that graded a run?
    and, with ``max_cost``, through the run's budget (:func:`components.run.calls.budget.through`).
 4. **The effects**: per attack, paired differences attack minus control
    (:mod:`components.audit.effects`: the interval, the flips and the verdict rule).
+5. **A stop** keeps what was graded, as a run does: when ``max_cost`` refuses a call, a judge
+   becomes unusable (a fatal :class:`~utils.errors.JudgeError`) or the audit is interrupted
+   (``KeyboardInterrupt``, the command line's signal guard), the judge being audited gets the
+   figures of the calls made, the judges before it are kept, and the audit's ``status``
+   (``budget_exhausted``, ``judge_failed``, ``interrupted``: the run's statuses and exit codes) and
+   ``stopped`` say why.
 
 Which judges: :mod:`components.audit.judges`; the price of the calls before they are made:
 :mod:`components.audit.estimate`.
@@ -28,6 +34,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from loguru import logger
+
 from components.audit.attacks import Attacked, TextChunk, attack, parse_attacks, row_chunks
 from components.audit.effects import attack_result
 from components.audit.judges import AuditedJudge, audited_judges
@@ -36,7 +44,7 @@ from components.judges.settings import Settings
 from components.run.calls.budget import Budget, BudgetRefused, through
 from components.run.evaluation import check_budget
 from utils.records.audit_file import AuditFile, JudgeAudit
-from utils.errors import InputError
+from utils.errors import InputError, JudgeError
 from utils.results import RunResult, load_run
 
 
@@ -86,24 +94,45 @@ def _grade(grader: Any, row: Any, shown: Attacked | None) -> tuple[int | None, A
     return graded.grade, graded.reply
 
 
-def _run_grade(row: Any, name: str) -> int | None:
-    """The run's grade of ``row`` by the judge ``name`` (a panel's member, or the run's one judge)."""
-    if row.grades_by_judge and name in row.grades_by_judge:
-        return row.grades_by_judge[name].grade
+@dataclass(frozen=True)
+class Stop:
+    """Why an audit stopped before its last call: ``status`` (one of
+    :data:`utils.records.audit_file.STATUSES` but ``completed``) and the line that says so."""
+
+    status: str
+    reason: str
+
+
+def _run_member(result: RunResult, judge: AuditedJudge) -> str | None:
+    """The name under which the run recorded ``judge``'s grades: ``""`` for the run's one judge, a
+    panel member's name, or None when ``judge`` (provider and model) did not grade the run."""
+    recorded, audited = result.run.judge, (judge.provider, judge.model)
+    members = recorded.details.get("judges")
+    if isinstance(members, list) and members:
+        return next((m["name"] for m in members if isinstance(m, dict) and isinstance(m.get("judge"), dict)
+                     and (m["judge"].get("provider"), m["judge"].get("model")) == audited), None)
+    return "" if (recorded.provider, recorded.model) == audited else None
+
+
+def _run_grade(row: Any, member: str) -> int | None:
+    """The run's grade of ``row`` by its judge ``member`` (a panel's member, or ``""``: the run's one judge)."""
+    if member:
+        graded = (row.grades_by_judge or {}).get(member)
+        return graded.grade if graded is not None else None
     return row.llm_grade
 
 
 def audit_one(plan: Plan, judge: AuditedJudge, budget: Budget | None,
-              on_call: Callable[[], None] = lambda: None) -> tuple[JudgeAudit, str | None]:
-    """Every call of ``plan`` with ``judge``; its :class:`JudgeAudit`, and the budget's refusal (None:
-    every call was made)."""
+              on_call: Callable[[], None] = lambda: None) -> tuple[JudgeAudit, Stop | None]:
+    """Every call of ``plan`` with ``judge``; its :class:`JudgeAudit` (of the calls made), and why it
+    stopped early (None: every call was made)."""
     grader = through(budget, judge.judging.judge)
     control: list[int | None] = []
     pairs: dict[str, list] = {v: [] for v in plan.variants}
     skipped = {v: 0 for v in plan.variants}
     errors = {v: 0 for v in plan.variants}
     costs: list[float | None] = []  # one per call made
-    refused = None
+    stop = None
     try:
         for row, attacked in zip(plan.rows, plan.attacked, strict=True):
             grade, reply = _grade(grader, row, None)
@@ -124,8 +153,16 @@ def audit_one(plan: Plan, judge: AuditedJudge, budget: Budget | None,
                 else:
                     pairs[variant].append((grade, changed, row.rank))
     except BudgetRefused as refusal:
-        refused = str(refusal)
-    graded = [(g, _run_grade(row, judge.name)) for g, row in zip(control, plan.rows) if g is not None]
+        stop = Stop("budget_exhausted", str(refusal))
+    except JudgeError as err:  # only a fatal one reaches here: a transient one is a call without a grade
+        stop = Stop("judge_failed", f"judge {judge.name} became unusable ({err.kind}): {err}")
+        logger.error("{}: fix it and audit again; what was graded is kept", stop.reason)
+    except KeyboardInterrupt as interrupt:
+        stop = Stop("interrupted", f"interrupted ({interrupt})" if str(interrupt) else "interrupted")
+        logger.warning("Interrupted after {} call(s) of judge {}: keeping what was graded", len(costs), judge.name)
+    member = _run_member(plan.result, judge)
+    graded = [(g, _run_grade(row, member) if member is not None else None)
+              for g, row in zip(control, plan.rows) if g is not None]
     calls_models = judge.judging.setup.calls_models
     info = judge.judging.judge_info("judge", 1)
     return JudgeAudit(
@@ -135,29 +172,31 @@ def audit_one(plan: Plan, judge: AuditedJudge, budget: Budget | None,
         control_graded=len(graded), control_mean=round(fmean(g for g, _ in graded), 4) if graded else None,
         control_vs_run=round(fmean(abs(g - r) for g, r in graded if r is not None), 4)
         if any(r is not None for _, r in graded) else None,
-        attacks=[attack_result(v, pairs[v], skipped[v], errors[v]) for v in plan.variants]), refused
+        attacks=[attack_result(v, pairs[v], skipped[v], errors[v]) for v in plan.variants]), stop
 
 
 def run_audit(plan: Plan, judges: Sequence[AuditedJudge], *, max_cost_usd: float | None = None,
               judges_named: bool = False, on_call: Callable[[], None] = lambda: None) -> AuditFile:
-    """The audit of ``judges`` on ``plan`` (one budget for them all); when the budget refuses a call,
-    the audit stops there and ``stopped`` says why (the figures are those of the calls made)."""
+    """The audit of ``judges`` on ``plan`` (one budget for them all); when the budget refuses a call, a
+    judge becomes unusable or a signal interrupts, the audit stops there and ``status`` and ``stopped``
+    say why (the figures are those of the calls made; module docstring, 5)."""
     budget = None
     if max_cost_usd is not None:
         check_budget(max_cost_usd, [j.judging.setup for j in judges], names=[j.name for j in judges])
         budget = Budget(max_cost_usd)
-    audits, refused = [], None
+    audits, stop = [], None
     for judge in judges:
-        if refused is not None:
+        if stop is not None:
             break
-        audited, refused = audit_one(plan, judge, budget, on_call)
+        audited, stop = audit_one(plan, judge, budget, on_call)
         audits.append(audited)
     result = plan.result
     return AuditFile(run=plan.source, sample=plan.sample, sampled=len(plan.rows), seed=plan.seed,
                       attacks=list(plan.variants), calls_per_row=calls_per_row(plan), judges=audits,
                       run_id=result.run.id, strategy=result.run.strategy,
                       created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), strata=plan.strata,
-                      judges_named=judges_named, stopped=refused)
+                      judges_named=judges_named, stopped=stop.reason if stop else None,
+                      status=stop.status if stop else "completed")
 
 
 # --------------------------------------------------------------------------- the whole audit

@@ -15,9 +15,10 @@ from components.audit.judge_audit import plan_audit, run_audit
 from components.audit.judges import audited_judges
 from components.audit.sample import DEFAULT_SAMPLE
 from components.audit.table import audit_table
-from components.cli.common import count, dollars, help_epilog, positive_int
+from components.cli.common import count, dollars, exit_code, help_epilog, positive_int
+from components.judges.panel import panel_secrets
 from utils.console import Progress
-from utils.errors import EXIT_BUDGET, EXIT_OK
+from utils.errors import EXIT_OK
 from utils.files.output import check_output
 from utils.results import load_run, recorded_corpora
 
@@ -33,9 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 "attacks: " + ", ".join(FAMILIES) + f" (or {', '.join(SHORT_NAMES)}); per row and judge: one "
                 "control call plus one per attack variant that applies (instruction-injection has three)\n\n"
                 "exit codes: 0 done; 2 bad input (a run written with --no-text, --sample larger than the run, an "
-                "unknown attack, -o over the run, the environment's judge is not the run's and no --judges; "
-                "nothing written); 3 the judge became unusable; 4 --max-cost stopped the audit (what was "
-                "graded is written, with why it stopped); 5 the file could not be written")
+                "unknown attack, -o over the run, the --judges panel file or inside the corpus, the environment's "
+                "judge is not the run's and no --judges; nothing written); 3 the judge became unusable, 4 --max-cost "
+                "stopped the audit, 130 interrupted (each: what was graded is written, with why it stopped); 5 the "
+                "file could not be written")
     parser.add_argument("run", type=Path, metavar="RUN", help="results JSON file of the run whose judge to audit "
                         "(written with the chunks' text, i.e. without --no-text)")
     parser.add_argument("--sample", type=positive_int, default=None, metavar="N",
@@ -61,10 +63,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings, env: dict[str, str]) -> int:
-    result = load_run(args.run, settings.secrets)
+    secrets = (*settings.secrets, *panel_secrets(args.judges, env))  # a panel file's keys too
+    result = load_run(args.run, secrets)
     output = None
     if not args.estimate:
-        output = check_output(args.output, option="-o", example="audit.json", inputs=[("the run", args.run)],
+        named = (args.judges or "").strip()
+        panel_file = named if named.lower().endswith(".toml") else None  # as --judges reads it
+        output = check_output(args.output, option="-o", example="audit.json", corpus=args.corpus,
+                              inputs=[("the run", args.run), ("the --judges panel file", panel_file)],
                               recorded_corpora=recorded_corpora([result]))
     plan = plan_audit(result, str(args.run), sample=args.sample, seed=args.seed, attacks=args.attacks)
     judges = audited_judges(result, settings, env, args.judges, args.corpus)
@@ -79,6 +85,6 @@ def run(args: argparse.Namespace, settings, env: dict[str, str]) -> int:
                           on_call=bar.advance)
     sys.stdout.write(audit_table(audit))
     sys.stdout.flush()
-    audit.save(output, settings.secrets)
+    audit.save(output, secrets)
     logger.info("Judge audit written to {}", output)
-    return EXIT_BUDGET if audit.stopped else EXIT_OK
+    return exit_code(audit.status)

@@ -7,7 +7,7 @@ It lives on the ground floor so that the command that writes it (``components/au
     {"format": "retrieval-benchmark-judge-audit", "version": 1, "run": "benchmark_results.json",
      "run_id": ..., "strategy": ..., "created_at": ..., "sample": 40, "sampled": 40, "seed": 0,
      "strata": {"1-3": {"graded": N, "sampled": n}, ...}, "attacks": ["keyword-stuffing", ...],
-     "calls_per_row": 9, "judges_named": false,
+     "calls_per_row": 9, "judges_named": false, "stopped": null, "status": "completed",
      "judges": [{"name", "provider", "model", "prompt_sha256", ..., "profile", "attacks": [AttackResult]}]}
 
 Each :class:`AttackResult` has a stable ``name`` (:data:`ATTACK_NAMES`), its ``verdict``, the mean
@@ -43,6 +43,8 @@ _FIX = "pass a file written by `python benchmark.py audit-judge RUN -o audit.jso
 # the attacks' stable names, in report order: (name, what a grade change means)
 ATTACK_NAMES = ("keyword-stuffing", "injection-plain", "injection-code-block", "injection-comment",
                 "answer-removal", "verbosity-padding", "order-reversal", "question-paraphrase")
+# how an audit ended: every call made, or stopped early (the run's statuses of the same names, and exit codes)
+STATUSES = ("completed", "budget_exhausted", "judge_failed", "interrupted")
 VERDICTS = ("robust", "vulnerable", "inconclusive", "responds", "does not respond")
 DIRECTIONS = ("up", "down", "none")  # up: a raised grade is the judge fooled; down: a drop is expected; none: no change
 
@@ -80,7 +82,9 @@ class JudgeAudit:
     cost_usd: float | None = None  # null: no price known, or a judge that calls no model
     control_graded: int = 0  # sampled rows the control call graded
     control_mean: float | None = None
-    control_vs_run: float | None = None  # mean |control grade - the run's grade|: the judge's own noise
+    # mean |control grade - the run's grade| when this judge is the one that graded the run (alone or in its
+    # panel: same provider and model): the judge's own noise; null when it is another judge
+    control_vs_run: float | None = None
     attacks: list[AttackResult] = field(default_factory=list)
 
     def vulnerable(self) -> list[str]:
@@ -121,7 +125,8 @@ class AuditFile:
     created_at: str | None = None
     strata: dict[str, dict[str, int]] = field(default_factory=dict)  # grade band -> {graded, sampled}
     judges_named: bool = False  # the judges were named by --judges (not the run's recorded judge)
-    stopped: str | None = None  # why the audit stopped before its last call (--max-cost); null: every call made
+    stopped: str | None = None  # why the audit stopped before its last call; null: every call made
+    status: str = "completed"  # one of STATUSES: completed, or what stopped it (--max-cost, the judge, a signal)
     source: str | None = field(default=None, compare=False)  # the file it was read from
 
     def to_json(self) -> dict:
@@ -142,7 +147,11 @@ class AuditFile:
         if doc.get("version") != FORMAT_VERSION:
             raise InputError(f"{source}: audit file version {doc.get('version')!r} is not one this version reads "
                              f"({FORMAT_VERSION}): {_FIX}")
+        if "status" not in doc and doc.get("stopped"):  # written before the status: only --max-cost stopped one
+            doc = {**doc, "status": "budget_exhausted"}
         audit = record(cls, doc, source, _FIX)
+        if audit.status not in STATUSES:
+            raise InputError(f"{source}.status {audit.status[:30]!r} is not one the audit writes: {_FIX}")
         for j, judge in enumerate(audit.judges):
             for i, attack in enumerate(judge.attacks):
                 where = f"{source}.judges[{j}].attacks[{i}]"
@@ -166,6 +175,7 @@ def audit_schema() -> dict:
     schema["required"] = [n for n in schema["required"] if n != "source"]
     schema["properties"]["format"] = {"const": FORMAT}
     schema["properties"]["version"] = {"const": FORMAT_VERSION}
+    schema["properties"]["status"] = {"enum": list(STATUSES)}
     judge = schema["properties"]["judges"]["items"]
     judge["properties"]["profile"] = {"type": "string"}
     judge["properties"]["vulnerable"] = {"type": "array", "items": {"enum": list(ATTACK_NAMES)}}
