@@ -359,7 +359,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
             logger.warning("{}", line)
     if plan is not None:
         skipped = {r.question_id for r in result.rows if not_judged(r)}
-        unpaid = {r.question_id for r in result.rows if r.llm_grade is None or r.question_id in context.done} - skipped
+        paid = {r.question_id for r in result.rows if r.llm_grade is not None and r.question_id not in context.done}
+        unpaid = {q.id for q in selected} - paid - skipped  # kept by --resume, not graded, or never reached
         pricing = (selected, prepared.retriever, k, judging, judge_repeats)
         result.adaptive = plan.record(
             result.rows, {"calls": loop.judge_usage.calls, "cost_usd": loop.judge_usage.cost_usd},
