@@ -259,8 +259,11 @@ def entry() -> None:
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_IGN)
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-        # a plug-in left a thread running: the results are written, so the process ends now
+    if any(t.is_alive() for t in threading.enumerate() if t is not threading.main_thread()):
+        # A thread is still running: a plug-in's, or a daemon one (a judge call abandoned by Ctrl-C,
+        # still waiting on its socket). The results are written, so the process ends now: a plug-in's
+        # thread would keep it alive, and interpreter shutdown aborts the process (SIGABRT) when a
+        # daemon thread holds the lock of stderr at that moment.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
