@@ -16,7 +16,7 @@ from components.audit.judges import audited_judges
 from components.audit.sample import DEFAULT_SAMPLE
 from components.audit.table import audit_table
 from components.cli.common import count, dollars, exit_code, help_epilog, positive_int
-from components.judges.panel import panel_secrets
+from components.judges.panel import panel_file, panel_secrets
 from utils.console import Progress
 from utils.errors import EXIT_OK
 from utils.files.output import check_output
@@ -67,10 +67,8 @@ def run(args: argparse.Namespace, settings, env: dict[str, str]) -> int:
     result = load_run(args.run, secrets)
     output = None
     if not args.estimate:
-        named = (args.judges or "").strip()
-        panel_file = named if named.lower().endswith(".toml") else None  # as --judges reads it
         output = check_output(args.output, option="-o", example="audit.json", corpus=args.corpus,
-                              inputs=[("the run", args.run), ("the --judges panel file", panel_file)],
+                              inputs=[("the run", args.run), ("the --judges panel file", panel_file(args.judges))],
                               recorded_corpora=recorded_corpora([result]))
     plan = plan_audit(result, str(args.run), sample=args.sample, seed=args.seed, attacks=args.attacks)
     judges = audited_judges(result, settings, env, args.judges, args.corpus)

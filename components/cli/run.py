@@ -155,6 +155,8 @@ def apply_resume_defaults(args: argparse.Namespace, env: dict[str, str]) -> None
 def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None, guard: SignalGuard, state) -> int:
     """The run of ``args`` with the judge ``env`` names; its exit code. Raises what the run raises;
     an exception that wraps the guard's interrupt becomes a :class:`KeyboardInterrupt`."""
+    from components.judges.panel import panel_file
+
     suite = _suite(args)  # checked whole before any work
     if args.resume is not None:
         apply_resume_defaults(args, env)
@@ -163,7 +165,7 @@ def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None,
         args.questions = default_questions()
     args.output = resolve_output(args.output, questions_path=args.questions, corpus_dir=args.corpus, inputs=[
         ("the --until-decided baseline", args.until_decided), ("the --audit file", args.audit),
-        ("the --judges panel file", args.judges if str(args.judges or "").strip().lower().endswith(".toml") else None)])
+        ("the --judges panel file", panel_file(args.judges))])
     with guard:
         try:
             return _execute(args, settings, log_path, guard, state, suite)

@@ -76,14 +76,21 @@ class PanelMember:
         return self.spec.name
 
 
+def panel_file(value: object) -> Path | None:
+    """The panel file a ``--judges`` value names (a path ending in ``.toml``), or None (specs)."""
+    if not isinstance(value, (str, Path)):
+        return None
+    text = str(value).strip()
+    return Path(text) if text.lower().endswith(".toml") else None
+
+
 def parse_judges(value: str | Sequence[str | Mapping | JudgeSpec], option: str = "--judges") -> list[JudgeSpec]:
     """The specs of ``--judges`` (comma-separated specs, or a ``.toml`` panel file) or of the API's
     ``judges=`` (specs, panel-file entries as dicts, or :class:`JudgeSpec`). Raises :class:`InputError`."""
+    if (path := panel_file(value)) is not None:
+        return read_panel_file(path, option)
     if isinstance(value, (str, Path)):
-        text = str(value).strip()
-        if text.lower().endswith(".toml"):
-            return read_panel_file(Path(text), option)
-        items: list = [part.strip() for part in text.split(",") if part.strip()]
+        items: list = [part.strip() for part in str(value).split(",") if part.strip()]
     else:
         items = list(value)
     specs = []
@@ -265,10 +272,10 @@ def panel_secrets(value: object, env: Mapping[str, str]) -> list[str]:
     """The secrets a ``--judges`` panel file brings (the keys its ``api_key_env`` variables hold, the
     passwords of its base URLs), for the log sinks opened before it is read. Never raises: a file
     that cannot be read gives none (the run then refuses it)."""
-    if not isinstance(value, str) or not value.strip().lower().endswith(".toml"):
+    if not isinstance(value, str) or (path := panel_file(value)) is None:
         return []
     try:
-        doc = tomllib.loads(Path(value.strip()).read_bytes()[:MAX_PANEL_FILE_BYTES].decode("utf-8"))
+        doc = tomllib.loads(path.read_bytes()[:MAX_PANEL_FILE_BYTES].decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return []
     found = []

@@ -70,7 +70,7 @@ class Settings:
         if judge_spec and not judge_cls.calls_models:  # the model would be dropped without a word
             raise InputError(_unused_model(judge_spec, judge, named, env))
         if not named and not judge_cls.calls_models:  # so would a provider's judge model, with no key for it
-            for problem in _unused_model_variables(judge, env):
+            if (problem := _unused_model_variable(judge, env)) is not None:
                 raise InputError(problem)
         judge_model = _role_model(judge_cls, "judge", spec_model, env)
         rewriter, rewriter_model = _rewriter(env, judge_cls)
@@ -110,8 +110,7 @@ def _unused_model(spec: str, judge: str, named: str, env: Mapping[str, str]) -> 
     _, model = _split_model(spec)
     owners = [cls for cls in known.values() if cls.calls_models and model and cls.knows_model(model)]
     if owners:
-        key = "" if owners[0].configured(env) else f", with {owners[0].missing_key()} set"
-        fix = f"did you mean BENCHMARK_JUDGE_MODEL={owners[0].name}/{model}{key}?"
+        fix = _did_you_mean(owners[0], model, env)
     else:
         fix = f"write it as <provider>/<model> ({' or '.join(sorted(n for n, c in known.items() if c.calls_models))})"
     if named:
@@ -120,25 +119,27 @@ def _unused_model(spec: str, judge: str, named: str, env: Mapping[str, str]) -> 
             f"judge ({why}), which calls no model: {fix}")
 
 
-def _unused_model_variables(judge: str, env: Mapping[str, str]) -> list[str]:
-    """The message for each provider's judge-model variable (``BENCHMARK_SONNET_MODEL``) that is set
-    while the judge, chosen because no key is set, is ``judge``, which calls no model."""
+def _unused_model_variable(judge: str, env: Mapping[str, str]) -> str | None:
+    """The message for a provider's judge-model variable (``BENCHMARK_SONNET_MODEL``) that is set
+    while the judge, chosen because no key is set, is ``judge``, which calls no model; None if none is."""
     known = providers()
-    problems = []
     for cls in known.values():
         variable = cls.model_variables.get("judge")
         model = (env.get(variable) or "").strip() if variable else ""
         if not model or cls.configured(env):
             continue
         owners = [c for c in known.values() if c.calls_models and c is not cls and c.knows_model(model)]
-        if owners and not cls.knows_model(model):
-            key = "" if owners[0].configured(env) else f", with {owners[0].missing_key()} set"
-            fix = f"did you mean BENCHMARK_JUDGE_MODEL={owners[0].name}/{model}{key}?"
-        else:
-            fix = f"set {cls.missing_key()} for the {cls.name} judge, or unset {variable}"
-        problems.append(f"{variable}={model!r} cannot be used: the judge is the {judge} judge (no "
-                        f"{cls.missing_key()}), which calls no model: {fix}")
-    return problems
+        fix = _did_you_mean(owners[0], model, env) if owners and not cls.knows_model(model) else \
+            f"set {cls.missing_key()} for the {cls.name} judge, or unset {variable}"
+        return (f"{variable}={model!r} cannot be used: the judge is the {judge} judge (no {cls.missing_key()}), "
+                f"which calls no model: {fix}")
+    return None
+
+
+def _did_you_mean(owner, model: str, env: Mapping[str, str]) -> str:
+    """``BENCHMARK_JUDGE_MODEL=<provider>/<model>``, the setting that would use ``model`` with ``owner``."""
+    key = "" if owner.configured(env) else f", with {owner.missing_key()} set"
+    return f"did you mean BENCHMARK_JUDGE_MODEL={owner.name}/{model}{key}?"
 
 
 def _split_model(spec: str) -> tuple[str | None, str | None]:

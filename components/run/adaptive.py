@@ -260,7 +260,6 @@ class Adaptive:
         self.rows: dict[str, QuestionResult] = {}  # in judging order
         self.looks: list[dict] = []
         self.decided_after: int | None = None  # the questions judged at the look that decided
-        self.completed = True  # the run completed (set by record): else an undecided metric is "not yet"
 
     # the loop's hooks
     def unjudged(self, q: Question) -> str | None:
@@ -309,7 +308,6 @@ class Adaptive:
         session did not pay for (one it could not grade, or one a resumed run kept), both priced as
         ``--estimate`` prices them, so ``full`` is what grading every question would have cost.
         ``status``: the run's; a run that did not complete decides nothing it had not decided."""
-        self.completed = status == "completed"
         unjudged = sum(1 for r in rows if M.not_judged(r))
         graded = sum(1 for r in rows if r.llm_grade is not None)
         full_calls = spent["calls"] + saved["calls"] + other["calls"]
@@ -321,7 +319,7 @@ class Adaptive:
             "questions": self.n, "judged": graded, "not_judged": unjudged, "ungraded": len(rows) - graded - unjudged,
             "resumed_rows": resumed,
             "decided": self.decided_after is not None, "decided_after": self.decided_after,
-            **self._verdicts(),
+            **self._verdicts(completed=status == "completed"),
             "looks": self.looks,
             "calls": {"spent": spent["calls"], "saved": saved["calls"], "full": full_calls},
             "cost_usd": {"spent": spent["cost_usd"], "saved": saved["cost_usd"], "full": full_usd},
@@ -331,7 +329,7 @@ class Adaptive:
                            "prices them (their requests built, output tokens assumed)",
         }
 
-    def _verdicts(self) -> dict:
+    def _verdicts(self, completed: bool) -> dict:
         raise NotImplementedError
 
 
@@ -395,7 +393,7 @@ class UntilDecided(Adaptive):
                 "interval": [result.low, result.high], "margin": result.margin, "rule": result.rule,
                 "alpha_spent": result.alpha_spent, "summary": result.summary()}
 
-    def _verdicts(self) -> dict:
+    def _verdicts(self, completed: bool) -> dict:
         base = self.req.baseline
         metrics = {}
         for key, margin in self.req.gated.items():
@@ -404,7 +402,7 @@ class UntilDecided(Adaptive):
                 continue
             last = self.last.get(key)
             # every question done in a run that completed, the metric not decided
-            finished = self.completed and len(self.rows) >= self.n
+            finished = completed and len(self.rows) >= self.n
             verdict = (Q.NOT_SHOWN if margin is not None else Q.SAME) if finished else Q.NOT_YET
             metrics[key] = {**(self._decision(last, last.n) if last is not None else
                                {"estimate": None, "interval": None, "look": None, "paired": 0, "margin": margin}),
@@ -451,7 +449,7 @@ class TargetCI(Adaptive):
             else:
                 self.decided_after = position
 
-    def _verdicts(self) -> dict:
+    def _verdicts(self, completed: bool) -> dict:
         metrics = {key: self.reached.get(key) or {**self.last.get(key, {"target": self.req.targets[key]}),
                                                   "verdict": "not reached", "look": None}
                    for key in self.specs}
