@@ -40,7 +40,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from components.analysis.compare import Comparison, compare_runs
+from components.analysis.compare import ComparedRuns as Comparison, compare_runs
 from components.analysis.export_run import export_trec
 from components.analysis.gate import GateResult, check_gate
 from components.core import Chunk, Corpus, Document, Question, Retriever, ScoredChunk

@@ -19,167 +19,23 @@ the runs depends on the judge; with four or more runs, τ among the runs the pan
 half (the ⌈n/2⌉ best) is given apart: that is where a choice is made, and where published judges
 agree least. Formulas: :mod:`components.stats.agreement`.
 
-``compare --require-agreement`` gates on it (:mod:`components.analysis.gate`).
+``compare --require-agreement`` gates on it (:mod:`components.analysis.gate`). The certificate's
+records and lines: :mod:`components.analysis.certificate_record`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
 
 from components.stats.agreement import kendall_tau
-from components.analysis.comparison import NOT_COMPARABLE, MetricResult
+from components.analysis.certificate_record import Certificate, Entry, Ranking, Verdict
+from components.analysis.comparison import Comparison
 from components.analysis.panel import is_panel, judge_names, judge_view
 from utils import metrics as M
-from utils.console import shorten
 from utils.results import RunResult
 
-HOLDS, DEPENDS, UNJUDGED = "holds under every judge", "depends on the judge", "cannot be judged"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One verdict on one metric of one comparison: under the panel, or under one judge alone."""
-
-    verdict: str
-    delta: float | None
-    ci95: tuple[float, float] | None
-    p: float | None  # the p the verdict used (Holm-adjusted when several runs are compared)
-
-    @classmethod
-    def of(cls, r: MetricResult) -> Verdict:
-        return cls(r.verdict, r.delta, r.ci95, r.p_holm if r.p_holm is not None else r.p)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """The certificate of one metric of one comparison (``other`` against ``baseline``)."""
-
-    baseline: str
-    other: str
-    metric: str
-    panel: Verdict
-    judges: dict[str, Verdict]
-
-    @property
-    def holds(self) -> bool | None:
-        """True: every judge's verdict is the panel's; False: one differs; None: cannot be judged."""
-        verdicts = [self.panel, *self.judges.values()]
-        if any(v.verdict == NOT_COMPARABLE for v in verdicts):
-            return None
-        return all(v.verdict == self.panel.verdict for v in self.judges.values())
-
-    @property
-    def disagreeing(self) -> list[str]:
-        return [name for name, v in self.judges.items() if v.verdict != self.panel.verdict]
-
-    @property
-    def conclusion(self) -> str:
-        return {True: HOLDS, False: DEPENDS, None: UNJUDGED}[self.holds]
-
-    def to_json(self) -> dict:
-        return {"baseline": self.baseline, "other": self.other, "metric": self.metric, "panel": asdict(self.panel),
-                "judges": {n: asdict(v) for n, v in self.judges.items()}, "holds": self.holds,
-                "conclusion": self.conclusion, "disagreeing": self.disagreeing}
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """Kendall τ-b between each judge's ranking of the runs by ``metric`` and the panel's."""
-
-    metric: str
-    runs: list[str]
-    panel: list[float | None]  # each run's mean under the panel
-    judges: dict[str, list[float | None]]  # each run's mean under each judge
-    tau: dict[str, float | None]
-    top: list[str] = field(default_factory=list)  # the panel's top half (with 4 runs or more)
-    tau_top: dict[str, float | None] = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Certificate:
-    judges: list[str]
-    entries: list[Entry]
-    rankings: list[Ranking] = field(default_factory=list)
-    k: int | None = None
-
-    def entry(self, baseline: str, other: str, metric: str) -> Entry | None:
-        return next((e for e in self.entries if (e.baseline, e.other, e.metric) == (baseline, other, metric)), None)
-
-    def to_json(self) -> dict:
-        return {"judges": list(self.judges), "entries": [e.to_json() for e in self.entries],
-                "rankings": [r.to_json() for r in self.rankings], "k": self.k}
-
-    @classmethod
-    def from_json(cls, doc: Mapping) -> Certificate:
-        """A certificate from a comparison's JSON (``compare --json``'s ``certificate``), as the report reads it."""
-        def verdict(v: Mapping) -> Verdict:
-            ci = v.get("ci95")
-            return Verdict(str(v.get("verdict")), v.get("delta"), tuple(ci) if ci else None, v.get("p"))
-        entries = [Entry(str(e["baseline"]), str(e["other"]), str(e["metric"]), verdict(e["panel"]),
-                         {str(n): verdict(v) for n, v in e["judges"].items()}) for e in doc.get("entries") or []]
-        rankings = [Ranking(**{k: r[k] for k in ("metric", "runs", "panel", "judges", "tau", "top", "tau_top")})
-                    for r in doc.get("rankings") or []]
-        return cls([str(n) for n in doc.get("judges") or []], entries, rankings, doc.get("k"))
-
-    def __str__(self) -> str:
-        return "".join(line + "\n" for line in certificate_lines(self))
-
-
-def _num(value: float | None, digits: int, sign: bool = True) -> str:
-    if value is None or not math.isfinite(value):
-        return "-"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-
-
-def describe(v: Verdict, digits: int) -> str:
-    """``worse (Δ -2.00, 95% CI [-2.00, -2.00])``."""
-    ci = "-" if v.ci95 is None else f"[{_num(v.ci95[0], digits)}, {_num(v.ci95[1], digits)}]"
-    return f"{v.verdict} (Δ {_num(v.delta, digits)}, 95% CI {ci})"
-
-
-def entry_line(e: Entry, k: int | None) -> str:
-    """The certificate's one line for an entry (module docstring)."""
-    spec = M.METRICS.get(e.metric)
-    label, digits = (spec.label_at(k), spec.digits) if spec else (e.metric, 3)
-    head = f"{shorten(e.other, 40)} vs {shorten(e.baseline, 40)}, {label}: "
-    if e.holds is None:
-        return head + f"{UNJUDGED} (not comparable under the panel or a judge)"
-    if e.holds:
-        return head + f"{HOLDS}: {e.panel.verdict}"
-    named = "; ".join(f"{shorten(n, 40)} says {describe(e.judges[n], digits)}" for n in e.disagreeing)
-    return head + f"{DEPENDS}: the panel says {describe(e.panel, digits)}; {named}"
-
-
-def certificate_lines(c: Certificate) -> list[str]:
-    """The certificate's console lines (none when no compared metric uses grades)."""
-    if not c.entries:
-        return []
-    lines = [f"Verdict certificate ({len(c.judges)} judges: {', '.join(shorten(n, 40) for n in c.judges)}; the "
-             "verdict under the panel, then under each judge alone)"]
-    for e in c.entries:
-        spec = M.METRICS.get(e.metric)
-        digits = spec.digits if spec else 3
-        lines.append("  " + entry_line(e, c.k))
-        lines.append("      panel " + describe(e.panel, digits) + "; "
-                     + "; ".join(f"{shorten(n, 40)} {describe(v, digits)}" for n, v in e.judges.items()))
-    for r in c.rankings:
-        spec = M.METRICS.get(r.metric)
-        label = spec.label_at(c.k) if spec else r.metric
-        taus = ", ".join(f"{shorten(n, 40)} τ {_num(t, 2, sign=False)}" for n, t in r.tau.items())
-        lines.append(f"  ranking of the {len(r.runs)} runs by {label}, Kendall τ of each judge's against the "
-                     f"panel's: {taus}")
-        if r.top:
-            top = ", ".join(f"{shorten(n, 40)} τ {_num(t, 2, sign=False)}" for n, t in r.tau_top.items())
-            lines.append(f"    among the panel's top half ({', '.join(shorten(x, 30) for x in r.top)}): {top}")
-    return lines
-
-
-Rerun = Callable[[list[RunResult], list[str]], "Comparison"]  # compare_runs on other runs, same settings
+Rerun = Callable[[list[RunResult], list[str]], Comparison]  # compare_runs on other runs, same settings
 
 
 def _rankings(labels: Sequence[str], panel_means: dict[str, list[float | None]],
@@ -202,7 +58,8 @@ def _rankings(labels: Sequence[str], panel_means: dict[str, list[float | None]],
     return out
 
 
-def certify(runs: Sequence[RunResult], labels: Sequence[str], comparison, rerun: Rerun) -> Certificate | None:
+def certify(runs: Sequence[RunResult], labels: Sequence[str], comparison: Comparison,
+            rerun: Rerun) -> Certificate | None:
     """The certificate of ``comparison`` (of ``runs``, named ``labels``), or None when the runs are
     not all panel runs sharing two judges or more. ``rerun(runs, metrics)`` compares other runs with
     the comparison's settings (``compare_runs``, passed in: that module imports this one)."""
@@ -229,7 +86,7 @@ def certify(runs: Sequence[RunResult], labels: Sequence[str], comparison, rerun:
     rankings = []
     run_labels = [s.label for s in comparison.runs if s.kind == "run"]
     if len(run_labels) >= 3:
-        def means(comp) -> dict[str, list[float | None]]:
+        def means(comp: Comparison) -> dict[str, list[float | None]]:
             summaries = [s for s in comp.runs if s.kind == "run"]
             return {key: [s.means.get(key) for s in summaries] for key in metrics}
         rankings = _rankings(run_labels, means(comparison), {n: means(c) for n, c in by_judge.items()}, metrics)

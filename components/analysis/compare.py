@@ -34,13 +34,9 @@ which exits 6 when it fails.
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import stat
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,94 +45,36 @@ from loguru import logger
 
 from components.stats import statistics as S
 from components.analysis.adaptive import comparison_lines, judged_in_part, sequential_verdicts
-from components.analysis.certificate import Certificate, certify
-from components.analysis.comparison import (ALPHA, NOT_COMPARABLE, POWER, MetricResult,
-                                            PairComparison, QuestionChange, QuestionView, RunSummary, verdict)
-from components.analysis.gate import check_gate
+from components.analysis.certificate import certify
+from components.analysis.comparison import Comparison
+from components.analysis.gate import GateResult, check_gate
+from components.analysis.paired import (ALPHA, NOT_COMPARABLE, POWER, MetricResult, PairComparison, QuestionChange,
+                                        QuestionView, RunSummary, verdict)
 from components.analysis.panel import reconcile
-from components.analysis.recommendations import Recommendations, best_columns, recommend_runs
+from components.analysis.recommendations import best_columns, recommend_runs
+from components.analysis.run_files import read_run_or_ranking, resolve_run
 from utils import metrics as M
 from utils.records import trec
 from utils.console import escape_control, shorten
-from utils.files.history_index import recent_history_folders
 from utils.errors import InputError
 from utils.files.output import check_output, write_json_atomic
-from utils.results import QuestionResult, RunResult, read_json_file, recorded_corpora
+from utils.results import QuestionResult, RunResult, recorded_corpora
 
 TOP_DOCS = 3  # documents shown per question
-COMPARE_SCHEMA_VERSION = 2
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """The comparison of runs with their baseline (the first): ``str()`` is the console table,
-    :meth:`to_json` the ``--json`` file."""
-
-    runs: list[RunSummary]
-    question_ids: list[str]  # common to all runs, in the baseline's order
-    left_out: dict[str, int]  # label → questions of that run not compared
-    warnings: list[str]
-    comparisons: list[PairComparison]
-    k: int
-    metrics: list[str] = field(default_factory=list)  # the compared metrics' keys, in order
-    alpha: float = ALPHA
-    power: float = POWER
-    bootstrap_seed: int = S.BOOTSTRAP_SEED
-    permutation_seed: int = S.PERMUTATION_SEED
-    shared_ids: dict[str, int] = field(default_factory=dict)  # label → how many of the baseline's question ids it holds
-    recommendations: Recommendations | None = None  # with two runs or more (components/analysis/recommendations.py)
-    certificate: Certificate | None = None  # panel runs: the verdicts under each judge (components.analysis.certificate)
-    # label → the adaptive record of a run judged until decided against the baseline (components.analysis.adaptive)
-    sequential: dict[str, dict] = field(default_factory=dict)
-
-    def specs(self) -> list[M.Metric]:
-        return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
+class ComparedRuns(Comparison):
+    """What :func:`compare_runs` returns: the :class:`~components.analysis.comparison.Comparison`
+    record, whose ``str()`` is the console table and :meth:`gate` its CI gate."""
 
     def gate(self, *, worse: Sequence[str] | bool = False, margins: dict[str, float] | None = None,
-             regressions: int | None = None, min_overlap: float = 1.0, require_agreement: bool = False):
+             regressions: int | None = None, min_overlap: float = 1.0, require_agreement: bool = False) -> GateResult:
         """The CI gate on this comparison: :func:`components.analysis.gate.check_gate`."""
         return check_gate(self, worse=worse, margins=margins, regressions=regressions, min_overlap=min_overlap,
                           require_agreement=require_agreement)
 
     def __str__(self) -> str:
         return format_comparison(self)
-
-    def to_json(self) -> dict:
-        """Strict-JSON-ready dict (see the compare documentation for the schema)."""
-        return _finite({
-            "schema_version": COMPARE_SCHEMA_VERSION,
-            "runs": [asdict(r) for r in self.runs],
-            "common_question_count": len(self.question_ids),
-            "question_ids": list(self.question_ids),
-            "left_out": dict(self.left_out),
-            "warnings": list(self.warnings),
-            "metrics": [{"key": m.key, "label": m.label_at(self.k), "level": m.level, "unit": m.unit,
-                         "effect": m.effect, "digits": m.digits} for m in self.specs()],
-            "comparisons": [asdict(c) for c in self.comparisons],
-            "settings": {
-                "alpha": self.alpha, "power": self.power,
-                "bootstrap": {"resamples": S.RESAMPLES, "seed": self.bootstrap_seed, "method": S.METHOD,
-                              "level": S.LEVEL},
-                "permutation": {"permutations": S.PERMUTATIONS, "seed": self.permutation_seed,
-                                "test": "paired sign-flip, two-sided"},
-            },
-            **({"recommendations": self.recommendations.to_json()} if self.recommendations is not None else {}),
-            **({"certificate": self.certificate.to_json()} if self.certificate is not None else {}),
-            **({"sequential": dict(self.sequential)} if self.sequential else {}),
-        })
-
-
-def _finite(value: Any) -> Any:
-    """Tuples → lists, non-finite floats → None, numpy scalars → Python: strict JSON."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
 
 
 # ---- reading runs -------------------------------------------------------------------------------
@@ -391,73 +329,44 @@ def _reference_runs(common: list[str], rows: dict[str, QuestionResult], views: l
     return out
 
 
-def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None = None, *,
-                 sources: Sequence[str] | None = None, alpha: float = ALPHA, power: float = POWER,
-                 seed: int | None = None, metrics: Sequence[str] | None = None,
-                 systems: Sequence[RankedSystem] = (), qrels: trec.Qrels | None = None) -> Comparison:
-    """Compare runs (:class:`RunResult`, or results dicts, read with :meth:`RunResult.from_json`);
-    the first is the baseline. ``metrics``: the registry keys to compare (default: those marked
-    ``compared``); ``seed``: the bootstrap's seed (the sign-flip test's is ``seed + 1``; default
-    the fixed ones recorded in the output). ``systems``: rank-only TREC/ranx runs, judged by
-    ``qrels`` ({question id: {doc id: grade}}) or else by the baseline's needles. Pure: no I/O."""
-    if len(runs) + len(systems) < 2 or not runs:
-        raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
-    names = list(sources) if sources else [f"run #{i + 1}" for i in range(len(runs))]
-    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, name) for r, name in zip(runs, names)]
-    labels = list(labels) if labels else default_labels(runs, sources)
-    if len(labels) != len(runs) or len(set(labels)) != len(labels):
-        raise InputError(f"compare: labels {labels} must be distinct, one per run")
-    runs, judge_warnings = reconcile(runs, labels)  # panel runs beside single-judge runs
+def _chosen_metrics(metrics: Sequence[str] | None) -> list[M.Metric]:
+    """The metrics to compare: the registry's ``compared`` ones, or those ``metrics`` names."""
     if metrics is None:
-        specs = M.metrics(compared=True)
-    else:
-        unknown = [key for key in metrics if key not in M.METRICS]
-        if unknown:
-            raise InputError(f"compare: unknown metric {unknown[0]!r}: choose among {', '.join(M.METRICS)}")
-        specs = [M.METRICS[key] for key in metrics]
-    bootstrap_seed = S.BOOTSTRAP_SEED if seed is None else seed
-    permutation_seed = S.PERMUTATION_SEED if seed is None else seed + 1
-    rows = [{r.question_id: r for r in run.rows} for run in runs]
-    common = [q for q in rows[0] if all(q in other for other in rows[1:])]
-    if not common:
-        raise InputError("the runs have no question id in common: compare runs of the same questions file")
-    k = runs[0].run.k
-    graded = [any(row.llm_grade is not None for row in r.values()) for r in rows]
-    views = [[question_view(r[q], run.run.k, g, specs) for q in common] for r, run, g in zip(rows, runs, graded)]
-    summaries = [_summary(label, "run", run, src, len(r), v, specs)
-                 for label, run, src, r, v in zip(labels, runs, list(sources or [None] * len(runs)), rows, views)]
-    warnings = _meta_warnings(summaries) + judge_warnings
+        return M.metrics(compared=True)
+    unknown = [key for key in metrics if key not in M.METRICS]
+    if unknown:
+        raise InputError(f"compare: unknown metric {unknown[0]!r}: choose among {', '.join(M.METRICS)}")
+    return [M.METRICS[key] for key in metrics]
+
+
+def _run_warnings(labels: Sequence[str], runs: Sequence[RunResult], rows: Sequence[dict[str, QuestionResult]],
+                  common: Sequence[str], views: Sequence[list[QuestionView]],
+                  decided: Mapping[str, Any], earlier: Sequence[str]) -> tuple[dict[str, int], list[str]]:
+    """The questions each run leaves out of the comparison, and the warnings: ``earlier`` with those
+    about the runs' questions (first: the question sets differ; then: a run was judged in part, a
+    shared id has another question text)."""
+    warnings = list(earlier)
     left_out = {label: len(r) - len(common) for label, r in zip(labels, rows)}
     if any(left_out.values()):
         detail = ", ".join(f"{n} of {label}" for label, n in left_out.items())
         warnings.insert(0, f"the runs have different question sets: compared on the {len(common)} questions they "
-                           f"share; left out {detail}")
-    decided = sequential_verdicts(runs, labels)
+                        f"share; left out {detail}")
     warnings += [note for label, run in zip(labels, runs) if label not in decided
-                 if (note := judged_in_part(label, getattr(run, "adaptive", None)))]
+                 if (note := judged_in_part(label, run.adaptive))]
     texts = [sum(1 for a, b in zip(views[0], v) if a.question != b.question) for v in views[1:]]
     for label, n in zip(labels[1:], texts):
         if n:
             warnings.append(f"{n} shared question ids have a different question text in {labels[0]} and {label}: "
                             "check that both runs used the same questions file")
+    return left_out, warnings
 
-    references = _reference_runs(common, rows[0], views[0], k, specs)
-    summaries += [_summary(label, "reference", None, "reference_ranks", len(common), v, specs)
-                  for label, v in references]
-    taken = set(labels) | {label for label, _ in references}
-    for system in systems:
-        if system.label in taken:
-            raise InputError(f"compare: the label {system.label!r} of {system.source} is taken: rename the file")
-        taken.add(system.label)
-    ranked = _system_runs(systems, common, rows[0], views[0], k, specs, qrels, warnings)
-    summaries += [_summary(label, "reference", None, system.source, len(system.rankings), v, specs)
-                  for (label, v), system in zip(ranked, systems)]
-    references += ranked
 
-    # raw statistics, then Holm within each family (the user's runs; the reference systems), then verdicts
-    pairs = [(labels[i], "run", views[i]) for i in range(1, len(runs))] + [(lab, "reference", v)
-                                                                          for lab, v in references]
-    raw = _pair_stats(views[0], [v for _, _, v in pairs], specs, alpha=alpha, power=power,
+def _verdicts(pairs: Sequence[tuple[str, str, list[QuestionView]]], base: list[QuestionView],
+              specs: Sequence[M.Metric], baseline: str, alpha: float, power: float, bootstrap_seed: int,
+              permutation_seed: int) -> list[PairComparison]:
+    """Each pair's comparison with the baseline: the raw statistics, then Holm within each family
+    (the user's runs; the reference systems), then the verdicts."""
+    raw = _pair_stats(base, [v for _, _, v in pairs], specs, alpha=alpha, power=power,
                       bootstrap_seed=bootstrap_seed, permutation_seed=permutation_seed)
     holm: list[dict[str, float | None]] = [{} for _ in pairs]
     for kind in ("run", "reference"):
@@ -465,8 +374,7 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
         if len(members) < 2:
             continue
         for spec in specs:
-            adjusted = S.holm([raw[i][spec.key]["p"] for i in members])
-            for i, p in zip(members, adjusted):
+            for i, p in zip(members, S.holm([raw[i][spec.key]["p"] for i in members])):
                 holm[i][spec.key] = p
     comparisons = []
     for i, (label, kind, v) in enumerate(pairs):
@@ -480,13 +388,72 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
                 delta=r["delta"], ci95=r["ci95"], p=r["p"], p_holm=p_holm, wins=r["wins"], ties=r["ties"],
                 losses=r["losses"], verdict=verdict(r["delta"], p_used, alpha), mde=r["mde"], effect=spec.effect,
                 questions_needed=r["questions_needed"]))
-        worse, better = _changes(views[0], v) if kind == "run" else ([], [])
-        comparisons.append(PairComparison(labels[0], label, kind, results, worse, better))
+        worse, better = _changes(base, v) if kind == "run" else ([], [])
+        comparisons.append(PairComparison(baseline, label, kind, results, worse, better))
+    return comparisons
+
+
+def _references(labels: Sequence[str], common: list[str], base_rows: dict[str, QuestionResult],
+                base_views: list[QuestionView], k: int, specs: Sequence[M.Metric], systems: Sequence[RankedSystem],
+                qrels: trec.Qrels | None, warnings: list[str]) -> tuple[list[tuple[str, list[QuestionView]]],
+                                                                        list[RunSummary]]:
+    """The rank-only systems compared with the baseline (the questions' reference ranks, then the TREC
+    and ranx runs ``systems``), with their summaries; a system whose label is taken is refused."""
+    references = _reference_runs(common, base_rows, base_views, k, specs)
+    summaries = [_summary(label, "reference", None, "reference_ranks", len(common), v, specs)
+                 for label, v in references]
+    taken = set(labels) | {label for label, _ in references}
+    for system in systems:
+        if system.label in taken:
+            raise InputError(f"compare: the label {system.label!r} of {system.source} is taken: rename the file")
+        taken.add(system.label)
+    ranked = _system_runs(systems, common, base_rows, base_views, k, specs, qrels, warnings)
+    summaries += [_summary(label, "reference", None, system.source, len(system.rankings), v, specs)
+                  for (label, v), system in zip(ranked, systems)]
+    return references + ranked, summaries
+
+
+def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None = None, *,
+                 sources: Sequence[str] | None = None, alpha: float = ALPHA, power: float = POWER,
+                 seed: int | None = None, metrics: Sequence[str] | None = None,
+                 systems: Sequence[RankedSystem] = (), qrels: trec.Qrels | None = None) -> ComparedRuns:
+    """Compare runs (:class:`RunResult`, or results dicts, read with :meth:`RunResult.from_json`);
+    the first is the baseline. ``metrics``: the registry keys to compare (default: those marked
+    ``compared``); ``seed``: the bootstrap's seed (the sign-flip test's is ``seed + 1``; default
+    the fixed ones recorded in the output). ``systems``: rank-only TREC/ranx runs, judged by
+    ``qrels`` ({question id: {doc id: grade}}) or else by the baseline's needles. Pure: no I/O."""
+    if len(runs) + len(systems) < 2 or not runs:
+        raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
+    names = list(sources) if sources else [f"run #{i + 1}" for i in range(len(runs))]
+    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, name) for r, name in zip(runs, names)]
+    labels = list(labels) if labels else default_labels(runs, sources)
+    if len(labels) != len(runs) or len(set(labels)) != len(labels):
+        raise InputError(f"compare: labels {labels} must be distinct, one per run")
+    runs, judge_warnings = reconcile(runs, labels)  # panel runs beside single-judge runs
+    specs = _chosen_metrics(metrics)
+    bootstrap_seed = S.BOOTSTRAP_SEED if seed is None else seed
+    permutation_seed = S.PERMUTATION_SEED if seed is None else seed + 1
+    rows = [{r.question_id: r for r in run.rows} for run in runs]
+    common = [q for q in rows[0] if all(q in other for other in rows[1:])]
+    if not common:
+        raise InputError("the runs have no question id in common: compare runs of the same questions file")
+    k = runs[0].run.k
+    graded = [any(row.llm_grade is not None for row in r.values()) for r in rows]
+    views = [[question_view(r[q], run.run.k, g, specs) for q in common] for r, run, g in zip(rows, runs, graded)]
+    summaries = [_summary(label, "run", run, src, len(r), v, specs)
+                 for label, run, src, r, v in zip(labels, runs, list(sources or [None] * len(runs)), rows, views)]
+    decided = sequential_verdicts(runs, labels)
+    left_out, warnings = _run_warnings(labels, runs, rows, common, views, decided,
+                                       _meta_warnings(summaries) + judge_warnings)
+    references, reference_summaries = _references(labels, common, rows[0], views[0], k, specs, systems, qrels,
+                                                   warnings)
+    pairs = [(labels[i], "run", views[i]) for i in range(1, len(runs))] + [(lab, "reference", v)
+                                                                          for lab, v in references]
+    comparisons = _verdicts(pairs, views[0], specs, labels[0], alpha, power, bootstrap_seed, permutation_seed)
     shared = {label: sum(1 for q in rows[0] if q in r) for label, r in zip(labels[1:], rows[1:])}
-    recommendations = recommend_runs(labels, rows, common, k, comparisons, alpha)
-    comparison = Comparison(summaries, common, left_out, warnings, comparisons, k, [s.key for s in specs], alpha,
-                            power, bootstrap_seed, permutation_seed, shared, recommendations,
-                            sequential=decided)
+    comparison = ComparedRuns(summaries + reference_summaries, common, left_out, warnings, comparisons, k,
+                              [s.key for s in specs], alpha, power, bootstrap_seed, permutation_seed, shared,
+                              recommend_runs(labels, rows, common, k, comparisons, alpha), sequential=decided)
     certificate = certify(runs, labels, comparison, lambda judged, keys: compare_runs(
         judged, labels, alpha=alpha, power=power, seed=seed, metrics=keys))
     return comparison if certificate is None else replace(comparison, certificate=certificate)
@@ -575,13 +542,15 @@ def format_comparison(c: Comparison, top: int = 10, *, bold: bool = False) -> st
     width = max(8, *(len(label) for label in labels)) + 2
     name_width = max([14, *(len(m.label_at(c.k)) + 1 for m in specs)])
     out += ["", "Means over the compared questions (percent for rates; grade 1-10; total 0-10; the rest 0-1)",
-            (f"{'metric':<{name_width}}" + "".join(f"{label:>{width}}" + ("" if bold else " ") for label in labels)).rstrip()]
+            (f"{'metric':<{name_width}}"
+             + "".join(f"{label:>{width}}" + ("" if bold else " ") for label in labels)).rstrip()]
     marked = False
     for spec in specs:
         best = best_columns([s.means.get(spec.key) for s in c.runs], spec.lower_is_better)
         marked = marked or bool(best)
-        out.append((f"{spec.label_at(c.k):<{name_width}}" + "".join(
-            _cell(_num(s.means.get(spec.key), spec.digits), width, i in best, bold) for i, s in enumerate(c.runs))).rstrip())
+        cells = "".join(_cell(_num(s.means.get(spec.key), spec.digits), width, i in best, bold)
+                        for i, s in enumerate(c.runs))
+        out.append((f"{spec.label_at(c.k):<{name_width}}" + cells).rstrip())
     if marked:
         out.append("(best value of each metric in bold)" if bold else "(* best value of each metric)")
     by_key = {s.key: s for s in specs}
@@ -623,58 +592,7 @@ def _cell(text: str, width: int, best: bool, bold: bool) -> str:
     return f"{text + ('*' if best else ' '):>{width + 1}}"
 
 
-# ---- the command's work (its arguments: components/cli/compare.py) --------------------------------------------------------------------------------
-
-def _runs_dirs(cwd: Path, args: Sequence[str], state_dir: Path | None = None) -> list[Path]:
-    """Where run ids are looked up: ``runs/`` of the current folder, the history folder a results
-    file of the current folder records (``run.runs_dir``), that of every results file given, then
-    the recent history folders of the index in ``state_dir`` (:mod:`utils.files.history_index`)."""
-    folders = [cwd / "runs"]
-    for candidate in [cwd / "benchmark_results.json", *(Path(a) for a in args)]:
-        if not candidate.is_file():
-            continue
-        try:
-            runs_dir = (read_json_file(candidate).get("run") or {}).get("runs_dir")  # type: ignore[union-attr]
-        except (InputError, AttributeError):
-            continue
-        if isinstance(runs_dir, str) and runs_dir:
-            folder = Path(runs_dir) if Path(runs_dir).is_absolute() else candidate.parent / Path(runs_dir).name
-            if folder not in folders:
-                folders.append(folder)
-    seen = {Path(os.path.abspath(f)) for f in folders}
-    return folders + [f for f in recent_history_folders(state_dir) if f not in seen and f.is_dir()]
-
-
-def resolve_run(arg: str, cwd: Path, others: Sequence[str] = (), state_dir: Path | None = None) -> Path:
-    """A results file path, or a run id: ``<runs dir>/<id>.json``, or the file there whose ``run.id``
-    is ``arg``, in the history folders of :func:`_runs_dirs`. Raises :class:`InputError` naming
-    every folder searched."""
-    path = Path(arg)
-    if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
-        return path  # a FIFO, a device or a link loop too: the reader says what it is
-    folders = _runs_dirs(cwd, others, state_dir)
-    for runs_dir in folders:
-        candidate = runs_dir / f"{arg}.json"
-        if candidate.is_file():
-            return candidate
-    for runs_dir in folders:
-        if not runs_dir.is_dir():
-            continue
-        for file in sorted(runs_dir.glob("*.json")):
-            try:
-                if not file.is_file() or file.stat().st_size > 64 * 1024 * 1024:
-                    continue
-                text = file.read_text(encoding="utf-8")
-                if arg in text and (json.loads(text).get("run") or {}).get("id") == arg:
-                    return file
-            except (OSError, ValueError, AttributeError, RecursionError):
-                continue
-    if path.is_dir():
-        raise InputError(f"compare: {arg} is a folder: pass a results JSON file or a run id")
-    where = ", ".join(str(f) for f in folders)
-    raise InputError(f"compare: {arg} is neither a results file nor a run id in the history folders searched "
-                     f"({where}): pass a results JSON path or a run id (the names in runs/ without .json)")
-
+# ---- the command's work (its arguments: components/cli/compare.py) ------------------------------
 
 def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: Path | None = None, top: int = 10,
                   alpha: float = ALPHA, metrics: Sequence[str] | None = None, worse: Sequence[str] | bool = False,
@@ -742,29 +660,3 @@ def _read_compared(args: Sequence[str], paths: Sequence[Path],
         else:
             systems.append(RankedSystem(path.stem, str(path), loaded))
     return runs, run_args, run_paths, systems
-
-
-def _first_byte(path: Path) -> bytes:
-    """The first non-blank byte of a regular file; b"" for anything else (the JSON reader then
-    names the problem). Opened non-blocking: a FIFO cannot hang it."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError:
-        return b""
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        return os.read(fd, 4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
-    finally:
-        os.close(fd)
-
-
-def read_run_or_ranking(path: Path, secrets: Iterable[str] = ()) -> RunResult | dict[str, list[str]]:
-    """A results file (:class:`RunResult`, ``secrets`` redacted as it is read), or the rankings of a
-    TREC run file or a ranx JSON run ({question id: doc ids, best first}). Raises :class:`InputError`."""
-    if path.suffix.lower() != ".json" and _first_byte(path) not in (b"", b"{", b"["):
-        return trec.read_trec_run(path)
-    doc = read_json_file(path)
-    if trec.is_ranx_run(doc):
-        return trec.ranx_run(doc, str(path))
-    return RunResult.from_json(doc, str(path), secrets=secrets)

@@ -1,100 +1,90 @@
-"""The records of a comparison of runs (``compare``): what each run is, each metric's paired
-result and verdict, the questions that changed. :class:`components.analysis.compare.Comparison`
-holds them; the CI gate (:mod:`components.analysis.gate`) judges them.
+"""The record of a comparison of runs with their baseline (``compare``): the runs, the questions
+compared, each run's paired results (:mod:`components.analysis.paired`), the recommendations, the
+verdict certificate of panel runs and the sequential verdicts runs recorded against the baseline.
+
+:func:`components.analysis.compare.compare_runs` makes it; the CI gate
+(:mod:`components.analysis.gate`) and the verdict certificate (:mod:`components.analysis.certificate`)
+read it; :meth:`Comparison.to_json` is ``compare --json``'s file.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+import numbers
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-ALPHA = 0.05
-POWER = 0.8
-BETTER, WORSE, SAME, NOT_COMPARABLE = "better", "worse", "no detectable difference", "not comparable"
+from components.analysis.certificate_record import Certificate
+from components.analysis.paired import (ALPHA, BETTER, NOT_COMPARABLE, POWER, SAME, WORSE, MetricResult,
+                                        PairComparison, QuestionChange, QuestionView, RunSummary, verdict)
+from components.analysis.recommendations import Recommendations
+from components.stats import statistics as S
+from utils import metrics as M
 
+COMPARE_SCHEMA_VERSION = 2
 
-def verdict(delta: float | None, p: float | None, alpha: float = ALPHA) -> str:
-    """A metric's verdict from its mean paired delta and (Holm-adjusted) p-value."""
-    if p is None or delta is None:
-        return NOT_COMPARABLE
-    if p < alpha:
-        return BETTER if delta > 0 else WORSE if delta < 0 else SAME
-    return SAME
-
-
-@dataclass(frozen=True)
-class QuestionView:
-    """One question of one run, as compare sees it."""
-
-    question_id: str
-    question: str
-    rank: int | None
-    doc_rank: int | None
-    grade: float | None
-    total_score: float | None
-    top_docs: tuple[str, ...]
-    values: dict[str, float | None]  # metric key → the question's value (None: not part of that metric)
-    repeats: dict[str, list[float]]  # metric key → one value per judge repeat, when the row has llm_grades
+__all__ = ["ALPHA", "BETTER", "COMPARE_SCHEMA_VERSION", "NOT_COMPARABLE", "POWER", "SAME", "WORSE", "Comparison",
+           "MetricResult", "PairComparison", "QuestionChange", "QuestionView", "RunSummary", "verdict"]
 
 
 @dataclass(frozen=True)
-class RunSummary:
-    label: str
-    kind: str  # "run" | "reference"
-    run_id: str | None
-    strategy: str | None
-    source: str | None  # file path, or "reference_ranks" for a reference system
-    k: int | None
-    status: str | None
-    question_count: int  # questions in its file
-    corpus_sha256: str | None
-    judge_provider: str | None
-    judge_model: str | None
-    judge_prompt_sha256: str | None
-    means: dict[str, float | None]  # over the common questions that have the metric
+class Comparison:
+    """The comparison of runs with their baseline (the first); :meth:`to_json` is the ``--json`` file."""
+
+    runs: list[RunSummary]
+    question_ids: list[str]  # common to all runs, in the baseline's order
+    left_out: dict[str, int]  # label → questions of that run not compared
+    warnings: list[str]
+    comparisons: list[PairComparison]
+    k: int
+    metrics: list[str] = field(default_factory=list)  # the compared metrics' keys, in order
+    alpha: float = ALPHA
+    power: float = POWER
+    bootstrap_seed: int = S.BOOTSTRAP_SEED
+    permutation_seed: int = S.PERMUTATION_SEED
+    shared_ids: dict[str, int] = field(default_factory=dict)  # label → how many of the baseline's question ids it holds
+    recommendations: Recommendations | None = None  # with two runs or more (components/analysis/recommendations.py)
+    certificate: Certificate | None = None  # panel runs: the verdicts under each judge (analysis.certificate)
+    # label → the adaptive record of a run judged until decided against the baseline (components.analysis.adaptive)
+    sequential: dict[str, dict] = field(default_factory=dict)
+
+    def specs(self) -> list[M.Metric]:
+        return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
+
+    def to_json(self) -> dict:
+        """Strict-JSON-ready dict (see the compare documentation for the schema)."""
+        return finite({
+            "schema_version": COMPARE_SCHEMA_VERSION,
+            "runs": [asdict(r) for r in self.runs],
+            "common_question_count": len(self.question_ids),
+            "question_ids": list(self.question_ids),
+            "left_out": dict(self.left_out),
+            "warnings": list(self.warnings),
+            "metrics": [{"key": m.key, "label": m.label_at(self.k), "level": m.level, "unit": m.unit,
+                         "effect": m.effect, "digits": m.digits} for m in self.specs()],
+            "comparisons": [asdict(c) for c in self.comparisons],
+            "settings": {
+                "alpha": self.alpha, "power": self.power,
+                "bootstrap": {"resamples": S.RESAMPLES, "seed": self.bootstrap_seed, "method": S.METHOD,
+                              "level": S.LEVEL},
+                "permutation": {"permutations": S.PERMUTATIONS, "seed": self.permutation_seed,
+                                "test": "paired sign-flip, two-sided"},
+            },
+            **({"recommendations": self.recommendations.to_json()} if self.recommendations is not None else {}),
+            **({"certificate": self.certificate.to_json()} if self.certificate is not None else {}),
+            **({"sequential": dict(self.sequential)} if self.sequential else {}),
+        })
 
 
-@dataclass(frozen=True)
-class MetricResult:
-    metric: str
-    n: int  # paired questions (both runs have the metric)
-    mean_baseline: float | None
-    mean_other: float | None
-    delta: float | None  # mean(other − baseline)
-    ci95: tuple[float, float] | None
-    p: float | None  # sign-flip, two-sided
-    p_holm: float | None  # when the family has more than one comparison
-    wins: int  # questions where other > baseline
-    ties: int
-    losses: int
-    verdict: str
-    mde: float | None  # smallest detectable |delta| with these n questions
-    effect: float
-    questions_needed: int | None  # to detect ``effect``
-
-
-@dataclass(frozen=True)
-class QuestionChange:
-    question_id: str
-    question: str
-    rank_before: int | None
-    rank_after: int | None
-    doc_rank_before: int | None
-    doc_rank_after: int | None
-    grade_before: float | None
-    grade_after: float | None
-    total_before: float | None
-    total_after: float | None
-    delta_total: float | None
-    delta_rr: float
-    top_docs_before: list[str]
-    top_docs_after: list[str]
-
-
-@dataclass(frozen=True)
-class PairComparison:
-    baseline: str
-    other: str
-    kind: str  # "run" | "reference"
-    metrics: list[MetricResult]
-    worse: list[QuestionChange] = field(default_factory=list)
-    better: list[QuestionChange] = field(default_factory=list)
+def finite(value: Any) -> Any:
+    """Tuples → lists, non-finite floats → None, numpy scalars → Python: strict JSON."""
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    value = float(value)
+    return value if math.isfinite(value) else None

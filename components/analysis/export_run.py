@@ -95,7 +95,7 @@ def export_run_file(run: str, output: Path, *, qrels: Path | None = None, level:
     ``output``, and its qrels to ``qrels`` when given (see :func:`export_trec`), ``secrets``
     redacted from the results as they are read (and from ``tag``); a run id is also looked up in
     the index of ``state_dir``. Raises :class:`InputError`."""
-    from components.analysis.compare import resolve_run
+    from components.analysis.run_files import resolve_run
     from utils.results import load_run, recorded_corpora
 
     path = resolve_run(run, Path.cwd(), [run], state_dir)

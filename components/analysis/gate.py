@@ -48,7 +48,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from components.analysis.comparison import NOT_COMPARABLE, WORSE, MetricResult, PairComparison
+from components.analysis.certificate_record import Entry, Verdict
+from components.analysis.comparison import Comparison
+from components.analysis.paired import NOT_COMPARABLE, WORSE, MetricResult, PairComparison
 from components.stats import sequential as Q
 from utils import metrics as M
 from utils.errors import InputError
@@ -206,9 +208,9 @@ def _sequential(pc: PairComparison, spec: M.Metric, entry: Mapping, k: int) -> G
                      f"repeated CI [{_fmt(interval[0], spec.digits)}, {_fmt(interval[1], spec.digits)}]")
 
 
-def _recorded(comparison, pc: PairComparison, key: str, margin: float | None) -> Mapping | None:
+def _recorded(comparison: Comparison, pc: PairComparison, key: str, margin: float | None) -> Mapping | None:
     """The run's recorded sequential verdict of ``key``, when the gate asks the same (margin) of it."""
-    entry = ((getattr(comparison, "sequential", {}).get(pc.other) or {}).get("metrics") or {}).get(key)
+    entry = ((comparison.sequential.get(pc.other) or {}).get("metrics") or {}).get(key)
     if not isinstance(entry, Mapping) or entry.get("verdict") in (None, Q.NOT_YET) or entry.get("margin") != margin:
         return None
     return entry
@@ -236,12 +238,13 @@ def _regressions(pc: PairComparison, allowed: int) -> GateCheck:
                      f"question(s) lost their rank-1 hit (at most {allowed} allowed)" + (f": {named}" if lost else ""))
 
 
-def _margin_fails(verdict, margin: float) -> bool | None:
+def _margin_fails(verdict: Verdict, margin: float) -> bool | None:
     """Whether a verdict's CI fails the margin; None without an interval."""
     return None if verdict.ci95 is None else verdict.ci95[0] < -margin
 
 
-def _agreement(pc: PairComparison, spec: M.Metric, entry, margin: float | None, named: bool, k: int) -> GateCheck:
+def _agreement(pc: PairComparison, spec: M.Metric, entry: Entry | None, margin: float | None, named: bool,
+               k: int) -> GateCheck:
     """``--require-agreement`` on one gated metric of one comparison (module docstring)."""
     head = f"agreement  {spec.key} ({spec.label_at(k)}), {pc.other} vs {pc.baseline}"
     if entry is None or entry.holds is None:
@@ -266,7 +269,7 @@ def _agreement(pc: PairComparison, spec: M.Metric, entry, margin: float | None, 
                      f"FAIL  {head}: {what} depends on the judge: {detail}")
 
 
-def _agreement_checks(comparison, pc: PairComparison, names: Sequence[str], margins: Mapping[str, float],
+def _agreement_checks(comparison: Comparison, pc: PairComparison, names: Sequence[str], margins: Mapping[str, float],
                       named: set[str]) -> list[GateCheck]:
     certificate = comparison.certificate
     gated = [key for key in comparison.metrics if key in margins or key in names]
@@ -292,7 +295,7 @@ def check_min_overlap(value: float) -> float:
     return float(value)
 
 
-def check_gate(comparison: "Comparison", *, worse: Sequence[str] | bool = False,
+def check_gate(comparison: Comparison, *, worse: Sequence[str] | bool = False,
                margins: Mapping[str, float] | None = None, regressions: int | None = None,
                min_overlap: float = 1.0, require_agreement: bool = False) -> GateResult:
     """The gate on ``comparison`` (see the module docstring): ``worse`` True (every compared metric)
@@ -302,10 +305,7 @@ def check_gate(comparison: "Comparison", *, worse: Sequence[str] | bool = False,
     grades must hold under every judge of the panel runs (the verdict certificate). A metric with a
     margin is judged by the margin only.
     Raises :class:`InputError` for a metric the comparison did not compare, or a ``min_overlap``
-    outside 0-1.
-
-    ``comparison`` is a :class:`components.analysis.compare.Comparison`, named in the annotation
-    without an import: that module imports this one (for ``Comparison.gate``)."""
+    outside 0-1."""
     min_overlap = check_min_overlap(min_overlap)
     margins = {ALIASES.get(key, key): value for key, value in (margins or {}).items()}
     names = list(comparison.metrics) if worse is True else [ALIASES.get(n, n) for n in worse or []]

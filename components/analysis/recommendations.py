@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from components.stats import statistics as S
-from components.analysis.comparison import ALPHA, SAME, verdict as verdict_of
+from components.analysis.paired import ALPHA, SAME, verdict as verdict_of
 
 QUALITY, TIE_BREAK = "ndcg_at_k", "mrr"
 KINDS = {"best_quality": "best quality", "fastest": "fastest", "best_balance": "best balance"}

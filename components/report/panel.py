@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from components.analysis.certificate import DEPENDS, HOLDS, Certificate, certificate_lines
+from components.analysis.certificate_record import DEPENDS, HOLDS, Certificate, certificate_lines
 from components.report.svg import Chart, nice_ticks, tick_label
 from utils.metrics import PASS_MARK
 from utils.results import RunResult
