@@ -52,7 +52,7 @@ def baseline() -> RunResult:
 
 def test_a_clear_win_stops_early_and_records_its_calls(baseline):
     result, calls = evaluate(4, phase=1, until_decided=baseline)  # differences +5, +5, +2: mean about +4
-    record = result.adaptive
+    record = result.adaptive.to_json()
     assert record["mode"] == "until_decided" and record["decided"] and record["seed"] == 0 and record["block"] == 5
     assert record["decided_after"] < N and calls == record["judged"] == record["decided_after"]
     assert record["calls"] == {"spent": calls, "saved": N - calls, "full": N}
@@ -72,20 +72,20 @@ def test_identical_strategies_never_stop_better_or_worse(baseline):
     +1, −2: mean +1/40 over the 40 questions) and by one whose noise is the baseline's (all 0)."""
     for phase in (1, 0):
         result, calls = evaluate(0, phase=phase, until_decided=baseline)
-        assert calls == N and not result.adaptive["decided"]
-        assert {e["verdict"] for e in result.adaptive["metrics"].values()} == {"no detectable difference"}
+        assert calls == N and not result.adaptive.to_json()["decided"]
+        assert {e["verdict"] for e in result.adaptive.to_json()["metrics"].values()} == {"no detectable difference"}
 
 
 def test_a_margin_decides_non_inferiority(baseline):
     result, calls = evaluate(0, until_decided=baseline, margins={"grade": 1.0}, fail_on="worse:grade")
-    entry = result.adaptive["metrics"]["avg_llm_grade"]
-    assert list(result.adaptive["metrics"]) == ["avg_llm_grade"] and entry["margin"] == 1.0
+    entry = result.adaptive.to_json()["metrics"]["avg_llm_grade"]
+    assert list(result.adaptive.to_json()["metrics"]) == ["avg_llm_grade"] and entry["margin"] == 1.0
     assert entry["verdict"] == "non-inferior" and calls < N
 
 
 def test_with_concurrency_calls_in_flight_are_kept_and_counted(baseline):
     result, calls = evaluate(4, until_decided=baseline, concurrency=4)
-    record = result.adaptive
+    record = result.adaptive.to_json()
     assert record["decided"] and calls == record["calls"]["spent"] == record["judged"] >= record["decided_after"]
     assert sum(r.llm_grade is not None for r in result.rows) == calls < N
 
@@ -97,19 +97,19 @@ def test_a_panel_is_judged_until_decided_against_the_same_panel():
         result = api.evaluate(KeywordRetriever(), QUESTIONS, DOCS, k=2, judges=["one", "two"], until_decided=base)
         with pytest.raises(InputError, match="another judge"):
             api.evaluate(KeywordRetriever(), QUESTIONS, DOCS, k=2, judges=["two", "one"], until_decided=base)
-    judged = result.adaptive["judged"]
-    assert result.adaptive["decided"] and judged < N
+    judged = result.adaptive.to_json()["judged"]
+    assert result.adaptive.to_json()["decided"] and judged < N
     assert len(scripts["one"].prompts) == len(scripts["two"].prompts) == judged
 
 
 def test_target_ci_stops_once_the_interval_is_narrow_enough():
     result, calls = evaluate(0, target_ci=2.5)
-    record = result.adaptive
+    record = result.adaptive.to_json()
     entry = record["metrics"]["avg_llm_grade"]
     assert record["mode"] == "target_ci" and "Waudby-Smith" in record["procedure"]
     assert entry["verdict"] == "reached" and entry["half_width"] <= 2.5 and calls == entry["judged"] < N
     narrow, calls = evaluate(0, target_ci={"grade": 0.01})  # never that narrow: every question judged
-    assert calls == N and narrow.adaptive["metrics"]["avg_llm_grade"]["verdict"] == "not reached"
+    assert calls == N and narrow.adaptive.to_json()["metrics"]["avg_llm_grade"]["verdict"] == "not reached"
 
 
 def test_a_run_the_budget_stops_decides_nothing_it_had_not_decided(baseline):
@@ -122,14 +122,14 @@ def test_a_run_the_budget_stops_decides_nothing_it_had_not_decided(baseline):
     with play(grader(0, phase=1), output_cap=100, price=Price(0.0, 10_000.0)) as script:
         result = api.evaluate(KeywordRetriever(), QUESTIONS, DOCS, k=2, judge="scripted", until_decided=baseline,
                               max_cost_usd=13.5)
-    record, calls = result.adaptive, len(script.prompts)
+    record, calls = result.adaptive.to_json(), len(script.prompts)
     assert result.run.status == "budget_exhausted" and calls == 13
     assert (record["judged"], record["not_judged"], record["ungraded"]) == (13, 0, N - 13)
     assert not record["decided"] and {e["verdict"] for e in record["metrics"].values()} == {"not yet"}
     assert record["calls"] == {"spent": 13, "saved": 0, "full": N}
     from components.analysis.adaptive import failed
 
-    assert failed(record) == []  # a gate does not fail on a verdict the run never reached
+    assert failed(result.adaptive) == []  # a gate does not fail on a verdict the run never reached
 
 
 def test_the_output_cannot_overwrite_the_baseline(cli_baseline):
@@ -186,7 +186,7 @@ def test_compare_and_its_gate_reuse_the_recorded_sequential_verdict(baseline, tm
 def test_the_record_is_written_and_read_back(baseline, tmp_path):
     result, _ = evaluate(4, until_decided=baseline)
     read = load_run(result.save(tmp_path / "r.json"))
-    assert read.adaptive == json.loads(json.dumps(result.adaptive))
+    assert read.adaptive.to_json() == json.loads(json.dumps(result.adaptive.to_json()))
     assert read.rows[-1].grade_error == result.rows[-1].grade_error
 
 
@@ -267,7 +267,7 @@ def test_the_command_line_stops_early_shows_the_cost_and_gates(cli_baseline):
     tmp, files = cli_baseline
     run, calls = _decided(tmp, files, "new.json")
     assert "Judged until decided against" in run.stdout and "cost to the verdict" in run.stdout
-    record = load_run(tmp / "new.json").adaptive
+    record = load_run(tmp / "new.json").adaptive.to_json()
     assert record["decided"] and calls == record["judged"] < N
     assert record["request"]["until_decided"] == str(tmp / "base.json")
     high, _ = _cli(4, *files, "--strategy", "baseline", "--output", str(tmp / "high.json"))
@@ -298,7 +298,7 @@ def test_a_resumed_adaptive_run_continues_the_same_sequence(cli_baseline):
     partial, doc = _interrupted(tmp, "full.json", 7)
     resumed, more = _cli(4, "--resume", str(partial), "--output", str(tmp / "resumed.json"))
     assert resumed.code == 0, resumed.stderr
-    again, first = load_run(tmp / "resumed.json").adaptive, doc["adaptive"]
+    again, first = load_run(tmp / "resumed.json").adaptive.to_json(), doc["adaptive"]
     assert more == calls - 7 and again["looks"] == first["looks"] and again["metrics"] == first["metrics"]
     # this session paid for the calls after the 7 kept; "full" still prices every question
     assert again["resumed_rows"] == 7 and again["calls"]["spent"] == more and again["calls"]["full"] == N
@@ -312,13 +312,13 @@ def test_a_resumed_adaptive_run_keeps_its_gate_and_refuses_another(cli_baseline)
     run, _ = _cli(4, *files, "--strategy", "baseline", "--until-decided", str(tmp / "base.json"),
                   "--fail-on", "worse:grade", "--output", str(tmp / "gated.json"))
     assert run.code == 0, run.stderr
-    recorded = load_run(tmp / "gated.json").adaptive["request"]
+    recorded = load_run(tmp / "gated.json").adaptive.to_json()["request"]
     assert recorded["gate"] is True and list(recorded["gated"]) == ["avg_llm_grade"]
     partial, _ = _interrupted(tmp, "gated.json", 7)
     for given in ([], ["--fail-on", "worse:grade"], ["--until-decided", str(tmp / "base.json")]):
         resumed, _ = _cli(4, "--resume", str(partial), *given, "--output", str(tmp / "resumed-gated.json"))
         assert resumed.code == 0, resumed.stderr
-        assert load_run(tmp / "resumed-gated.json").adaptive["request"] == recorded, given
+        assert load_run(tmp / "resumed-gated.json").adaptive.to_json()["request"] == recorded, given
     (tmp / "other-base.json").write_bytes((tmp / "base.json").read_bytes())
     for given in (["--fail-on", "worse:total"], ["--until-decided", str(tmp / "other-base.json")],
                   ["--target-ci", "0.5"]):

@@ -72,7 +72,7 @@ def test_pass_agreement_by_hand():
 
 def test_the_panel_section_is_the_hand_figures():
     rows = [panel_row("q1", {"a": 1, "b": 1}), panel_row("q2", {"a": 2, "b": 3}), panel_row("q3", {"a": 3, "b": 3})]
-    section = panel_section(rows, ["a", "b"], "median", 5)
+    section = panel_section(rows, ["a", "b"], "median", 5).to_json()
     (pair,) = section["agreement"]["pairs"]
     assert pair["kappa_quadratic"] == pytest.approx(0.8) and pair["n"] == 3 and pair["mean_difference"] == pytest.approx(1 / 3)
     assert section["agreement"]["alpha_ordinal"]["value"] == pytest.approx(7 / 9, abs=1e-6)

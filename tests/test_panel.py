@@ -140,7 +140,7 @@ def test_a_judge_unusable_mid_run_gets_null_grades_and_the_others_go_on(tmp_path
     assert result.rows[3].grades_by_judge["dying"].error == "judge_unusable: not graded after an earlier auth error"
     assert [r.llm_grade for r in result.rows] == [6, 6, 8, 8, 8] and result.rows[3].panel_graded == 1
     assert result.rows[3].grade_error is None  # the panel graded it
-    assert result.panel["per_judge"]["dying"]["unusable"].startswith("auth: judge dying:")
+    assert result.panel.to_json()["per_judge"]["dying"]["unusable"].startswith("auth: judge dying:")
     assert any("Judge dying became unusable after grading 2 of 5 question(s)" in w for w in warnings)
 
 
@@ -372,7 +372,7 @@ def test_chunk_relevance_is_the_first_judges_and_repeats_are_kept_per_judge():
     assert all(r.chunk_relevance is None for r in first_model.rows)
     assert [r.grades_by_judge["alternating"].grades for r in first_offline.rows] == [[6, 8], [6, 8]]
     assert first_offline.rows[0].grades_by_judge["alternating"].grade == 7  # their median, rounded half up
-    assert first_offline.panel["per_judge"]["alternating"]["ci95"]["avg_llm_grade"] is not None
+    assert first_offline.panel.to_json()["per_judge"]["alternating"]["ci95"]["avg_llm_grade"] is not None
 
 
 def test_order_check_is_not_made_with_a_panel(tmp_path: Path):

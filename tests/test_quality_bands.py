@@ -39,17 +39,17 @@ def test_the_banded_metrics_a_run_has_with_the_bands_their_interval_reaches():
     bands = quality_bands({"ndcg_at_k": 0.72, "context_precision": 0.85, "mrr": 0.9, "proxy_precision_at_k": None},
                           5, {"ndcg_at_k": [0.55, 0.88], "context_precision": [0.8, 0.9]})
     assert list(bands) == ["ndcg_at_k", "context_precision"]  # mrr has no band; a null value none
-    assert bands["ndcg_at_k"] == {"label": "nDCG@5", "value": 0.72, "band": "Good", "line": "Strong ranking quality",
+    assert bands["ndcg_at_k"].to_json() == {"label": "nDCG@5", "value": 0.72, "band": "Good", "line": "Strong ranking quality",
                                   "ci95_bands": ["Fair", "Good"]}
     assert band_text(bands["ndcg_at_k"]) == "Good: Strong ranking quality (95% CI: Fair to Good)"
     assert band_text(bands["context_precision"]) == "Excellent: ≥ 80% of top 5 are relevant"  # the CI stays in it
-    assert quality_bands({"ndcg_at_k": 0.3}, 5)["ndcg_at_k"]["ci95_bands"] is None
+    assert quality_bands({"ndcg_at_k": 0.3}, 5)["ndcg_at_k"].ci95_bands is None
 
 
 def test_a_run_records_its_bands_and_the_schema_has_them(tmp_path):
     result = build_report(RunInfo(k=5), ROWS)  # nDCG 0.504 (hand-computed in test_aggregate), precision 0.2
-    assert result.quality_bands["ndcg_at_k"]["band"] == "Fair"
-    assert result.quality_bands["context_precision"]["band"] == "Poor"
+    assert result.quality_bands["ndcg_at_k"].band == "Fair"
+    assert result.quality_bands["context_precision"].band == "Poor"
     assert "proxy_precision_at_k" not in result.quality_bands  # no chunk relevance
     data = json.loads(json.dumps(result.to_json()))
     assert data["quality_bands"]["ndcg_at_k"]["line"] == "Acceptable, room for improvement"

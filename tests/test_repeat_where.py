@@ -81,7 +81,7 @@ def test_only_questions_near_the_pass_mark_at_their_rank_are_repeated():
     assert result.run.judge.repeat_where == {"rule": "uncertain", "pass_marks": [7.0], "near": 1, "disagree": 2}
     # the judge's noise is measured on the repeated questions only, and says so: spreads 2, 1, 1, 3 and
     # population SDs 0.9428, 0.4714, 0.4714, 1.2472
-    assert result.judge_consistency == {"questions": 4, "moved_2_or_more_rate": 50.0, "mean_sd": pytest.approx(0.7832,
+    assert result.judge_consistency.to_json() == {"questions": 4, "moved_2_or_more_rate": 50.0, "mean_sd": pytest.approx(0.7832,
                                         abs=1e-4), "repeat_where": "uncertain", "graded": 8}
 
 
@@ -97,7 +97,7 @@ def test_all_is_unchanged():
     result, calls = run("all")
     assert set(calls.values()) == {3} and result.run.usage["judge"]["calls"] == 24
     assert all(r.judge_repeats is None for r in result.rows) and result.run.judge.repeat_where is None
-    assert "repeat_where" not in result.judge_consistency
+    assert "repeat_where" not in result.judge_consistency.to_json()
     saved = result.to_json()
     assert saved["run"]["judge"]["repeat_where"] is None and saved["results"][0]["judge_repeats"] is None
 

@@ -55,7 +55,8 @@ def test_targets_met_and_missed_on_hand_computed_rows():
     # ranks 3, -, 1, 5: hit@1 25%, hit@3 50%, MRR (1/3 + 0 + 1 + 1/5) / 4 = 0.383; recall@2: only q3's needle is in
     # its first 2 chunks, 0.25; the grade of 3 graded questions 20/3 = 6.67
     result = build_report(RunInfo(k=5), ROWS)
-    checked = check_targets(result, parse_targets("hit@1=0.25,hit@3=0.6,mrr=0.4,recall@2=0.25,avg grade=6", 5))
+    checked = [t.to_json() for t in check_targets(result, parse_targets("hit@1=0.25,hit@3=0.6,mrr=0.4,recall@2=0.25,"
+                                                                          "avg grade=6", 5))]
     assert [(t["label"], t["met"]) for t in checked] == [
         ("hit@1", True), ("hit@3", False), ("MRR", False), ("recall@2", True), ("avg grade", True)]
     values = [t["value"] for t in checked]
@@ -71,7 +72,8 @@ def test_targets_met_and_missed_on_hand_computed_rows():
 
 def test_a_metric_the_run_cannot_measure_misses_its_target():
     nothing_graded = build_report(RunInfo(k=5), [r for r in ROWS if r.llm_grade is None])
-    checked = check_targets(nothing_graded, parse_targets("avg grade=1,proxy_precision_at_k=0", 5))
+    checked = [t.to_json() for t in check_targets(nothing_graded,
+                                                  parse_targets("avg grade=1,proxy_precision_at_k=0", 5))]
     assert [(t["met"], t["value"], t["ci95"]) for t in checked] == [(False, None, None)] * 2
     assert checked[0]["line"] == "✗ avg grade ≥ 1.00: not measured in this run"
 

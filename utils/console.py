@@ -157,21 +157,12 @@ def clamped_count(rows: Any) -> int:
 CLAMPED_NOTE = "the judge's grade was outside 1-10 and was clamped (grade_clamped_from keeps it)"
 
 
-def summary_table(result: Any, *, proxy: bool) -> str:
-    """The run's summary from its :class:`utils.results.RunResult`: first what was run (strategy,
-    corpus, questions, k, judge), then each metric of the run with its 95% interval, the counts,
-    cost, diagnosis and groups. A metric that needs a grade reads ``n/a (nothing graded)`` when
-    nothing was graded (the results file keeps its numbers); with ``proxy`` (a judge that calls no
-    model: :func:`components.judges.providers.is_proxy_judge`), the grades are marked as the lexical
-    proxy they are."""
+Row = Callable[[str, str], str]  # a summary line: its label, its value
+
+
+def _what_ran(result: Any, row: Row, proxy: bool) -> list[str]:
+    """The summary's first lines: strategy, corpus, questions, k, judge, status."""
     run = result.run
-    metrics = shown_metrics(result)
-    labels = {m.key: m.label_at(run.k) for m in metrics}
-    width = max([17, *(len(label) + 1 for label in labels.values() if len(label) < 24)])
-
-    def row(label: str, value: str) -> str:
-        return f"{label:<{width}} {value}"
-
     lines = []
     if run.strategy:
         lines.append(row("strategy", escape_control(run.strategy)))
@@ -180,12 +171,20 @@ def summary_table(result: Any, *, proxy: bool) -> str:
         lines.append(row("corpus", escape_control(f"{corpus.source} ({corpus.documents} documents, "
                                                   f"{corpus.chunks} chunks)")))
     questions = f"{result.question_count}  (graded {result.graded_count}, ungraded {result.ungraded_count})"
-    lines.append(row("questions", (escape_control(run.questions_file) + ": " if run.questions_file else "") + questions))
+    lines.append(row("questions",
+                     (escape_control(run.questions_file) + ": " if run.questions_file else "") + questions))
     lines.append(row("k", str(run.k)))
     lines.append(row("judge", escape_control(f"{run.judge.provider} {run.judge.model}")
                      + (" (grades are a lexical proxy, not an LLM's)" if proxy else "")))
     if run.status:
         lines.append(row("status", escape_control(run.status)))
+    return lines
+
+
+def _metric_lines(result: Any, metrics: list, labels: Mapping[str, str], row: Row, proxy: bool) -> list[str]:
+    """Each metric with its interval (``n/a (nothing graded)`` for the grade metrics when nothing was
+    graded), the quality bands and the targets."""
+    lines = []
     nothing_graded = result.graded_count == 0
     judged = [m for m in metrics if m.graded_only]
     for m in metrics:
@@ -198,12 +197,18 @@ def summary_table(result: Any, *, proxy: bool) -> str:
         marks = (f" {ci}" if ci else "") + (" (lexical proxy)" if proxy and m.level == "judge" else "")
         lines.append(row(labels[m.key], value + marks))
     for i, entry in enumerate((result.quality_bands or {}).values()):
-        lines.append(row("quality" if i == 0 else "", escape_control(f"{entry.get('label')} {band_text(entry)}")))
+        lines.append(row("quality" if i == 0 else "", escape_control(f"{entry.label} {band_text(entry)}")))
     targets = result.targets or []
     if targets:
-        met = sum(1 for t in targets if t.get("met"))
+        met = sum(1 for t in targets if t.met)
         lines.append(row("targets", f"{met} of {len(targets)} met"))
-        lines.extend(row("", escape_control(str(t.get("line")))) for t in targets)
+        lines.extend(row("", escape_control(t.line)) for t in targets)
+    return lines
+
+
+def _failure_lines(result: Any, row: Row) -> list[str]:
+    """Why questions were not graded, the clamped grades, the retrieval that failed."""
+    lines = []
     if result.grade_errors:
         lines.append(row("ungraded because", ", ".join(f"{escape_control(str(kind))} x{n}"
                                                         for kind, n in result.grade_errors.items())))
@@ -214,20 +219,34 @@ def summary_table(result: Any, *, proxy: bool) -> str:
     if failed:  # the first error once, however many questions it failed
         lines.append(row("retrieval failed", f"{len(failed)} of {result.question_count} questions (first: "
                                              f"{escape_control(failed[0].split(': ', 1)[-1][:200])})"))
+    return lines
+
+
+def _judge_check_lines(result: Any, row: Row) -> list[str]:
+    """How much the grades moved between repeats, and when the chunks were reversed."""
+    lines = []
     consistency = result.judge_consistency
     if consistency:
-        chosen = f" (--repeat-where uncertain: {consistency['questions']} of {consistency['graded']} graded questions " \
-            "repeated, near a pass mark or disputed; not the whole set's noise)" if consistency.get("repeat_where") else ""
-        lines.append(row("judge repeats", f"grade moved by 2 or more in {consistency['moved_2_or_more_rate']:.1f}% of "
-                                          f"{consistency['questions']} questions, mean SD {consistency['mean_sd']:.2f}"
+        chosen = (f" (--repeat-where uncertain: {consistency.questions} of {consistency.graded} graded questions "
+                  "repeated, near a pass mark or disputed; not the whole set's noise)"
+                  if consistency.repeat_where else "")
+        lines.append(row("judge repeats", f"grade moved by 2 or more in {consistency.moved_2_or_more_rate:.1f}% of "
+                                          f"{consistency.questions} questions, mean SD {consistency.mean_sd:.2f}"
                                           + chosen))
     checked = result.order_check
     if checked:
-        ci = checked.get("mean_change_ci95")
-        lines.append(row("chunk order", f"reversed, the grade moved by {checked['mean_abs_change']:.2f} on average over "
-                                        f"{checked['questions']} questions (mean {checked['mean_change']:+.2f}"
+        ci = checked.mean_change_ci95
+        lines.append(row("chunk order", f"reversed, the grade moved by {checked.mean_abs_change:.2f} on average "
+                                        f"over {checked.questions} questions (mean {checked.mean_change:+.2f}"
                                         + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
-                                        + f"); pass/fail flipped for {checked['flip_rate']:.1f}%"))
+                                        + f"); pass/fail flipped for {checked.flip_rate:.1f}%"))
+    return lines
+
+
+def _closing_lines(result: Any, row: Row) -> list[str]:
+    """Retrieval time, the LLM calls' usage, the diagnosis and the groups."""
+    run = result.run
+    lines = []
     if is_number(result.avg_latency_ms) or is_number(result.index_time_s):
         parts = []
         if is_number(result.avg_latency_ms):
@@ -247,6 +266,25 @@ def summary_table(result: Any, *, proxy: bool) -> str:
         if group_lines:
             lines.append("groups")
             lines.extend(group_lines)
+    return lines
+
+
+def summary_table(result: Any, *, proxy: bool) -> str:
+    """The run's summary from its :class:`utils.results.RunResult`: first what was run (strategy,
+    corpus, questions, k, judge), then each metric of the run with its 95% interval, the counts,
+    cost, diagnosis and groups. A metric that needs a grade reads ``n/a (nothing graded)`` when
+    nothing was graded (the results file keeps its numbers); with ``proxy`` (a judge that calls no
+    model: :func:`components.judges.providers.is_proxy_judge`), the grades are marked as the lexical
+    proxy they are."""
+    metrics = shown_metrics(result)
+    labels = {m.key: m.label_at(result.run.k) for m in metrics}
+    width = max([17, *(len(label) + 1 for label in labels.values() if len(label) < 24)])
+
+    def row(label: str, value: str) -> str:
+        return f"{label:<{width}} {value}"
+
+    lines = [*_what_ran(result, row, proxy), *_metric_lines(result, metrics, labels, row, proxy),
+             *_failure_lines(result, row), *_judge_check_lines(result, row), *_closing_lines(result, row)]
     return "\n".join(lines) + "\n"
 
 

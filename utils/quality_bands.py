@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from utils.metrics import METRICS
+from utils.records.sections import QualityBand
 
 BANDS = ("Excellent", "Good", "Fair", "Poor")
 
@@ -55,9 +56,10 @@ def _number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def quality_bands(metrics: Mapping[str, Any], k: int, ci95: Mapping[str, Any] | None = None) -> dict[str, dict]:
-    """``{metric key: {label, value, band, line, ci95_bands}}`` for each banded metric the run has a
-    value for (see the module docstring); ``ci95_bands`` is null without an interval."""
+def quality_bands(metrics: Mapping[str, Any], k: int, ci95: Mapping[str, Any] | None = None
+                  ) -> dict[str, QualityBand]:
+    """``{metric key: QualityBand}`` (label, value, band, line, ci95_bands) for each banded metric the
+    run has a value for (see the module docstring); ``ci95_bands`` is null without an interval."""
     bands = {}
     for key, scale in SCALES.items():
         value = metrics.get(key)
@@ -68,16 +70,15 @@ def quality_bands(metrics: Mapping[str, Any], k: int, ci95: Mapping[str, Any] | 
         spans = [scale.band(ci[0]), scale.band(ci[1])] if isinstance(ci, (list, tuple)) and len(ci) == 2 \
             and all(map(_number, ci)) else None
         label = METRICS[key].label_at(k) if key in METRICS else key
-        bands[key] = {"label": label, "value": value, "band": band, "line": scale.line(band, k),
-                      "ci95_bands": spans}
+        bands[key] = QualityBand(label, value, band, scale.line(band, k), spans)
     return bands
 
 
-def band_text(entry: Mapping[str, Any]) -> str:
+def band_text(entry: QualityBand) -> str:
     """One band as the console and the report say it: ``Fair: Acceptable, room for improvement``,
     plus ``(95% CI: Poor to Good)`` when the interval reaches other bands."""
-    text = f"{entry.get('band')}: {entry.get('line')}"
-    spans = entry.get("ci95_bands")
-    if isinstance(spans, list) and len(spans) == 2 and spans[0] != spans[1]:
+    text = f"{entry.band}: {entry.line}"
+    spans = entry.ci95_bands
+    if spans is not None and len(spans) == 2 and spans[0] != spans[1]:
         text += f" (95% CI: {spans[0]} to {spans[1]})"
     return text

@@ -32,6 +32,9 @@ from utils.errors import InputError
 from utils.files.lines import open_regular
 from utils.files.output import write_json_atomic
 from utils.redaction import Redactor, environment_secrets
+from utils.records.json_record import to_json
+from utils.records.sections import (AdaptiveSection, JudgeConsistency, OrderCheck, PanelSection, QualityBand,
+                                    TargetCheck)
 from utils.records.typecheck import convert, hints, record
 
 SCHEMA_VERSION = 2
@@ -329,13 +332,14 @@ class RunResult:
     index_time_s: float | None = None
     diagnosis_counts: dict[str, int] | None = None
     chunk_relevance_count: int | None = None  # questions whose chunks were rated
-    judge_consistency: dict | None = None  # with --judge-repeats: how much the grades moved
-    order_check: dict | None = None  # with --order-check: how much reversing the chunks moved the grade
-    quality_bands: dict[str, dict] | None = None  # nDCG and precision in words (utils.quality_bands)
-    targets: list[dict] | None = None  # with --targets: each target, met or not (components.analysis.targets)
-    panel: dict | None = None  # with a panel of judges: the aggregate, agreement and each judge's metrics
+    # the sections beside the rows (utils.records.sections)
+    judge_consistency: JudgeConsistency | None = None  # with --judge-repeats: how much the grades moved
+    order_check: OrderCheck | None = None  # with --order-check: how much reversing the chunks moved the grade
+    quality_bands: dict[str, QualityBand] | None = None  # nDCG and precision in words (utils.quality_bands)
+    targets: list[TargetCheck] | None = None  # with --targets: each target, met or not (components.analysis.targets)
+    panel: PanelSection | None = None  # with a panel of judges: the aggregate, agreement and each judge's metrics
     # --until-decided / --target-ci: the procedure, its looks and verdicts, the calls saved (components/run/adaptive.py)
-    adaptive: dict | None = None
+    adaptive: AdaptiveSection | None = None
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict)  # top-level fields of a file this version does not know
     source: str | None = field(default=None, compare=False)  # the file it was read from
@@ -355,7 +359,7 @@ class RunResult:
         for name in ("diagnosis_counts", "chunk_relevance_count", "judge_consistency", "order_check",
                      "quality_bands", "targets", "panel", "adaptive"):
             if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
+                out[name] = to_json(getattr(self, name))
         out.update({k: v for k, v in self.extra.items() if k not in out and k != "results"})
         out["results"] = [r.to_json() for r in self.rows]
         return out
@@ -403,33 +407,9 @@ class RunResult:
                 continue
             values[f.name] = convert(hints(cls)[f.name], doc[f.name], f"{source}: {f.name}", _FIX)
         if values.get("adaptive") is not None:
-            _check_adaptive(values["adaptive"], f"{source}: adaptive")
+            values["adaptive"].check(f"{source}: adaptive", _FIX)
         return cls(run=run, rows=rows, metrics=metric_values, schema_version=version, source=source,
                    extra={k: v for k, v in doc.items() if k not in known}, **values)
-
-
-ADAPTIVE_MODES = ("until_decided", "target_ci")
-_NUMBER = float | None  # the fields of the ``adaptive`` block the summary, compare and the report print
-_ADAPTIVE_FIELDS = {"alpha": _NUMBER, "block": int | None, "seed": int | None, "questions": int | None,
-                    "judged": int | None, "not_judged": int | None, "decided_after": int | None,
-                    "calls": dict[str, int | None] | None, "cost_usd": dict[str, _NUMBER] | None}
-_ADAPTIVE_ENTRY = {"estimate": _NUMBER, "margin": _NUMBER, "target": _NUMBER, "half_width": _NUMBER,
-                   "interval": list[_NUMBER] | None, "look": int | None, "looks": int | None, "judged": int | None}
-
-
-def _check_adaptive(block: dict, where: str) -> None:
-    """The ``adaptive`` block of a results file (written by components/run/adaptive.py): the fields
-    that are printed have their types. Raises :class:`InputError` naming the field."""
-    if block.get("mode") not in ADAPTIVE_MODES:
-        raise InputError(f"{where}.mode {block.get('mode')!r} is not one of {', '.join(ADAPTIVE_MODES)}: {_FIX}")
-    for name, kind in _ADAPTIVE_FIELDS.items():
-        convert(kind, block.get(name), f"{where}.{name}", _FIX)
-    metrics = convert(dict[str, dict] | None, block.get("metrics"), f"{where}.metrics", _FIX) or {}
-    for key, entry in metrics.items():
-        for name, kind in _ADAPTIVE_ENTRY.items():
-            value = convert(kind, entry.get(name), f"{where}.metrics.{key}.{name}", _FIX)
-            if name == "interval" and value is not None and len(value) != 2:
-                raise InputError(f"{where}.metrics.{key}.interval has {len(value)} bounds, not 2: {_FIX}")
 
 
 def recorded_corpora(results: Iterable[RunResult]) -> list[str]:

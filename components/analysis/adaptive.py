@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from components.analysis.gate import SEQUENTIAL_FAILING
 from utils import metrics as M
+from utils.records.sections import AdaptiveBaseline, AdaptiveCalls, AdaptiveCost, AdaptiveMetric, AdaptiveSection
+from utils.results import RunResult
 
 UNTIL_DECIDED = "until_decided"
 
@@ -32,20 +34,19 @@ def grades_fingerprint(rows: Sequence[Any]) -> str:
     return digest.hexdigest()[:16]
 
 
-def decided_against(baseline: Any, other: Any) -> dict | None:
-    """``other``'s ``adaptive`` block when it was judged until decided against ``baseline`` (a
-    :class:`~utils.results.RunResult`), else None."""
-    record = getattr(other, "adaptive", None)
-    if not isinstance(record, Mapping) or record.get("mode") != UNTIL_DECIDED:
+def decided_against(baseline: RunResult, other: RunResult) -> AdaptiveSection | None:
+    """``other``'s ``adaptive`` section when it was judged until decided against ``baseline``, else None."""
+    record = other.adaptive
+    if record is None or record.mode != UNTIL_DECIDED:
         return None
-    recorded = (record.get("baseline") or {}).get("grades_sha256")
+    recorded = record.baseline.grades_sha256 if record.baseline is not None else None
     if not recorded or recorded != grades_fingerprint(baseline.rows):
         return None
-    return dict(record)
+    return record
 
 
-def sequential_verdicts(runs: Sequence[Any], labels: Sequence[str]) -> dict[str, dict]:
-    """label → the adaptive record of each run (after the first) decided against the first."""
+def sequential_verdicts(runs: Sequence[RunResult], labels: Sequence[str]) -> dict[str, AdaptiveSection]:
+    """label → the adaptive section of each run (after the first) decided against the first."""
     return {label: record for run, label in zip(runs[1:], labels[1:])
             if (record := decided_against(runs[0], run)) is not None}
 
@@ -54,46 +55,48 @@ def _money(value: float | None) -> str:
     return "cost unknown" if value is None else f"${value:.4f}"
 
 
-def cost_line(record: Mapping) -> str:
+def cost_line(record: AdaptiveSection) -> str:
     """Cost to the verdict: the judge calls and dollars spent, and what grading every question would have cost."""
-    calls, cost = record.get("calls") or {}, record.get("cost_usd") or {}
-    if not calls.get("full"):
-        return (f"cost to the verdict: {record.get('judged')} of {record.get('questions')} questions judged (the judge "
+    calls, cost = record.calls or AdaptiveCalls(), record.cost_usd or AdaptiveCost()
+    if not calls.full:
+        return (f"cost to the verdict: {record.judged} of {record.questions} questions judged (the judge "
                 "calls no model: nothing to pay)")
-    ungraded = f", {record['ungraded']} not graded (a judge failure, the budget, a stop)" if record.get("ungraded") else ""
-    session = f" in this session (it resumed a run that had kept {record['resumed_rows']})" \
-        if record.get("resumed_rows") else ""
-    return (f"cost to the verdict: {record.get('judged')} of {record.get('questions')} questions judged{ungraded}, "
-            f"{calls.get('spent')} judge calls{session}, {_money(cost.get('spent'))}; grading every question: about "
-            f"{calls.get('full')} calls, {_money(cost.get('full'))} ({calls.get('saved')} calls, "
-            f"{_money(cost.get('saved'))} saved; the questions not judged priced as --estimate prices them)")
+    ungraded = f", {record.ungraded} not graded (a judge failure, the budget, a stop)" if record.ungraded else ""
+    session = f" in this session (it resumed a run that had kept {record.resumed_rows})" if record.resumed_rows else ""
+    return (f"cost to the verdict: {record.judged} of {record.questions} questions judged{ungraded}, "
+            f"{calls.spent} judge calls{session}, {_money(cost.spent)}; grading every question: about "
+            f"{calls.full} calls, {_money(cost.full)} ({calls.saved} calls, "
+            f"{_money(cost.saved)} saved; the questions not judged priced as --estimate prices them)")
 
 
-def metric_lines(record: Mapping, k: int | None, indent: str = "  ") -> list[str]:
+def _decided_line(label: str, entry: AdaptiveMetric, digits: int, shown: str, indent: str) -> str:
+    where = (f"at look {entry.look} of {entry.looks} after {entry.judged} questions" if entry.look else "at no look")
+    margin = f" (margin {entry.margin:g})" if entry.margin is not None else ""
+    how = "decided" if entry.decided else "not decided"
+    delta = "" if entry.estimate is None else f", Δ {entry.estimate:+.{digits}f}"
+    return f"{indent}{label}: {entry.verdict}{margin} ({how} {where}{delta}, interval {shown})"
+
+
+def _target_line(label: str, entry: AdaptiveMetric, digits: int, shown: str, indent: str) -> str:
+    width, target = entry.half_width, entry.target
+    return (f"{indent}{label}: target ±{'?' if target is None else format(target, 'g')} {entry.verdict}"
+            + (f" at look {entry.look} after {entry.judged} questions" if entry.look else "")
+            + (f" (mean {entry.estimate:.{digits}f}, interval {shown}, ±{width:.{digits}f})"
+               if entry.estimate is not None and width is not None else ""))
+
+
+def metric_lines(record: AdaptiveSection, k: int | None, indent: str = "  ") -> list[str]:
     """One line per gated (or targeted) metric: its verdict, the look that decided it, its interval."""
     out = []
-    for key, entry in (record.get("metrics") or {}).items():
+    decided = record.mode == UNTIL_DECIDED
+    for key, entry in record.metrics.items():
         spec = M.METRICS.get(key)
         label = spec.label_at(k) if spec is not None else key
         digits = spec.digits if spec is not None else 2
-        interval = entry.get("interval")
-        sign = "+" if record.get("mode") == UNTIL_DECIDED else ""  # a difference, or a mean
+        interval = entry.interval
+        sign = "+" if decided else ""  # a difference, or a mean
         shown = "-" if not interval else f"[{interval[0]:{sign}.{digits}f}, {interval[1]:{sign}.{digits}f}]"
-        if record.get("mode") == UNTIL_DECIDED:
-            where = (f"at look {entry.get('look')} of {entry.get('looks')} after {entry.get('judged')} questions"
-                     if entry.get("look") else "at no look")
-            margin = f" (margin {entry['margin']:g})" if entry.get("margin") is not None else ""
-            how = "decided" if entry.get("decided") else "not decided"
-            estimate = entry.get("estimate")
-            delta = "" if estimate is None else f", Δ {estimate:+.{digits}f}"
-            out.append(f"{indent}{label}: {entry.get('verdict')}{margin} ({how} {where}{delta}, interval {shown})")
-        else:
-            width = entry.get("half_width")
-            target = entry.get("target")
-            out.append(f"{indent}{label}: target ±{'?' if target is None else format(target, 'g')} {entry.get('verdict')}"
-                       + (f" at look {entry['look']} after {entry.get('judged')} questions" if entry.get("look") else "")
-                       + (f" (mean {entry['estimate']:.{digits}f}, interval {shown}, ±{width:.{digits}f})"
-                          if entry.get("estimate") is not None and width is not None else ""))
+        out.append((_decided_line if decided else _target_line)(label, entry, digits, shown, indent))
     return out
 
 
@@ -108,33 +111,31 @@ def _shown_path(path: str | None) -> str | None:
     return path if relative.startswith("..") else relative
 
 
-def heading(record: Mapping) -> str:
-    if record.get("mode") == UNTIL_DECIDED:
-        base = record.get("baseline") or {}
-        against = _shown_path(base.get("file")) or base.get("run_id") or base.get("strategy") or "the baseline"
-        state = (f"decided after {record.get('decided_after')} of {record.get('questions')} questions"
-                 if record.get("decided") else f"not decided ({record.get('judged')} of {record.get('questions')} "
-                                               "questions judged)")
-        alpha = record.get("alpha")
+def heading(record: AdaptiveSection) -> str:
+    if record.mode == UNTIL_DECIDED:
+        base = record.baseline or AdaptiveBaseline()
+        against = _shown_path(base.file) or base.run_id or base.strategy or "the baseline"
+        state = (f"decided after {record.decided_after} of {record.questions} questions"
+                 if record.decided else f"not decided ({record.judged} of {record.questions} questions judged)")
+        alpha = record.alpha
         return (f"Judged until decided against {against}: {state} (group-sequential procedure, α "
-                f"{'?' if alpha is None else format(alpha, 'g')} split over {len(record.get('metrics') or {})} metric(s) by Bonferroni; "
-                f"blocks of {record.get('block')}, order seed {record.get('seed')})")
-    state = (f"every target reached after {record.get('decided_after')} of {record.get('questions')} questions"
-             if record.get("decided") else f"targets not all reached ({record.get('judged')} of "
-                                           f"{record.get('questions')} questions judged)")
+                f"{'?' if alpha is None else format(alpha, 'g')} split over {len(record.metrics)} metric(s) by "
+                f"Bonferroni; blocks of {record.block}, order seed {record.seed})")
+    state = (f"every target reached after {record.decided_after} of {record.questions} questions"
+             if record.decided else f"targets not all reached ({record.judged} of {record.questions} questions judged)")
     return (f"Judged until the interval is narrow enough: {state} (anytime-valid 95% confidence sequence; blocks "
-            f"of {record.get('block')}, order seed {record.get('seed')})")
+            f"of {record.block}, order seed {record.seed})")
 
 
-def lines(result: Any) -> list[str]:
+def lines(result: RunResult) -> list[str]:
     """The summary's lines of an adaptive run (none for a run that judged every question)."""
-    record = getattr(result, "adaptive", None)
-    if not isinstance(record, Mapping):
+    record = result.adaptive
+    if record is None:
         return []
-    return [heading(record), *metric_lines(record, getattr(result.run, "k", None)), "  " + cost_line(record)]
+    return [heading(record), *metric_lines(record, result.run.k), "  " + cost_line(record)]
 
 
-def comparison_lines(record: Mapping | None, k: int | None) -> list[str]:
+def comparison_lines(record: AdaptiveSection | None, k: int | None) -> list[str]:
     """What compare adds under the verdicts of a run decided against its baseline."""
     if record is None:
         return []
@@ -142,20 +143,20 @@ def comparison_lines(record: Mapping | None, k: int | None) -> list[str]:
             "the questions judged do not):", *metric_lines(record, k), "  " + cost_line(record)]
 
 
-def judged_in_part(label: str, record: Mapping | None) -> str | None:
+def judged_in_part(label: str, record: AdaptiveSection | None) -> str | None:
     """compare's warning for a run judged adaptively whose recorded verdict it does not show (a
     ``--target-ci`` run, or one decided against another baseline): which questions have grades, and
     the cost to its verdict. None for a run that judged every question."""
-    if not isinstance(record, Mapping) or not record.get("not_judged"):
+    if record is None or not record.not_judged:
         return None
-    why = ("judged until decided against another baseline" if record.get("mode") == UNTIL_DECIDED
+    why = ("judged until decided against another baseline" if record.mode == UNTIL_DECIDED
            else "judged until its interval was narrow enough (--target-ci)")
-    return (f"{label} was {why}: {record.get('not_judged')} of its {record.get('questions')} questions have no grade, "
-            f"so its grade metrics cover the {record.get('judged')} judged ones ({cost_line(record)})")
+    return (f"{label} was {why}: {record.not_judged} of its {record.questions} questions have no grade, "
+            f"so its grade metrics cover the {record.judged} judged ones ({cost_line(record)})")
 
 
-def failed(record: Mapping | None) -> list[str]:
+def failed(record: AdaptiveSection | None) -> list[str]:
     """The gated metrics an adaptive run's own gate fails on (decided worse, inferior, or not shown non-inferior)."""
-    if not isinstance(record, Mapping) or record.get("mode") != UNTIL_DECIDED:
+    if record is None or record.mode != UNTIL_DECIDED:
         return []
-    return [key for key, entry in (record.get("metrics") or {}).items() if entry.get("verdict") in SEQUENTIAL_FAILING]
+    return [key for key, entry in record.metrics.items() if entry.verdict in SEQUENTIAL_FAILING]

@@ -20,6 +20,7 @@ from components.stats import statistics as S
 from components.analysis.diagnosis import count_tags
 from utils import metrics as M
 from utils.quality_bands import quality_bands
+from utils.records.sections import JudgeConsistency, OrderCheck
 from utils.results import QuestionResult, RunInfo, RunResult
 
 GROUP_FIELDS = ("category", "difficulty", "type", "section")  # grouped by default when the rows carry them
@@ -104,7 +105,7 @@ def group_metrics(rows: Sequence[QuestionResult], k: int, group_by: Sequence[str
     return groups
 
 
-def judge_consistency(rows: Sequence[QuestionResult]) -> dict | None:
+def judge_consistency(rows: Sequence[QuestionResult]) -> JudgeConsistency | None:
     """With judge repeats: how many questions were graded more than once, the share (percent) whose
     grade moved by 2 or more between repeats, and the mean standard deviation of their grades.
     None when no row has repeated grades. Under ``--repeat-where uncertain`` (rows with
@@ -115,14 +116,15 @@ def judge_consistency(rows: Sequence[QuestionResult]) -> dict | None:
     if not spreads:
         return None
     chosen = any(r.judge_repeats is not None for r in rows)  # --repeat-where uncertain chose the repeated ones
-    return {"questions": len(spreads),
-            "moved_2_or_more_rate": round(100.0 * sum(1 for s, _ in spreads if s >= 2) / len(spreads), 4),
-            "mean_sd": round(_stats.fmean(sd for _, sd in spreads if sd is not None), 4),
-            **({"repeat_where": "uncertain", "graded": sum(1 for r in rows if r.llm_grade is not None)}
-               if chosen else {})}
+    moved = sum(1 for s, _ in spreads if s >= 2)
+    return JudgeConsistency(
+        questions=len(spreads), moved_2_or_more_rate=round(100.0 * moved / len(spreads), 4),
+        mean_sd=round(_stats.fmean(sd for _, sd in spreads if sd is not None), 4),
+        repeat_where="uncertain" if chosen else None,
+        graded=sum(1 for r in rows if r.llm_grade is not None) if chosen else None)
 
 
-def order_check(rows: Sequence[QuestionResult]) -> dict | None:
+def order_check(rows: Sequence[QuestionResult]) -> OrderCheck | None:
     """With ``--order-check``: over the questions graded in both orders, the mean absolute grade
     change when the chunks are reversed, the share (percent) whose pass/fail at the pass mark flips,
     and the mean signed change (reversed − original) with its paired 95% bootstrap interval. None
@@ -135,10 +137,10 @@ def order_check(rows: Sequence[QuestionResult]) -> dict | None:
     flips = sum(1 for a, b, rank in pairs
                 if (M.total_score(a, rank) >= M.PASS_MARK) != (M.total_score(b, rank) >= M.PASS_MARK))
     ci = S.bootstrap_ci(changes)
-    return {"questions": len(pairs), "mean_abs_change": round(_stats.fmean(abs(c) for c in changes), 4),
-            "flip_rate": round(100.0 * flips / len(pairs), 4), "mean_change": round(_stats.fmean(changes), 4),
-            "mean_change_ci95": [round(ci[0], 4), round(ci[1], 4)] if ci else None,
-            "errors": sum(1 for r in rows if r.order_check_error)}
+    return OrderCheck(questions=len(pairs), mean_abs_change=round(_stats.fmean(abs(c) for c in changes), 4),
+                      flip_rate=round(100.0 * flips / len(pairs), 4), mean_change=round(_stats.fmean(changes), 4),
+                      mean_change_ci95=[round(ci[0], 4), round(ci[1], 4)] if ci else None,
+                      errors=sum(1 for r in rows if r.order_check_error))
 
 
 def build_report(run: RunInfo, rows: Iterable[QuestionResult | Mapping], *, index_time_s: float | None = None,

@@ -20,6 +20,7 @@ from components.analysis.paired import (ALPHA, BETTER, NOT_COMPARABLE, POWER, SA
 from components.analysis.recommendations import Recommendations
 from components.stats import statistics as S
 from utils import metrics as M
+from utils.records.sections import AdaptiveSection
 
 COMPARE_SCHEMA_VERSION = 2
 
@@ -46,7 +47,7 @@ class Comparison:
     recommendations: Recommendations | None = None  # with two runs or more (components/analysis/recommendations.py)
     certificate: Certificate | None = None  # panel runs: the verdicts under each judge (analysis.certificate)
     # label → the adaptive record of a run judged until decided against the baseline (components.analysis.adaptive)
-    sequential: dict[str, dict] = field(default_factory=dict)
+    sequential: dict[str, AdaptiveSection] = field(default_factory=dict)
 
     def specs(self) -> list[M.Metric]:
         return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
@@ -72,7 +73,8 @@ class Comparison:
             },
             **({"recommendations": self.recommendations.to_json()} if self.recommendations is not None else {}),
             **({"certificate": self.certificate.to_json()} if self.certificate is not None else {}),
-            **({"sequential": dict(self.sequential)} if self.sequential else {}),
+            **({"sequential": {label: r.to_json() for label, r in self.sequential.items()}}
+               if self.sequential else {}),
         })
 
 

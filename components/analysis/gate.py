@@ -54,6 +54,7 @@ from components.analysis.paired import NOT_COMPARABLE, WORSE, MetricResult, Pair
 from components.stats import sequential as Q
 from utils import metrics as M
 from utils.errors import InputError
+from utils.records.sections import AdaptiveMetric
 
 ALIASES = {"ndcg": "ndcg_at_k", "map": "map_at_k", "recall": "recall_at_k", "hit1": "hit_at_1_rate",
            "hit5": "hit_at_5_rate", "grade": "avg_llm_grade", "total": "avg_total_score", "pass7": "pass_rate_7"}
@@ -194,24 +195,24 @@ def _margin(pc: PairComparison, spec: M.Metric, r: MetricResult, margin: float, 
                      f"{relation} the margin −{margin:g}{unit}: {_figures(spec, r)}")
 
 
-def _sequential(pc: PairComparison, spec: M.Metric, entry: Mapping, k: int) -> GateCheck:
+def _sequential(pc: PairComparison, spec: M.Metric, entry: AdaptiveMetric, k: int) -> GateCheck:
     """A metric gated by the sequential verdict the run recorded (module docstring)."""
     head = f"{spec.key} ({spec.label_at(k)}), {pc.other} vs {pc.baseline}"
-    failed = entry.get("verdict") in SEQUENTIAL_FAILING
-    interval = entry.get("interval") or [None, None]
-    margin = "" if entry.get("margin") is None else f", margin −{entry['margin']:g}"
-    where = f"look {entry.get('look')} of {entry.get('looks')} after {entry.get('judged')} questions" \
-        if entry.get("look") else "no look"
+    failed = entry.verdict in SEQUENTIAL_FAILING
+    interval = entry.interval or [None, None]
+    margin = "" if entry.margin is None else f", margin −{entry.margin:g}"
+    where = f"look {entry.look} of {entry.looks} after {entry.judged} questions" if entry.look else "no look"
     return GateCheck(pc.other, pc.baseline, SEQUENTIAL_RULE, spec.key, failed, True,
-                     f"{'FAIL' if failed else 'pass'}  {head}: {entry.get('verdict')} by the sequential procedure "
-                     f"the run was judged with ({where}{margin}): Δ {_fmt(entry.get('estimate'), spec.digits)}, "
+                     f"{'FAIL' if failed else 'pass'}  {head}: {entry.verdict} by the sequential procedure "
+                     f"the run was judged with ({where}{margin}): Δ {_fmt(entry.estimate, spec.digits)}, "
                      f"repeated CI [{_fmt(interval[0], spec.digits)}, {_fmt(interval[1], spec.digits)}]")
 
 
-def _recorded(comparison: Comparison, pc: PairComparison, key: str, margin: float | None) -> Mapping | None:
+def _recorded(comparison: Comparison, pc: PairComparison, key: str, margin: float | None) -> AdaptiveMetric | None:
     """The run's recorded sequential verdict of ``key``, when the gate asks the same (margin) of it."""
-    entry = ((comparison.sequential.get(pc.other) or {}).get("metrics") or {}).get(key)
-    if not isinstance(entry, Mapping) or entry.get("verdict") in (None, Q.NOT_YET) or entry.get("margin") != margin:
+    section = comparison.sequential.get(pc.other)
+    entry = section.metrics.get(key) if section is not None else None
+    if entry is None or entry.verdict in (None, Q.NOT_YET) or entry.margin != margin:
         return None
     return entry
 

@@ -33,6 +33,7 @@ from components.stats.agreement import krippendorff_alpha, krippendorff_alpha_ci
 from components.analysis.aggregate import confidence_intervals
 from utils import metrics as M
 from utils.console import escape_control
+from utils.records.sections import AlphaOrdinal, JudgePair, PanelAgreement, PanelJudge, PanelSection
 from utils.results import JudgeGrade, JudgeInfo, QuestionResult, RunInfo, RunResult
 
 ALPHA_RESAMPLES = 2_000
@@ -87,11 +88,11 @@ def judge_rows(rows: Sequence[QuestionResult], name: str) -> list[QuestionResult
 def judge_view(result: RunResult, name: str) -> RunResult:
     """The run as judge ``name`` alone graded it: its rows and its ``run.judge``; the aggregates are
     those of the rows given to it (not recomputed: compare, calibrate and the certificate read rows)."""
-    return replace(result, rows=judge_rows(result.rows, name), run=replace(result.run, judge=judge_info(result.run, name)),
-                   panel=None)
+    return replace(result, rows=judge_rows(result.rows, name),
+                   run=replace(result.run, judge=judge_info(result.run, name)), panel=None)
 
 
-def _pairs(rows: Sequence[QuestionResult], names: Sequence[str]) -> list[dict]:
+def _pairs(rows: Sequence[QuestionResult], names: Sequence[str]) -> list[JudgePair]:
     out = []
     for a, b in combinations(names, 2):
         both = [(r.grades_by_judge[a].grade, r.grades_by_judge[b].grade, r.rank) for r in rows
@@ -99,84 +100,79 @@ def _pairs(rows: Sequence[QuestionResult], names: Sequence[str]) -> list[dict]:
                 and r.grades_by_judge[a].grade is not None and r.grades_by_judge[b].grade is not None]
         ga, gb, ranks = [x[0] for x in both], [x[1] for x in both], [x[2] for x in both]
         kappa = weighted_kappa(ga, gb)
-        out.append({"judges": [a, b], "n": len(both), "kappa_quadratic": None if kappa is None else round(kappa, 6),
-                    "pass_agreement": {f"{mark:g}": None if not both else round(pass_agreement(ga, gb, ranks, mark), 6)
-                                       for mark in M.PASS_THRESHOLDS},
-                    "mean_difference": round(sum(y - x for x, y in zip(ga, gb)) / len(both), 6) if both else None})
+        out.append(JudgePair([a, b], len(both), None if kappa is None else round(kappa, 6),
+                             {f"{mark:g}": None if not both else round(pass_agreement(ga, gb, ranks, mark), 6)
+                              for mark in M.PASS_THRESHOLDS},
+                             round(sum(y - x for x, y in zip(ga, gb)) / len(both), 6) if both else None))
     return out
 
 
-def _per_judge(rows: Sequence[QuestionResult], names: Sequence[str], k: int, failures: Mapping[str, str]) -> dict:
+def _per_judge(rows: Sequence[QuestionResult], names: Sequence[str], k: int,
+               failures: Mapping[str, str]) -> dict[str, PanelJudge]:
     chosen = [m for m in M.metrics(level="judge") if m.pooled is None]
     out = {}
     for name in names:
         mine = judge_rows(rows, name)
         ci95, _ = confidence_intervals(mine, k, chosen)
         errors = Counter(r.grade_error.split(":", 1)[0] for r in mine if r.grade_error)
-        out[name] = {"graded": sum(1 for r in mine if r.llm_grade is not None),
-                     "metrics": {m.key: m.aggregate(mine, k) for m in chosen}, "ci95": ci95,
-                     "grade_errors": dict(sorted(errors.items())), "unusable": failures.get(name)}
+        out[name] = PanelJudge(sum(1 for r in mine if r.llm_grade is not None),
+                               {m.key: m.aggregate(mine, k) for m in chosen}, ci95, dict(sorted(errors.items())),
+                               failures.get(name))
     return out
 
 
 def panel_section(rows: Sequence[QuestionResult], names: Sequence[str], method: str, k: int,
-                  failures: Mapping[str, str] | None = None) -> dict:
-    """The results' ``panel`` object (module docstring); ``failures``: judge → why it became unusable."""
+                  failures: Mapping[str, str] | None = None) -> PanelSection:
+    """The results' ``panel`` section (module docstring); ``failures``: judge → why it became unusable."""
     units = [[(r.grades_by_judge or {}).get(n, JudgeGrade()).grade for n in names] for r in rows]
     alpha = krippendorff_alpha(units)
     ci = krippendorff_alpha_ci(units, resamples=ALPHA_RESAMPLES, seed=ALPHA_SEED) if alpha is not None else None
     graded_by = Counter(r.panel_graded or 0 for r in rows)
-    return {"judges": list(names), "aggregate": method,
-            "graded_by": {str(n): graded_by[n] for n in sorted(graded_by, reverse=True)},
-            "agreement": {"pass_marks": list(M.PASS_THRESHOLDS), "pairs": _pairs(rows, names),
-                          "alpha_ordinal": {"value": None if alpha is None else round(alpha, 6),
-                                            "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)],
-                                            "questions": sum(1 for u in units if sum(g is not None for g in u) > 1),
-                                            "method": "percentile bootstrap over questions",
-                                            "resamples": ALPHA_RESAMPLES, "seed": ALPHA_SEED}},
-            "per_judge": _per_judge(rows, names, k, failures or {})}
+    alpha_ordinal = AlphaOrdinal(None if alpha is None else round(alpha, 6),
+                                 None if ci is None else [round(ci[0], 6), round(ci[1], 6)],
+                                 sum(1 for u in units if sum(g is not None for g in u) > 1),
+                                 "percentile bootstrap over questions", ALPHA_RESAMPLES, ALPHA_SEED)
+    return PanelSection(list(names), method, {str(n): graded_by[n] for n in sorted(graded_by, reverse=True)},
+                        PanelAgreement(list(M.PASS_THRESHOLDS), _pairs(rows, names), alpha_ordinal),
+                        _per_judge(rows, names, k, failures or {}))
 
 
 def _num(value: Any, digits: int = 2) -> str:
     return "n/a" if not isinstance(value, (int, float)) or isinstance(value, bool) else f"{value:.{digits}f}"
 
 
-def summary_lines(panel: Mapping | None) -> list[str]:
+def summary_lines(panel: PanelSection | None) -> list[str]:
     """The panel's lines of the run's summary: the aggregate, each judge's mean grade and pass rate
     with their intervals, each pair's κ and pass/fail agreement, α; each unusable judge."""
-    if not isinstance(panel, Mapping):
+    if panel is None:
         return []
-    names = [str(n) for n in panel.get("judges") or []]
-    per = panel.get("per_judge") or {}
-    lines = [f"panel            {len(names)} judge{'s' * (len(names) != 1)}, llm_grade = their {panel.get('aggregate')} "
-             "(rounded half up); "
-             + ", ".join(f"{n} graded by {k}" for k, n in (panel.get("graded_by") or {}).items())]
+    names = panel.judges
+    lines = [f"panel            {len(names)} judge{'s' * (len(names) != 1)}, llm_grade = their {panel.aggregate} "
+             "(rounded half up); " + ", ".join(f"{n} graded by {k}" for k, n in panel.graded_by.items())]
     width = max([10, *(len(escape_control(n)) for n in names)])
     for name in names:
-        mine = per.get(name) or {}
-        metrics, ci = mine.get("metrics") or {}, mine.get("ci95") or {}
+        mine = panel.per_judge.get(name) or PanelJudge(0, {}, {}, {}, None)
 
         def with_ci(key: str, digits: int) -> str:
-            interval = ci.get(key)
+            interval = mine.ci95.get(key)
             shown = f" [{_num(interval[0], digits)}, {_num(interval[1], digits)}]" if interval else ""
-            return _num(metrics.get(key), digits) + shown
-        line = (f"  {escape_control(name):<{width}} graded {mine.get('graded', 0)}, grade {with_ci('avg_llm_grade', 2)}, "
+            return _num(mine.metrics.get(key), digits) + shown
+        line = (f"  {escape_control(name):<{width}} graded {mine.graded}, grade {with_ci('avg_llm_grade', 2)}, "
                 f"pass ≥ 7 {with_ci('pass_rate_7', 1)}%")
-        if mine.get("unusable"):
-            line += f"; UNUSABLE: {escape_control(str(mine['unusable']))[:200]}"
+        if mine.unusable:
+            line += f"; UNUSABLE: {escape_control(mine.unusable)[:200]}"
         lines.append(line)
-    agreement = panel.get("agreement") or {}
-    for pair in agreement.get("pairs") or []:
-        a, b = (escape_control(str(x)) for x in pair.get("judges") or ("?", "?"))
-        passes = pair.get("pass_agreement") or {}
-        lines.append(f"  {a} ~ {b}: κ {_num(pair.get('kappa_quadratic'), 3)}, pass/fail agree "
-                     + ", ".join(f"{_num(100 * v if v is not None else None, 1)}% at {mark}" for mark, v in passes.items())
-                     + f" (n {pair.get('n')})")
-    alpha = agreement.get("alpha_ordinal") or {}
-    interval = alpha.get("ci95")
-    lines.append(f"  Krippendorff's α (ordinal) {_num(alpha.get('value'), 3)}"
+    for pair in panel.agreement.pairs:
+        a, b = (escape_control(x) for x in pair.judges)
+        lines.append(f"  {a} ~ {b}: κ {_num(pair.kappa_quadratic, 3)}, pass/fail agree "
+                     + ", ".join(f"{_num(100 * v if v is not None else None, 1)}% at {mark}"
+                                 for mark, v in pair.pass_agreement.items())
+                     + f" (n {pair.n})")
+    alpha = panel.agreement.alpha_ordinal
+    interval = alpha.ci95
+    lines.append(f"  Krippendorff's α (ordinal) {_num(alpha.value, 3)}"
                  + (f" [{_num(interval[0], 3)}, {_num(interval[1], 3)}]" if interval else "")
-                 + f" over {alpha.get('questions', 0)} questions")
+                 + f" over {alpha.questions} questions")
     return lines
 
 

@@ -25,13 +25,13 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from components.analysis.aggregate import confidence_intervals
 from components.analysis.gate import ALIASES
 from utils import metrics as M
 from utils.console import format_ci, is_number
 from utils.errors import InputError
+from utils.records.sections import TargetCheck
 from utils.results import RunResult
 
 OPTION = "--targets"
@@ -115,7 +115,7 @@ def _value_and_ci(result: RunResult, metric: M.Metric) -> tuple[float | None, li
     return value, ci
 
 
-def check(result: RunResult, target: Target) -> dict[str, Any]:
+def check(result: RunResult, target: Target) -> TargetCheck:
     """One target's record: ``metric``, ``label``, ``target``, ``value``, ``ci95``, ``met``,
     ``ci_clear`` and the printed ``line``."""
     metric, label = target.metric, target.label(result.k)
@@ -131,15 +131,15 @@ def check(result: RunResult, target: Target) -> dict[str, Any]:
     line += f" {interval}" if interval else ""
     if clear is False:
         line += " (the 95% CI reaches below the target)" if met else " (the 95% CI reaches the target)"
-    return {"metric": metric.key, "label": label, "target": target.value, "value": value if measured else None,
-            "ci95": list(ci) if measured and ci else None, "met": met, "ci_clear": clear, "line": line}
+    return TargetCheck(metric.key, label, target.value, value if measured else None,
+                       list(ci) if measured and ci else None, met, clear, line)
 
 
-def check_targets(result: RunResult, targets: Sequence[Target]) -> list[dict[str, Any]]:
+def check_targets(result: RunResult, targets: Sequence[Target]) -> list[TargetCheck]:
     """Every target's record for ``result`` (:func:`check`), in the order given."""
     return [check(result, t) for t in targets]
 
 
 def missed(results: Sequence[RunResult]) -> list[str]:
     """``label (run strategy)`` of every missed target of ``results``, for the exit line."""
-    return [f"{t['label']} ({r.run.strategy})" for r in results for t in r.targets or [] if not t.get("met")]
+    return [f"{t.label} ({r.run.strategy})" for r in results for t in r.targets or [] if not t.met]

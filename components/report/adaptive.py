@@ -9,18 +9,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.analysis.adaptive import comparison_lines, cost_line, heading, metric_lines
+from utils.records.sections import AdaptiveSection
+from utils.results import RunResult
 
 
 def _list(lines: list[str], h: Callable[[Any], str]) -> str:
     return "<ul class=adaptive>" + "".join(f"<li>{h(line.strip())}</li>" for line in lines) + "</ul>"
 
 
-def run_html(result: Any, h: Callable[[Any], str]) -> str:
+def run_html(result: RunResult, h: Callable[[Any], str]) -> str:
     """An adaptive run's part of its section ("" for a run that judged every question)."""
-    record = getattr(result, "adaptive", None)
-    if not isinstance(record, Mapping):
+    record = result.adaptive
+    if record is None:
         return ""
-    k = getattr(result.run, "k", None)
+    k = result.run.k
     return (f"<h3>Judged until the verdict was known</h3><p>{h(heading(record))}</p>"
             f"{_list([*metric_lines(record, k), cost_line(record)], h)}"
             "<p class=muted>Questions not judged keep their retrieval figures; their grade is empty (\"not judged: "
@@ -28,10 +30,12 @@ def run_html(result: Any, h: Callable[[Any], str]) -> str:
 
 
 def comparison_html(comparison: Mapping, other: Any, h: Callable[[Any], str]) -> str:
-    """The sequential verdict ``other`` recorded against the comparison's baseline ("" when none)."""
-    record = (comparison.get("sequential") or {}).get(str(other))
-    if not isinstance(record, Mapping):
+    """The sequential verdict ``other`` recorded against the comparison's baseline ("" when none), from
+    the comparison's JSON (read with the typed reader)."""
+    recorded = (comparison.get("sequential") or {}).get(str(other))
+    if recorded is None:
         return ""
+    record = AdaptiveSection.from_json(recorded, f"comparison.sequential.{other}", "pass the comparison compare wrote")
     k = next((s.get("k") for s in comparison.get("runs") or [] if isinstance(s, Mapping)), None)
     head, *rest = comparison_lines(record, k)
     return f"<p><b>{h(head)}</b></p>{_list(rest, h)}"

@@ -217,10 +217,10 @@ def _bands_and_targets(result: RunResult) -> list[str]:
     """The quality bands (computed for a file written before they were recorded) and the targets, as rows."""
     bands = result.quality_bands if result.quality_bands is not None else \
         quality_bands(result.metrics, result.run.k, result.ci95)
-    rows = [f"<tr><th>{_h(b.get('label'))} band</th><td colspan=2>{_h(band_text(b))}</td></tr>" for b in bands.values()]
+    rows = [f"<tr><th>{_h(b.label)} band</th><td colspan=2>{_h(band_text(b))}</td></tr>" for b in bands.values()]
     for t in result.targets or []:
-        cls = "good" if t.get("met") else "bad"
-        rows.append(f"<tr><th>target</th><td colspan=2 class={cls}>{_h(t.get('line'))}</td></tr>")
+        cls = "good" if t.met else "bad"
+        rows.append(f"<tr><th>target</th><td colspan=2 class={cls}>{_h(t.line)}</td></tr>")
     return rows
 
 

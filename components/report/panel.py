@@ -14,6 +14,7 @@ from typing import Any
 from components.analysis.certificate_record import DEPENDS, HOLDS, Certificate, certificate_lines
 from components.report.svg import Chart, nice_ticks, tick_label
 from utils.metrics import PASS_MARK
+from utils.records.sections import JudgePair, PanelJudge, PanelSection
 from utils.results import RunResult
 
 Helpers = tuple[Callable[[Any], str], Callable[[str, str, str], str]]  # (escape, the figure around an SVG)
@@ -25,51 +26,53 @@ def _num(value: Any, digits: int) -> str:
     return "-" if not isinstance(value, (int, float)) or isinstance(value, bool) else f"{value:.{digits}f}"
 
 
-def _with_ci(figures: Mapping, key: str, digits: int) -> str:
-    ci = (figures.get("ci95") or {}).get(key)
-    shown = _num((figures.get("metrics") or {}).get(key), digits)
+def _with_ci(figures: PanelJudge | None, key: str, digits: int) -> str:
+    if figures is None:
+        return "-"
+    ci = figures.ci95.get(key)
+    shown = _num(figures.metrics.get(key), digits)
     return shown + (f" [{_num(ci[0], digits)}, {_num(ci[1], digits)}]" if ci else "")
 
 
-def _judges_table(panel: Mapping, h: Callable[[Any], str]) -> str:
-    per = panel.get("per_judge") or {}
+def _judges_table(panel: PanelSection, h: Callable[[Any], str]) -> str:
+    per = panel.per_judge
     body = "".join(
-        f"<tr><th>{h(name)}</th><td class=num>{h(per.get(name, {}).get('graded', '-'))}</td>"
-        f"<td class=num>{h(_with_ci(per.get(name, {}), 'avg_llm_grade', 2))}</td>"
-        f"<td class=num>{h(_with_ci(per.get(name, {}), 'avg_total_score', 2))}</td>"
-        f"<td class=num>{h(_with_ci(per.get(name, {}), 'pass_rate_7', 1))}</td>"
-        f"<td>{h(per.get(name, {}).get('unusable') or '')}</td></tr>" for name in panel.get("judges") or [])
+        f"<tr><th>{h(name)}</th><td class=num>{h(per[name].graded if name in per else '-')}</td>"
+        f"<td class=num>{h(_with_ci(per.get(name), 'avg_llm_grade', 2))}</td>"
+        f"<td class=num>{h(_with_ci(per.get(name), 'avg_total_score', 2))}</td>"
+        f"<td class=num>{h(_with_ci(per.get(name), 'pass_rate_7', 1))}</td>"
+        f"<td>{h((per[name].unusable if name in per else None) or '')}</td></tr>" for name in panel.judges)
     head = ("<tr><th>judge</th><th>graded</th><th>mean grade [95% CI]</th><th>mean total</th>"
             f"<th>pass ≥ {PASS_MARK:g} (%)</th><th>became unusable</th></tr>")
     return f"<table class='metrics panel'><thead>{head}</thead><tbody>{body}</tbody></table>"
 
 
-def _agreement_table(panel: Mapping, h: Callable[[Any], str]) -> str:
+def _agreement_cell(pair: JudgePair | None, above: bool, h: Callable[[Any], str]) -> str:
+    """One cell of the agreement table: κ above the diagonal, pass/fail agreement at the pass mark below."""
+    if above:
+        return (f"<td class=num title='quadratic-weighted kappa, n {h(pair.n if pair else None)}'>κ "
+                f"{h(_num(pair.kappa_quadratic if pair else None, 3))}</td>")
+    share = pair.pass_agreement.get(f"{PASS_MARK:g}") if pair else None
+    return (f"<td class=num title='pass/fail agreement at {PASS_MARK:g}'>"
+            f"{h(_num(None if share is None else 100 * share, 1))}%</td>")
+
+
+def _agreement_table(panel: PanelSection, h: Callable[[Any], str]) -> str:
     """Judge × judge: quadratic-weighted κ above the diagonal, pass/fail agreement at the pass mark below."""
-    names = [str(n) for n in panel.get("judges") or []]
-    pairs = {tuple(p.get("judges") or ()): p for p in (panel.get("agreement") or {}).get("pairs") or []}
+    names = panel.judges
+    pairs = {tuple(p.judges): p for p in panel.agreement.pairs}
     rows = []
     for i, a in enumerate(names):
-        cells = []
-        for j, b in enumerate(names):
-            pair = pairs.get((a, b)) or pairs.get((b, a)) or {}
-            if i == j:
-                cells.append("<td class=num>—</td>")
-            elif i < j:
-                cells.append(f"<td class=num title='quadratic-weighted kappa, n {h(pair.get('n'))}'>κ "
-                             f"{h(_num(pair.get('kappa_quadratic'), 3))}</td>")
-            else:
-                share = (pair.get("pass_agreement") or {}).get(f"{PASS_MARK:g}")
-                cells.append(f"<td class=num title='pass/fail agreement at {PASS_MARK:g}'>"
-                             f"{h(_num(None if share is None else 100 * share, 1))}%</td>")
+        cells = ["<td class=num>—</td>" if i == j else _agreement_cell(pairs.get((a, b)) or pairs.get((b, a)), i < j, h)
+                 for j, b in enumerate(names)]
         rows.append(f"<tr><th>{h(a)}</th>{''.join(cells)}</tr>")
     head = "<tr><th></th>" + "".join(f"<th>{h(n)}</th>" for n in names) + "</tr>"
-    alpha = (panel.get("agreement") or {}).get("alpha_ordinal") or {}
-    ci = alpha.get("ci95")
+    alpha = panel.agreement.alpha_ordinal
+    ci = alpha.ci95
     note = (f"Above the diagonal: quadratic-weighted κ; below: the share of questions both judges put on the same "
-            f"side of pass ≥ {PASS_MARK:g}. Krippendorff's α (ordinal) over the panel: {_num(alpha.get('value'), 3)}"
+            f"side of pass ≥ {PASS_MARK:g}. Krippendorff's α (ordinal) over the panel: {_num(alpha.value, 3)}"
             + (f" [95% CI {_num(ci[0], 3)}, {_num(ci[1], 3)}]" if ci else "")
-            + f" over {alpha.get('questions', 0)} questions.")
+            + f" over {alpha.questions} questions.")
     return (f"<table class='metrics panel'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
             f"<p class=muted>{h(note)}</p>")
 
@@ -95,11 +98,11 @@ def _grades_plot(result: RunResult, names: list[str]) -> Chart:
 def run_html(result: RunResult, index: int, helpers: Helpers) -> str:
     """A panel run's part of its section ("" for a single judge's run)."""
     panel = result.panel
-    if not isinstance(panel, Mapping):
+    if panel is None:
         return ""
     h, svg = helpers
-    names = [str(n) for n in panel.get("judges") or []]
-    return (f"<h3>Judges of the panel</h3><p class=muted>llm_grade is the {h(panel.get('aggregate'))} of the judges "
+    names = panel.judges
+    return (f"<h3>Judges of the panel</h3><p class=muted>llm_grade is the {h(panel.aggregate)} of the judges "
             f"that graded, rounded half up; each row keeps every judge's grade.</p>{_judges_table(panel, h)}"
             f"<div class=twocol><div>{_agreement_table(panel, h)}</div>"
             f"<div>{svg(_grades_plot(result, names).svg(), f'r{index}-panel-grades', GRADES_CAPTION)}</div></div>")

@@ -51,6 +51,7 @@ from components.judges.retrieval_grader import PROMPT_SHA256
 from components.stats import sequential as Q
 from utils import metrics as M
 from utils.errors import InputError
+from utils.records.sections import AdaptiveSection
 from utils.results import QuestionResult, RunResult, load_run
 
 SEED = 0  # the judging order's seed (recorded in the results)
@@ -302,7 +303,7 @@ class Adaptive:
                         self.n, left)
 
     def record(self, rows: Sequence[QuestionResult], spent: Mapping[str, Any], saved: Mapping[str, Any],
-               other: Mapping[str, Any], *, status: str = "completed", resumed: int = 0) -> dict:
+               other: Mapping[str, Any], *, status: str = "completed", resumed: int = 0) -> AdaptiveSection:
         """The results' ``adaptive`` block. ``spent`` {calls, cost_usd}: this session's judge calls;
         ``saved``: the questions left unjudged on purpose, and ``other``: every other question this
         session did not pay for (one it could not grade, or one a resumed run kept), both priced as
@@ -313,7 +314,7 @@ class Adaptive:
         full_calls = spent["calls"] + saved["calls"] + other["calls"]
         costs = (spent["cost_usd"], saved["cost_usd"], other["cost_usd"])
         full_usd = None if any(c is None for c in costs) else sum(costs)
-        return {
+        return AdaptiveSection.built({
             "mode": self.req.mode, "procedure": self.procedure, "request": self.req.identity(), "seed": self.req.seed,
             "block": self.block,
             "questions": self.n, "judged": graded, "not_judged": unjudged, "ungraded": len(rows) - graded - unjudged,
@@ -327,7 +328,7 @@ class Adaptive:
                                                                  "paid before)" if resumed else "")
                          + "; saved: the questions not judged, and full: every question, priced as --estimate "
                            "prices them (their requests built, output tokens assumed)",
-        }
+        })
 
     def _verdicts(self, completed: bool) -> dict:
         raise NotImplementedError

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import fields, is_dataclass
+from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, Union
 
 from utils import metrics as M
 from utils.results import PANEL_ROW_FIELDS, SCHEMA_VERSION, QuestionResult, RunInfo, RunResult
-from utils.records.typecheck import hints
+from utils.records.typecheck import KEYS, hints, remembers_keys
 
 SCHEMA_ID = "https://retrieval-benchmark.invalid/results.schema.json"
 
@@ -38,10 +38,17 @@ def type_schema(tp: Any) -> dict:
     raise TypeError(f"no JSON Schema for {tp}")  # pragma: no cover - a programming error
 
 
-def _record_schema(cls: type, flattened: str | None = None) -> dict:
+def _record_schema(cls: type) -> dict:
+    """A record's object: its fields (less those that keep unknown keys); required: every field, less
+    a panel run's row fields, or for a section record (one that remembers its keys) the fields
+    without a default."""
     types_of = hints(cls)
-    names = [f.name for f in fields(cls) if f.name not in ("extra", "details", "source")]
-    required = [n for n in names if n not in PANEL_ROW_FIELDS]  # a panel run's fields: absent otherwise
+    names = [f.name for f in fields(cls) if f.name not in ("extra", "details", "source", KEYS)]
+    if remembers_keys(cls):
+        required = [f.name for f in fields(cls) if f.name in names and f.default is MISSING
+                    and f.default_factory is MISSING]
+    else:
+        required = [n for n in names if n not in PANEL_ROW_FIELDS]  # a panel run's fields: absent otherwise
     return {"type": "object", "properties": {n: type_schema(types_of[n]) for n in names}, "required": required,
             "additionalProperties": True}
 
@@ -57,7 +64,7 @@ def json_schema() -> dict:
                                                         "grade_errors", "avg_latency_ms", "index_time_s", "bootstrap",
                                                         "groups", "diagnosis_counts", "chunk_relevance_count",
                                                         "judge_consistency", "order_check", "quality_bands",
-                                                        "targets", "panel")}
+                                                        "targets", "panel", "adaptive")}
     top["ci95"] = {"type": "object", "additionalProperties": {
         "anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}]}}
     return {

@@ -5,6 +5,10 @@
 and what it should be, followed by the caller's ``fix``: a hand-edited or hostile file is refused
 with one line, never a crash later. ``int`` is accepted where a ``float`` is expected; nothing else
 is converted.
+
+A record with a :data:`KEYS` field (:class:`utils.records.json_record.JsonRecord`) also remembers the
+keys of the object it was read from, in their order, and keeps the keys it does not know in its
+:data:`EXTRA` field, nested or not: written back, it is the object it was read from.
 """
 
 from __future__ import annotations
@@ -16,6 +20,15 @@ from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, Union
 
 from utils.errors import InputError
+
+
+KEYS = "json_keys"  # the field of a record that remembers the keys of the object it was read from
+EXTRA = "extra"  # the field of such a record that keeps the keys it does not know
+
+
+def remembers_keys(cls: type) -> bool:
+    """Whether the record ``cls`` remembers the keys of the object it is read from (a :data:`KEYS` field)."""
+    return any(f.name == KEYS for f in fields(cls))
 
 
 class _Bad(Exception):
@@ -78,37 +91,39 @@ def record(cls: type, data: object, where: str, fix: str, extra: str | None = No
         raise InputError(f"{err}: {fix} (or correct that field)") from None
 
 
+def _union(args: tuple, value: object, where: str) -> Any:
+    if value is None and type(None) in args:
+        return None
+    kinds = [arg for arg in args if arg is not type(None)]
+    if len(kinds) == 1:  # X | None: X's own message (the nested field that is wrong)
+        return _as(kinds[0], value, where)
+    for arg in kinds:
+        try:
+            return _as(arg, value, where)
+        except _Bad:
+            continue
+    raise _Bad(where, f"is {describe_json(value)}, not {_expected(Union[args])}")
+
+
+_SCALARS = {str: (str, "a string"), bool: (bool, "true or false"), int: (int, "a whole number"),
+            float: ((int, float), "a number")}
+
+
+def _scalar(tp: type, value: object, where: str) -> Any:
+    kinds, expected = _SCALARS[tp]
+    if not isinstance(value, kinds) or (isinstance(value, bool) and tp is not bool):
+        raise _Bad(where, f"is {describe_json(value)}, not {expected}")
+    return float(value) if tp is float else value
+
+
 def _as(tp: Any, value: object, where: str) -> Any:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any:
         return value
     if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _as(arg, value, where)
-            except _Bad:
-                continue
-        raise _Bad(where, f"is {describe_json(value)}, not {_expected(tp)}")
-    if tp is str:
-        if not isinstance(value, str):
-            raise _Bad(where, f"is {describe_json(value)}, not a string")
-        return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise _Bad(where, f"is {describe_json(value)}, not true or false")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _Bad(where, f"is {describe_json(value)}, not a whole number")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _Bad(where, f"is {describe_json(value)}, not a number")
-        return float(value)
+        return _union(args, value, where)
+    if tp in _SCALARS:
+        return _scalar(tp, value, where)
     if origin is list or tp is list:
         if not isinstance(value, list):
             raise _Bad(where, f"is {describe_json(value)}, not a list")
@@ -120,7 +135,7 @@ def _as(tp: Any, value: object, where: str) -> Any:
         item = args[1] if args else Any
         return {k: _as(item, v, f"{where}.{k}") for k, v in value.items()}
     if is_dataclass(tp):
-        return _record(tp, value, where)
+        return _record(tp, value, where, EXTRA if remembers_keys(tp) else None)
     raise _Bad(where, f"has a type this reader does not know ({tp})")  # pragma: no cover - a programming error
 
 
@@ -128,15 +143,18 @@ def _record(cls: type, data: object, where: str, extra: str | None = None) -> An
     if not isinstance(data, Mapping):
         raise _Bad(where, f"is {describe_json(data)}, not an object")
     types_of = hints(cls)
-    names = {f.name for f in fields(cls)} - ({extra} if extra else set())
-    values = {}
+    remembers = remembers_keys(cls)
+    names = {f.name for f in fields(cls)} - {extra, KEYS if remembers else None}
+    values: dict[str, Any] = {}
     for f in fields(cls):
-        if f.name == extra or f.name not in data:
+        if f.name not in names or f.name not in data:
             continue
         values[f.name] = _as(types_of[f.name], data[f.name], f"{where}.{f.name}")
     if extra:
         values[extra] = {k: v for k, v in data.items() if k not in names}
+    if remembers:
+        values[KEYS] = tuple(data)
     for f in fields(cls):  # a required field a file lacks
-        if f.name not in values and f.default is MISSING and f.default_factory is MISSING:
+        if f.name not in values and f.name in names and f.default is MISSING and f.default_factory is MISSING:
             raise _Bad(where, f"has no {f.name}")
     return cls(**values)

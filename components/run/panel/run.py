@@ -20,6 +20,7 @@ from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PRO
 from components.judges.setup import JudgeSetup, check_models
 from components.run.benchmark_loop import BenchmarkLoop, Usage
 from components.run.panel.grading import Member, PanelState
+from utils.records.sections import PanelSection
 from utils.results import JudgeGrade, JudgeInfo, QuestionResult
 
 
@@ -70,7 +71,7 @@ def price_notes(judging) -> list[str]:
             for n in [m.setup.judge_provider.prices.note(m.setup.judge.model)] if n]
 
 
-def section(judging, loop: BenchmarkLoop, rows: Sequence[QuestionResult], k: int) -> dict:
+def section(judging, loop: BenchmarkLoop, rows: Sequence[QuestionResult], k: int) -> PanelSection:
     """The results' ``panel`` section of this run."""
     failures = {m.name: reason for m in loop.members if (reason := _failure(m)) is not None}
     return panel_section(rows, names(judging), loop.panel.method, k, failures)
