@@ -39,8 +39,9 @@ UNTIL_DECIDED = {
     "calls": {"spent": 5, "saved": 5, "full": 10}, "cost_usd": {"spent": 0.0, "saved": 0.0, "full": 0.0},
     "cost_note": "spent: this session's judge calls"}
 TARGET_CI = {
-    "mode": "target_ci", "procedure": "confidence sequence", "request": {"target_ci": {"avg_llm_grade": 0.5}, "seed": 0},
-    "seed": 0, "block": 5, "questions": 10, "judged": 10, "not_judged": 0, "decided": False, "decided_after": None,
+    "mode": "target_ci", "procedure": "confidence sequence",
+    "request": {"target_ci": {"avg_llm_grade": 0.5}, "seed": 0}, "seed": 0, "block": 5, "questions": 10,
+    "judged": 10, "not_judged": 0, "decided": False, "decided_after": None,
     "alpha": 0.05, "metrics": {"avg_llm_grade": {"n": 10, "estimate": 6.5, "interval": [5.0, 8.0], "half_width": 1.5,
                                                  "target": 0.5, "verdict": "not reached", "look": None}},
     "looks": [{"look": 1, "judged": 5, "paired": 5, "metrics": {"avg_llm_grade": {
@@ -55,10 +56,12 @@ def _row(qid: str, rank: int | None, grades: list[int] | None = None, reversed_g
     if rank is not None:
         docs[rank - 1] = "d"
     grade = grades[0] if grades else 6
+    retrieved = [RetrievedItem(i + 1, doc, f"{doc}#{i}") for i, doc in enumerate(docs)]
     return QuestionResult(qid, f"question {qid}", needle_doc_id="d", needle_doc_ids=["d"], rank=rank,
-                          needle_found=rank is not None, hit_at_1=rank == 1, retrieved=[RetrievedItem(i + 1, doc, f"{doc}#{i}") for i, doc in enumerate(docs)],
-                          llm_grade=grade, llm_grades=grades, grade_spread=max(grades) - min(grades) if grades else None,
-                          grade_sd=0.5 if grades else None, llm_grade_reversed=reversed_grade)
+                          needle_found=rank is not None, hit_at_1=rank == 1, retrieved=retrieved,
+                          llm_grade=grade, llm_grades=grades, grade_sd=0.5 if grades else None,
+                          grade_spread=max(grades) - min(grades) if grades else None,
+                          llm_grade_reversed=reversed_grade)
 
 
 def _run_with_every_section() -> RunResult:
