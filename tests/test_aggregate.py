@@ -76,7 +76,7 @@ def test_confidence_intervals_are_scipys_percentile_bootstrap():
     rows = ROWS * 5  # 20 questions
     agg = aggregate(rows, index_time_s=0.0)
     assert set(agg.ci95) == set(QUALITY_METRICS)
-    assert agg.bootstrap == {"resamples": 10_000, "seed": S.BOOTSTRAP_SEED, "method": "percentile"}
+    assert agg.bootstrap.to_json() == {"resamples": 10_000, "seed": S.BOOTSTRAP_SEED, "method": "percentile"}
 
     def scipy_ci(values):
         res = stats.bootstrap((np.asarray(values, float),), np.mean, method="percentile", n_resamples=10_000,
@@ -134,5 +134,5 @@ def test_judge_repeats_widen_the_grade_intervals():
     assert plain.ci95["pass_rate_7"] == [0.0, 0.0]  # 6 never passes
     lo, hi = noisy.ci95["pass_rate_7"]  # a repeat of 8 passes, one of 4 does not: 50% ± 1.96 · 50 / √30 ≈ ± 18
     assert 25 < lo < 40 and 60 < hi < 75
-    assert noisy.bootstrap["method"] == "percentile-two-level"
+    assert noisy.bootstrap.method == "percentile-two-level"
     assert noisy.ci95["mrr"] == plain.ci95["mrr"] == [1.0, 1.0]

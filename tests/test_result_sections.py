@@ -17,7 +17,8 @@ from components.analysis.panel import panel_section
 from components.analysis.targets import check_targets, parse_targets
 from tests.panel_fixtures import panel_row
 from utils.errors import InputError
-from utils.records.sections import AdaptiveSection, JudgeConsistency, OrderCheck, PanelSection, QualityBand, TargetCheck
+from utils.records.sections import (AdaptiveSection, Bootstrap, JudgeConsistency, OrderCheck, PanelSection, QualityBand,
+                                    TargetCheck)
 from utils.results import QuestionResult, RetrievedItem, RunInfo, RunResult, load_run
 
 # until_decided's verdict entries come in two key orders (a decision; a metric never looked at), as
@@ -77,6 +78,7 @@ def _run_with_every_section() -> RunResult:
 def test_a_run_with_every_section_has_them_as_records():
     result = _run_with_every_section()
     assert isinstance(result.judge_consistency, JudgeConsistency) and isinstance(result.order_check, OrderCheck)
+    assert result.bootstrap == Bootstrap(10_000, result.bootstrap.seed, "percentile-two-level")  # repeats: two-level
     assert all(isinstance(b, QualityBand) for b in result.quality_bands.values())
     assert all(isinstance(t, TargetCheck) for t in result.targets) and isinstance(result.panel, PanelSection)
     # hand figures: q1 moved by 2, q2 by 0, q3 by 1 → 1 of 3 moved by 2 or more; reversing moved 6→8, 7→7, 5→2
@@ -96,12 +98,18 @@ def test_every_section_goes_through_the_typed_reader_and_back_byte_for_byte(tmp_
     second = read.save(tmp_path / "second.json")
     assert second.read_bytes() == first.read_bytes()
     written = json.loads(first.read_text(encoding="utf-8"))
-    for name in ("judge_consistency", "order_check", "quality_bands", "targets", "panel", "adaptive"):
+    for name in ("bootstrap", "judge_consistency", "order_check", "quality_bands", "targets", "panel", "adaptive"):
         assert name in written, name
     assert written["adaptive"] == adaptive and list(written["adaptive"]) == list(adaptive)  # keys, order, values
     for key, entry in adaptive["metrics"].items():
         assert list(written["adaptive"]["metrics"][key]) == list(entry)
     assert read.adaptive == result.adaptive and read.panel == result.panel and read.targets == result.targets
+
+
+def test_a_file_without_intervals_keeps_an_empty_bootstrap():
+    doc = {"schema_version": 2, "run": {}, "bootstrap": {}, "results": [{"question_id": "q1"}]}
+    assert RunResult.from_json(doc).to_json()["bootstrap"] == {}
+    assert RunResult(RunInfo(), []).to_json()["bootstrap"] == {}
 
 
 def test_an_old_file_is_written_back_as_it_was(tmp_path: Path):
@@ -122,6 +130,8 @@ def test_an_old_file_is_written_back_as_it_was(tmp_path: Path):
 
 # each: where the section is broken, and the words that name the field in the one-line refusal
 MALFORMED = [
+    ("bootstrap", lambda d: d["bootstrap"].update(resamples="many"),
+     "bootstrap.resamples is a string, not a whole number"),
     ("judge_consistency", lambda d: d["judge_consistency"].update(mean_sd="low"),
      "judge_consistency.mean_sd is a string, not a whole number or a number"),
     ("order_check", lambda d: d["order_check"].pop("questions"), "order_check has no questions"),

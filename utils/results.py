@@ -33,8 +33,8 @@ from utils.files.lines import open_regular
 from utils.files.output import write_json_atomic
 from utils.redaction import Redactor, environment_secrets
 from utils.records.json_record import to_json
-from utils.records.sections import (AdaptiveSection, JudgeConsistency, OrderCheck, PanelSection, QualityBand,
-                                    TargetCheck)
+from utils.records.sections import (AdaptiveSection, Bootstrap, JudgeConsistency, OrderCheck, PanelSection,
+                                    QualityBand, TargetCheck, no_bootstrap)
 from utils.records.typecheck import convert, hints, record
 
 SCHEMA_VERSION = 2
@@ -322,7 +322,7 @@ class RunResult:
     rows: list[QuestionResult]
     metrics: dict[str, float | None] = field(default_factory=dict)
     ci95: dict[str, list[float] | None] = field(default_factory=dict)
-    bootstrap: dict = field(default_factory=dict)  # {resamples, seed, method}
+    bootstrap: Bootstrap = field(default_factory=no_bootstrap)  # {resamples, seed, method}
     groups: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # field → value → {count, ...}
     question_count: int = 0
     graded_count: int = 0
@@ -355,7 +355,7 @@ class RunResult:
         out.update(question_count=self.question_count, graded_count=self.graded_count,
                    ungraded_count=self.ungraded_count, grade_errors=dict(self.grade_errors),
                    avg_latency_ms=self.avg_latency_ms, index_time_s=self.index_time_s, ci95=dict(self.ci95),
-                   bootstrap=dict(self.bootstrap), groups=self.groups)
+                   bootstrap=self.bootstrap.to_json(), groups=self.groups)
         for name in ("diagnosis_counts", "chunk_relevance_count", "judge_consistency", "order_check",
                      "quality_bands", "targets", "panel", "adaptive"):
             if getattr(self, name) is not None:

@@ -20,7 +20,7 @@ from components.stats import statistics as S
 from components.analysis.diagnosis import count_tags
 from utils import metrics as M
 from utils.quality_bands import quality_bands
-from utils.records.sections import JudgeConsistency, OrderCheck
+from utils.records.sections import Bootstrap, JudgeConsistency, OrderCheck
 from utils.results import QuestionResult, RunInfo, RunResult
 
 GROUP_FIELDS = ("category", "difficulty", "type", "section")  # grouped by default when the rows carry them
@@ -48,7 +48,7 @@ def run_metrics(rows: Sequence[QuestionResult], relevance: bool) -> list[M.Metri
 
 
 def confidence_intervals(rows: Sequence[QuestionResult], k: int, chosen: Sequence[M.Metric]
-                         ) -> tuple[dict[str, list[float] | None], dict[str, Any]]:
+                         ) -> tuple[dict[str, list[float] | None], Bootstrap]:
     """95% percentile-bootstrap CI of each metric's mean over questions, in its unit, and the
     bootstrap's record ``{resamples, seed, method}``. A metric resamples the questions that have a
     value (the graded ones for the average grade); with judge repeats (``llm_grades``) the
@@ -76,8 +76,7 @@ def confidence_intervals(rows: Sequence[QuestionResult], k: int, chosen: Sequenc
         for name, interval in zip(names, S.bootstrap_cis(cols, resamples=S.RESAMPLES, seed=S.BOOTSTRAP_SEED)):
             ci95[name] = [round(interval[0], 6), round(interval[1], 6)] if interval else None
     two_level = any(M.grade_repeats(r) is not None for r in rows)
-    record = {"resamples": S.RESAMPLES, "seed": S.BOOTSTRAP_SEED,
-              "method": S.METHOD + ("-two-level" if two_level else "")}
+    record = Bootstrap(S.RESAMPLES, S.BOOTSTRAP_SEED, S.METHOD + ("-two-level" if two_level else ""))
     return {m.key: ci95.get(m.key) for m in chosen}, record
 
 

@@ -4,6 +4,7 @@ read and checked by the typed reader with the rest of the file, written back key
 ==================  ==========================================  ===============================================
 section             record                                      made by
 ==================  ==========================================  ===============================================
+bootstrap           :class:`Bootstrap`                          components.analysis.aggregate
 judge_consistency   :class:`JudgeConsistency`                   components.analysis.aggregate (--judge-repeats)
 order_check         :class:`OrderCheck`                         components.analysis.aggregate (--order-check)
 quality_bands       {metric key: :class:`QualityBand`}          utils.quality_bands
@@ -26,6 +27,21 @@ from utils.files.output import strict_json_value
 from utils.records.json_record import JsonRecord, Number
 
 FIX = "pass a results file written by benchmark.py"
+
+
+@dataclass(frozen=True)
+class Bootstrap(JsonRecord):
+    """How the 95% intervals (``ci95``) were drawn: resamples, seed, method (``percentile``, or
+    ``percentile-two-level`` with judge repeats). A file without intervals has ``{}``."""
+
+    resamples: int | None = None
+    seed: int | None = None
+    method: str | None = None
+
+
+def no_bootstrap() -> Bootstrap:
+    """The ``bootstrap`` of a file that has none: written back as ``{}``."""
+    return Bootstrap(json_keys=())
 
 
 @dataclass(frozen=True)
