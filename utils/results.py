@@ -14,6 +14,9 @@ A results file is a self-describing dump of a :class:`RunResult`::
   the field and the fix (:class:`InputError`, through :mod:`utils.records.typecheck`), never a crash
   later. A field a file lacks takes its default (schema-1 files lack most), a metric it lacks is
   absent (never guessed).
+* the sections beside the rows (``bootstrap``, ``judge_consistency``, ``order_check``,
+  ``quality_bands``, ``targets``, ``panel``, ``adaptive``) are records of :mod:`utils.records.sections`,
+  read by the same reader and written back key for key.
 
 The JSON Schema of a results file is :func:`utils.records.schema.json_schema`.
 """

@@ -1,5 +1,6 @@
 """The JSON Schema (draft 2020-12) of a results file, derived from the records' types
-(:mod:`utils.results`) and the metric registry (:mod:`utils.metrics`).
+(:mod:`utils.results`, the sections' :mod:`utils.records.sections`) and the metric registry
+(:mod:`utils.metrics`).
 
 ``docs/results.schema.json`` is :func:`json_schema` as JSON (``docs/results.md`` says how to regenerate it).
 """
