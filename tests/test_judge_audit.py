@@ -13,6 +13,7 @@ import pytest
 
 from components import api
 from components.audit.attacks import INJECTIONS, attack, paraphrase, parse_attacks, row_chunks, without_answer
+from components.audit.attacks import attacks as registered_attacks
 from components.audit.effects import MIN_PAIRS, verdict
 from components.audit.sample import draw
 from components.judges.lexical_judge import key_terms
@@ -124,7 +125,8 @@ def test_a_robust_judge_is_robust_on_every_attack_and_responds_to_removal(tmp_pa
     assert all(a.pairs == 10 and a.delta == 0.0 for a in attacks.values())
     assert (removal.verdict, removal.delta, removal.ci95, removal.flips_to_fail) == ("responds", -6.0, [-6.0, -6.0], 10)
     assert "answer removal lowers its grade" in audit.judges[0].profile()
-    assert audit.judges[0].calls == 10 * 9 and audit.judges[0].control_mean == 8.0
+    # every attack applies to every row: per row one control call and one per registered attack
+    assert audit.judges[0].calls == 10 * (1 + len(registered_attacks())) and audit.judges[0].control_mean == 8.0
 
 
 def test_the_figures_of_a_small_sample_by_hand(tmp_path: Path):
