@@ -452,6 +452,20 @@ def test_a_file_without_a_status_reads_as_its_stop_and_an_unknown_status_is_refu
         read_audit(tmp_path / "bad.json")
 
 
+def test_an_attack_the_registry_lacks_reads_and_a_malformed_name_is_refused(tmp_path: Path):
+    """The file records each attack's name, family and direction: one of a plug-in not loaded now
+    reads as written; a name that is no attack's form (lower-case words joined by '-') is refused."""
+    doc = audit_of("offline", "lexical-idf-v1", PROMPT_SHA256, {"my-own-attack": "robust"}).to_json()
+    assert "my-own-attack" not in registered_attacks()
+    (tmp_path / "own.json").write_text(json.dumps(doc))
+    assert [a.name for a in read_audit(tmp_path / "own.json").judges[0].attacks] == ["my-own-attack"]
+    for bad in ("Bribery", "two words", "trailing-", ""):
+        doc["judges"][0]["attacks"][0]["name"] = bad
+        (tmp_path / "bad.json").write_text(json.dumps(doc))
+        with pytest.raises(InputError, match=re.escape(f".attacks[0].name {bad!r} is not an attack's name")):
+            read_audit(tmp_path / "bad.json")
+
+
 def test_audit_on_a_run_and_on_report_warns(tmp_path: Path):
     audit_path = tmp_path / "audit.json"
     audit_of("offline", "lexical-idf-v1", PROMPT_SHA256, {"keyword-stuffing": "vulnerable"}).save(audit_path)

@@ -9,7 +9,7 @@ quoted chunk text, never as a line of the template.
 **The registry**: an attack is one :class:`Attack` (its stable ``name``, its ``family``, the
 ``direction`` of a grade change that means the judge was fooled or responds, and its ``edit``),
 added with :func:`register_attack`; the audit, its file, the console table and the report follow
-from it (a plug-in adds one: :mod:`components.plugins`). The built-in attacks, in report order:
+from it (a plug-in adds one: :mod:`components.core.plugins`). The built-in attacks, in report order:
 
 * ``keyword-stuffing`` (up): the last chunk is replaced by a chunk that another question retrieved
   in the same run (drawn with the audit's seed, from a document that is not one of the row's

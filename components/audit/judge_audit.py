@@ -9,7 +9,8 @@ retrieval fool the judge that graded a run?
    terms over the run's corpus, read again from where the run recorded it (or ``corpus``).
 3. **The calls**, per judge and sampled row: one **control** (the row's chunks and question,
    unedited) and one per attack variant that applies to the row (:mod:`components.audit.attacks`):
-   at most 1 + 8 calls per row with the built-in attacks (one more per attack a plug-in registers). Every call goes through the grader
+   at most 1 + 8 calls per row with the built-in attacks (one more per attack a plug-in registers).
+   Every call goes through the grader
    (:class:`~components.judges.retrieval_grader.RetrievalGrader`: the run's prompt and escaping)
    and, with ``max_cost``, through the run's budget (:func:`components.run.calls.budget.through`).
 4. **The effects**: per attack, paired differences attack minus control

@@ -26,7 +26,7 @@ TAKES_ENV = True  # run(args, settings, env): --judges reads the variables a pan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    by_family = families()  # the registered attacks: built in, and a plug-in's (components.plugins)
+    by_family = families()  # the registered attacks: built in, and a plug-in's (components.core.plugins)
     several = ", ".join(f"{family} has {len(variants)}" for family, variants in by_family.items() if len(variants) > 1)
     help_epilog(parser, "examples:\n"
                 "  python benchmark.py audit-judge benchmark_results.json -o audit.json\n"
