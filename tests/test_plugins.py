@@ -161,3 +161,19 @@ def test_a_plugin_that_does_not_import_is_one_line_and_exit_2(plugin, tmp_path: 
         assert f"{variable}={module}: cannot import {module!r}" in errors[0], errors
         assert not (tmp_path / "r.json").exists()
     assert "half written" in errors[0]
+
+
+def test_the_api_loads_the_plugins_of_the_environment(plugin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """compare() in components.api imports BENCHMARK_PLUGINS' modules first: the plug-in's metric is compared."""
+    from components import api
+    from utils.metrics import unregister_metric
+
+    name = plugin("plugin_hit2_api", example("metrics.md", "my_metrics"))
+    path = run_file(tmp_path, [row(i, rank=1 + i % 3) for i in range(9)])
+    monkeypatch.setenv("BENCHMARK_PLUGINS", name)
+    try:
+        comparison = api.compare([path, path])
+        assert "hit_at_2_rate" in [m.metric for m in comparison.comparisons[0].metrics]
+        assert re.search(r"^hit@2 .*66\.7", str(comparison), re.M), str(comparison)  # ranks 1, 2 of 1, 2, 3: 6 of 9
+    finally:
+        unregister_metric("hit_at_2_rate")
