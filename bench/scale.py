@@ -281,7 +281,7 @@ def plot(rows: list[dict], path: Path) -> None:
         ("query latency p50, bar to p95 (ms)", lambda r: r["warm"]["query_ms_p50"], 50),
         ("peak RSS, cold (solid) / warm (dashed) (MB)", lambda r: r["cold"]["peak_rss_mb"], 3000),
     ]
-    for ax, (title, value, target) in zip(axes.flat, panels):
+    for ax, (title, value, target) in zip(axes.flat, panels, strict=True):
         for strategy in dict.fromkeys(r["strategy"] for r in rows):
             mine = sorted((r for r in rows if r["strategy"] == strategy), key=lambda r: r["pages"])
             xs = [r["pages"] for r in mine]

@@ -87,7 +87,7 @@ GRADES = {  # run: (judge a, judge b, judge c) the same on each of its 8 questio
 
 
 def run_of(label: str, grades: tuple[int, ...], judges=("a", "b", "c")) -> RunResult:
-    rows = [panel_row(f"q{i}", dict(zip(judges, grades))) for i in range(8)]
+    rows = [panel_row(f"q{i}", dict(zip(judges, grades, strict=True))) for i in range(8)]
     info = JudgeInfo("panel", ",".join(judges), details={"aggregate": "median", "judges": [
         {"name": n, "provider": "scripted", "model": n, "judge": {"provider": "scripted", "model": n}} for n in judges]})
     return RunResult(RunInfo(strategy=label, k=5, status="completed", judge=info), rows)

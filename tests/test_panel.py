@@ -106,7 +106,7 @@ def test_a_judge_unusable_at_start_up_is_exit_3_naming_it_before_any_grading_cal
     ([6, None, 7], "median", 6.5, 7), ([4], "mean", 4.0, 4)])
 def test_the_aggregate_of_the_judges_that_graded_rounded_half_up(grades, method, value, rounded):
     names = [f"j{i}" for i in range(len(grades))]
-    outcome = panel_outcome({n: JudgeGrade(grade=g, error=None if g else "timeout: x") for n, g in zip(names, grades)},
+    outcome = panel_outcome({n: JudgeGrade(grade=g, error=None if g else "timeout: x") for n, g in zip(names, grades, strict=True)},
                             names, method)
     assert (outcome.value, outcome.grade.grade, outcome.graded) == (value, rounded, sum(g is not None for g in grades))
 

@@ -46,7 +46,7 @@ def decided_against(baseline: Any, other: Any) -> dict | None:
 
 def sequential_verdicts(runs: Sequence[Any], labels: Sequence[str]) -> dict[str, dict]:
     """label → the adaptive record of each run (after the first) decided against the first."""
-    return {label: record for run, label in zip(runs[1:], labels[1:])
+    return {label: record for run, label in zip(runs[1:], labels[1:], strict=True)
             if (record := decided_against(runs[0], run)) is not None}
 
 

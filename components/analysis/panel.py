@@ -102,7 +102,7 @@ def _pairs(rows: Sequence[QuestionResult], names: Sequence[str]) -> list[dict]:
         out.append({"judges": [a, b], "n": len(both), "kappa_quadratic": None if kappa is None else round(kappa, 6),
                     "pass_agreement": {f"{mark:g}": None if not both else round(pass_agreement(ga, gb, ranks, mark), 6)
                                        for mark in M.PASS_THRESHOLDS},
-                    "mean_difference": round(sum(y - x for x, y in zip(ga, gb)) / len(both), 6) if both else None})
+                    "mean_difference": round(sum(y - x for x, y in zip(ga, gb, strict=True)) / len(both), 6) if both else None})
     return out
 
 
@@ -202,10 +202,10 @@ def reconcile(runs: Sequence[RunResult], labels: Sequence[str]) -> tuple[list[Ru
         shared = next(iter(judges))
         names = [next((s["name"] for s in judge_specs(runs[i].run) if _identity(s) == shared), None) for i in panels]
         if all(names):
-            for i, name in zip(panels, names):
+            for i, name in zip(panels, names, strict=True):
                 out[i] = judge_view(runs[i], name)
             return out, [f"{labels[i]} is a panel run: compared on the grades of its judge {name} ({' '.join(shared)}), "
-                         "the judge every run has" for i, name in zip(panels, names)]
+                         "the judge every run has" for i, name in zip(panels, names, strict=True)]
     others = ", ".join(labels[i] for i in range(len(runs)) if i not in panels)
     return out, [f"{labels[i]} is a panel run and {others} had one judge that is not in its panel: its grades are the "
                  f"panel's aggregate ({runs[i].run.judge.details.get('aggregate', 'median')} of "

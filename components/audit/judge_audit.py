@@ -163,7 +163,7 @@ def audit_one(plan: Plan, judge: AuditedJudge, budget: Budget | None,
         logger.warning("Interrupted after {} call(s) of judge {}: keeping what was graded", len(costs), judge.name)
     member = _run_member(plan.result, judge)
     graded = [(g, _run_grade(row, member) if member is not None else None)
-              for g, row in zip(control, plan.rows) if g is not None]
+              for g, row in zip(control, plan.rows, strict=False) if g is not None]
     calls_models = judge.judging.setup.calls_models
     info = judge.judging.judge_info("judge", 1)
     return JudgeAudit(

@@ -912,7 +912,7 @@ def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], co
     """The whole page for ``runs`` (:class:`RunResult`, or results dicts: read with
     :meth:`RunResult.from_json`) named by ``labels``; ``comparison`` is
     ``compare_runs(runs, labels).to_json()`` when there are several (same runs, same order)."""
-    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, label) for r, label in zip(runs, labels)]
+    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, label) for r, label in zip(runs, labels, strict=True)]
     title = "Retrieval benchmark report — " + ", ".join(labels)
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     body = [f"<h1>Retrieval benchmark report</h1><p class=muted>{len(runs)} run{'s' if len(runs) != 1 else ''}: "

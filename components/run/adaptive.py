@@ -191,7 +191,7 @@ def judges_now(settings, setups: Sequence) -> list[tuple[str | None, str, str | 
 def _same_judges(recorded: list, now: list) -> bool:
     if len(recorded) != len(now):
         return False
-    return all(r[0] == n[0] and r[1] == n[1] and (n[2] is None or r[2] == n[2]) for r, n in zip(recorded, now))
+    return all(r[0] == n[0] and r[1] == n[1] and (n[2] is None or r[2] == n[2]) for r, n in zip(recorded, now, strict=True))
 
 
 def _shown(judges: list) -> str:

@@ -480,7 +480,7 @@ class BenchmarkRun:
                 from components.run.panel.batch import PanelBatch
 
                 batch = PanelBatch({m.name: engine(j.setup, m.name)
-                                    for m, j in zip(self.settings.panel, judging.members)})
+                                    for m, j in zip(self.settings.panel, judging.members, strict=True)})
             else:
                 batch = engine(judging.setup)
         context = RunContext(
