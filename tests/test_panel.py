@@ -5,6 +5,7 @@ models registered under names of their own (tests/panel_fixtures.py); HTTP where
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -364,7 +365,8 @@ def test_the_examples_local_judges_grade_by_their_rules_and_disagree():
 def test_chunk_relevance_is_the_first_judges_and_repeats_are_kept_per_judge():
     """The offline judge first: it rates the chunks (free); a judge that calls a model first: chunks
     are not rated by default. With --judge-repeats every judge's repeats are in its grade."""
-    with scripted_judges(alternating=Script(then=lambda prompt, n=iter(range(10**6)): grade_reply(6 + 2 * (next(n) % 2)))):
+    calls = itertools.count()
+    with scripted_judges(alternating=Script(then=lambda prompt: grade_reply(6 + 2 * (next(calls) % 2)))):
         first_offline = evaluate("baseline", QUESTIONS[:2], judges=["offline", "alternating"], judge_repeats=2)
         first_model = evaluate("baseline", QUESTIONS[:2], judges=["alternating", "offline"])
     assert all(r.chunk_relevance is not None for r in first_offline.rows)

@@ -14,7 +14,6 @@ grades as ``good`` under every judge (the grade holds), and a lower total score 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -13,7 +13,7 @@ from components.analysis.compare import compare_runs, format_comparison
 from components.analysis.recommendations import best_columns, recommend
 from components.report.page import render_comparison
 from tests.conftest import run_cli
-from tests.test_compare import A, B, results, row
+from tests.test_compare import A, B, results
 
 
 def test_hand_computed_recommendations():

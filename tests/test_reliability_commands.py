@@ -276,8 +276,10 @@ def test_batch_results_collect_what_can_be_matched(body, grades, skipped):
 
 def test_cli_a_batch_with_hostile_results_is_collected(tmp_path: Path, few_questions: Path):
     """The whole run: the paid batch is collected (exit 0) and the run records what was skipped."""
-    body = (lambda batch: _line("q1", 3) + b"".join(_line(r["custom_id"], 8) for r in batch.results)
-            + b"".join(_line(f"q{i}", 1) for i in range(50, 60)))
+    def body(batch):
+        return (_line("q1", 3) + b"".join(_line(r["custom_id"], 8) for r in batch.results)
+                + b"".join(_line(f"q{i}", 1) for i in range(50, 60)))
+
     with LoopbackServer(batch_results=body) as srv:
         run = run_cli("--questions", str(few_questions), "--judge-batch", "--output", str(tmp_path / "r.json"),
                       "--log-dir", str(tmp_path / "logs"), env=judge_env(srv.url, BENCHMARK_BATCH_POLL_MAX="0.05"))

@@ -355,7 +355,7 @@ def test_a_judge_that_answers_every_call_429_or_500_grades_nothing_and_writes_no
     from tests.conftest import judge_env
     from tests.loopback import LoopbackServer, error
 
-    corpus = write_corpus(tmp_path / "corpus")
+    write_corpus(tmp_path / "corpus")
     ids = ("q_pass", "q_pass2", "q_noanswer")
     questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ids])
     out, clean = tmp_path / "v.json", tmp_path / "clean.json"

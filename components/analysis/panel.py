@@ -141,6 +141,13 @@ def _num(value: Any, digits: int = 2) -> str:
     return "n/a" if not isinstance(value, (int, float)) or isinstance(value, bool) else f"{value:.{digits}f}"
 
 
+def _with_ci(metrics: Mapping, ci: Mapping, key: str, digits: int) -> str:
+    """``key``'s value with its interval, as the summary shows it."""
+    interval = ci.get(key)
+    shown = f" [{_num(interval[0], digits)}, {_num(interval[1], digits)}]" if interval else ""
+    return _num(metrics.get(key), digits) + shown
+
+
 def summary_lines(panel: Mapping | None) -> list[str]:
     """The panel's lines of the run's summary: the aggregate, each judge's mean grade and pass rate
     with their intervals, each pair's κ and pass/fail agreement, α; each unusable judge."""
@@ -155,13 +162,8 @@ def summary_lines(panel: Mapping | None) -> list[str]:
     for name in names:
         mine = per.get(name) or {}
         metrics, ci = mine.get("metrics") or {}, mine.get("ci95") or {}
-
-        def with_ci(key: str, digits: int) -> str:
-            interval = ci.get(key)
-            shown = f" [{_num(interval[0], digits)}, {_num(interval[1], digits)}]" if interval else ""
-            return _num(metrics.get(key), digits) + shown
-        line = (f"  {escape_control(name):<{width}} graded {mine.get('graded', 0)}, grade {with_ci('avg_llm_grade', 2)}, "
-                f"pass ≥ 7 {with_ci('pass_rate_7', 1)}%")
+        grade, passed = _with_ci(metrics, ci, "avg_llm_grade", 2), _with_ci(metrics, ci, "pass_rate_7", 1)
+        line = f"  {escape_control(name):<{width}} graded {mine.get('graded', 0)}, grade {grade}, pass ≥ 7 {passed}%"
         if mine.get("unusable"):
             line += f"; UNUSABLE: {escape_control(str(mine['unusable']))[:200]}"
         lines.append(line)
