@@ -144,6 +144,12 @@ def _metadata(report: Mapping, label: str) -> str:
             pairs.append((key, _h(run_info[key])))
     if run_info.get("judge_failure"):
         pairs.append(("judge failure", _h(run_info["judge_failure"])))
+    return _kv_table(pairs + _judge_pairs(run_info) + _input_pairs(report, run_info))
+
+
+def _judge_pairs(run_info: Mapping) -> list[tuple[str, str]]:
+    """The metadata rows of the judge: who, its prompt's hash, each role's usage, the cost."""
+    pairs: list[tuple[str, str]] = []
     judge = run_info.get("judge") if isinstance(run_info.get("judge"), Mapping) else {}
     if judge:
         pairs.append(("judge", _h(" ".join(str(judge[k]) for k in ("provider", "model", "mode") if judge.get(k)))))
@@ -158,6 +164,12 @@ def _metadata(report: Mapping, label: str) -> str:
             pairs.append((f"{who} usage", _h(text)))
     if "cost_usd" in run_info:
         pairs.append(("cost", _h(_money(run_info["cost_usd"]))))
+    return pairs
+
+
+def _input_pairs(report: Mapping, run_info: Mapping) -> list[tuple[str, str]]:
+    """The metadata rows of what the run read and how: questions, corpus, index, bootstrap, Python."""
+    pairs: list[tuple[str, str]] = []
     if run_info.get("questions_file"):
         pairs.append(("questions", _h(run_info["questions_file"])))
     if run_info.get("questions_sha256"):
@@ -177,7 +189,7 @@ def _metadata(report: Mapping, label: str) -> str:
         pairs.append(("bootstrap", _h(", ".join(f"{k} {v}" for k, v in boot.items()))))
     if run_info.get("python"):
         pairs.append(("python", _h(run_info["python"])))
-    return _kv_table(pairs)
+    return pairs
 
 
 def _metric_rows(result: RunResult) -> str:

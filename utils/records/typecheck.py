@@ -79,20 +79,35 @@ def record(cls: type, data: object, where: str, fix: str, extra: str | None = No
 
 
 def _as(tp: Any, value: object, where: str) -> Any:
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any:
         return value
+    origin = typing.get_origin(tp)
+    if origin is None and tp in _SCALARS:
+        return _as_scalar(tp, value, where)
     if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _as(arg, value, where)
-            except _Bad:
-                continue
-        raise _Bad(where, f"is {describe_json(value)}, not {_expected(tp)}")
+        return _as_union(tp, value, where)
+    if origin is list or tp is list:
+        if not isinstance(value, list):
+            raise _Bad(where, f"is {describe_json(value)}, not a list")
+        args = typing.get_args(tp)
+        item = args[0] if args else Any
+        return [_as(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict or tp is dict:
+        if not isinstance(value, Mapping):
+            raise _Bad(where, f"is {describe_json(value)}, not an object")
+        args = typing.get_args(tp)
+        item = args[1] if args else Any
+        return {k: _as(item, v, f"{where}.{k}") for k, v in value.items()}
+    if is_dataclass(tp):
+        return _record(tp, value, where)
+    raise _Bad(where, f"has a type this reader does not know ({tp})")  # pragma: no cover - a programming error
+
+
+_SCALARS = (str, bool, int, float)
+
+
+def _as_scalar(tp: type, value: object, where: str) -> Any:
+    """``value`` as the JSON scalar ``tp`` (an int is a float too; a bool is not a number)."""
     if tp is str:
         if not isinstance(value, str):
             raise _Bad(where, f"is {describe_json(value)}, not a string")
@@ -101,27 +116,24 @@ def _as(tp: Any, value: object, where: str) -> Any:
         if not isinstance(value, bool):
             raise _Bad(where, f"is {describe_json(value)}, not true or false")
         return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _Bad(where, f"is {describe_json(value)}, not a whole number")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _Bad(where, f"is {describe_json(value)}, not a number")
-        return float(value)
-    if origin is list or tp is list:
-        if not isinstance(value, list):
-            raise _Bad(where, f"is {describe_json(value)}, not a list")
-        item = args[0] if args else Any
-        return [_as(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict or tp is dict:
-        if not isinstance(value, Mapping):
-            raise _Bad(where, f"is {describe_json(value)}, not an object")
-        item = args[1] if args else Any
-        return {k: _as(item, v, f"{where}.{k}") for k, v in value.items()}
-    if is_dataclass(tp):
-        return _record(tp, value, where)
-    raise _Bad(where, f"has a type this reader does not know ({tp})")  # pragma: no cover - a programming error
+    if isinstance(value, bool) or not isinstance(value, (int, float) if tp is float else int):
+        raise _Bad(where, f"is {describe_json(value)}, not {'a number' if tp is float else 'a whole number'}")
+    return float(value) if tp is float else value
+
+
+def _as_union(tp: Any, value: object, where: str) -> Any:
+    """``value`` as the first member of the union ``tp`` that takes it (None when ``tp`` is optional)."""
+    args = typing.get_args(tp)
+    if value is None and type(None) in args:
+        return None
+    for arg in args:
+        if arg is type(None):
+            continue
+        try:
+            return _as(arg, value, where)
+        except _Bad:
+            continue
+    raise _Bad(where, f"is {describe_json(value)}, not {_expected(tp)}")
 
 
 def _record(cls: type, data: object, where: str, extra: str | None = None) -> Any:
