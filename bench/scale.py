@@ -318,7 +318,8 @@ def main() -> int:
                    help='draw the figures at this path too (docs/scale.png; needs pip install -e ".[plot]")')
     p.add_argument("--warm-repeat", type=int, default=3, help="warm runs per size and strategy (medians)")
     p.add_argument("--keep-cache", action="store_true", help="keep the cache entries (they are large)")
-    p.add_argument("--report-only", action="store_true", help="print the table and plot <out>/scale.json, measure nothing")
+    p.add_argument("--report-only", action="store_true",
+                   help="print the table and plot <out>/scale.json, measure nothing")
     p.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.plot and importlib.util.find_spec("matplotlib") is None:

@@ -278,7 +278,8 @@ def default_metrics(args, metrics: list[str]) -> dict:
     truth = np.array([truth_sample[m].mean() for m in metrics])
     out = {"metrics": metrics, "alpha per metric": design.alpha_per_metric, "latent shift": shift,
            "true differences": dict(zip(metrics, truth.tolist(), strict=True))}
-    for label, move, expected in (("no difference", 0.0, np.zeros(len(metrics))), ("1.5 MDE of the grade", shift, truth)):
+    for label, move, expected in (("no difference", 0.0, np.zeros(len(metrics))),
+                                  ("1.5 MDE of the grade", shift, truth)):
         pairs = grade_pairs(np.random.default_rng([args.seed, 20 + len(metrics)]), (args.reps, args.questions), move)
         runs = run_sequential([pairs[m] for m in metrics], [SPANS[m] for m in metrics], design, procedure_interval)
         cover = covered(runs, expected[None, :])
@@ -291,7 +292,8 @@ def default_metrics(args, metrics: list[str]) -> dict:
                       "coverage by metric": dict(zip(metrics, cover.mean(axis=0).tolist(), strict=True)),
                       "decided by metric": dict(zip(metrics, (runs.verdict != 0).mean(axis=0).tolist(), strict=True)),
                       "agreement by metric": dict(zip(metrics, agree.mean(axis=0).tolist(), strict=True)),
-                      "agreement by metric, full grading at alpha/m": dict(zip(metrics, agree_split.mean(axis=0).tolist(), strict=True)),
+                      "agreement by metric, full grading at alpha/m":
+                          dict(zip(metrics, agree_split.mean(axis=0).tolist(), strict=True)),
                       "agreement, every metric": float(agree.all(axis=1).mean())}
     return out
 
@@ -368,7 +370,8 @@ def main() -> int:
               f"true differences at 1.5 MDE of the grade: {truth}")
         for label in ("no difference", "1.5 MDE of the grade"):
             r = out[label]
-            per = "; ".join(f"{m}: decided {_pct(r['decided by metric'][m])}, agree {_pct(r['agreement by metric'][m])} "
+            per = "; ".join(f"{m}: decided {_pct(r['decided by metric'][m])}, "
+                            f"agree {_pct(r['agreement by metric'][m])} "
                             f"({_pct(r['agreement by metric, full grading at alpha/m'][m])} at α/m), "
                             f"cover {_pct(r['coverage by metric'][m])}" for m in metrics)
             print(f"    {label}: any difference declared {r['any difference declared']:.4f}, calls "

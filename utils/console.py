@@ -2,9 +2,9 @@
 
 Pure functions of their arguments (the caller writes the strings): :func:`question_line` for a
 question's log line, :func:`summary_table` for the table a run prints on stdout, built from its
-:class:`utils.results.RunResult` (a metric a file lacks is skipped). :func:`escape_control` makes any text from an input file safe to print
-on one console line. :class:`Progress` draws a bar with rate and ETA on a terminal, nothing
-elsewhere.
+:class:`utils.results.RunResult` (a metric a file lacks is skipped). :func:`escape_control` makes
+any text from an input file safe to print on one console line. :class:`Progress` draws a bar with
+rate and ETA on a terminal, nothing elsewhere.
 """
 
 from __future__ import annotations
@@ -180,7 +180,8 @@ def summary_table(result: Any, *, proxy: bool) -> str:
         lines.append(row("corpus", escape_control(f"{corpus.source} ({corpus.documents} documents, "
                                                   f"{corpus.chunks} chunks)")))
     questions = f"{result.question_count}  (graded {result.graded_count}, ungraded {result.ungraded_count})"
-    lines.append(row("questions", (escape_control(run.questions_file) + ": " if run.questions_file else "") + questions))
+    lines.append(row("questions",
+                     (escape_control(run.questions_file) + ": " if run.questions_file else "") + questions))
     lines.append(row("k", str(run.k)))
     lines.append(row("judge", escape_control(f"{run.judge.provider} {run.judge.model}")
                      + (" (grades are a lexical proxy, not an LLM's)" if proxy else "")))
@@ -216,16 +217,17 @@ def summary_table(result: Any, *, proxy: bool) -> str:
                                              f"{escape_control(failed[0].split(': ', 1)[-1][:200])})"))
     consistency = result.judge_consistency
     if consistency:
-        chosen = f" (--repeat-where uncertain: {consistency['questions']} of {consistency['graded']} graded questions " \
-            "repeated, near a pass mark or disputed; not the whole set's noise)" if consistency.get("repeat_where") else ""
+        chosen = (f" (--repeat-where uncertain: {consistency['questions']} of {consistency['graded']} graded "
+                  "questions repeated, near a pass mark or disputed; not the whole set's noise)"
+                  if consistency.get("repeat_where") else "")
         lines.append(row("judge repeats", f"grade moved by 2 or more in {consistency['moved_2_or_more_rate']:.1f}% of "
                                           f"{consistency['questions']} questions, mean SD {consistency['mean_sd']:.2f}"
                                           + chosen))
     checked = result.order_check
     if checked:
         ci = checked.get("mean_change_ci95")
-        lines.append(row("chunk order", f"reversed, the grade moved by {checked['mean_abs_change']:.2f} on average over "
-                                        f"{checked['questions']} questions (mean {checked['mean_change']:+.2f}"
+        lines.append(row("chunk order", f"reversed, the grade moved by {checked['mean_abs_change']:.2f} on average "
+                                        f"over {checked['questions']} questions (mean {checked['mean_change']:+.2f}"
                                         + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
                                         + f"); pass/fail flipped for {checked['flip_rate']:.1f}%"))
     if is_number(result.avg_latency_ms) or is_number(result.index_time_s):

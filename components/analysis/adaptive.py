@@ -60,7 +60,8 @@ def cost_line(record: Mapping) -> str:
     if not calls.get("full"):
         return (f"cost to the verdict: {record.get('judged')} of {record.get('questions')} questions judged (the judge "
                 "calls no model: nothing to pay)")
-    ungraded = f", {record['ungraded']} not graded (a judge failure, the budget, a stop)" if record.get("ungraded") else ""
+    ungraded = (f", {record['ungraded']} not graded (a judge failure, the budget, a stop)" if record.get("ungraded")
+                else "")
     session = f" in this session (it resumed a run that had kept {record['resumed_rows']})" \
         if record.get("resumed_rows") else ""
     return (f"cost to the verdict: {record.get('judged')} of {record.get('questions')} questions judged{ungraded}, "
@@ -90,8 +91,10 @@ def metric_lines(record: Mapping, k: int | None, indent: str = "  ") -> list[str
         else:
             width = entry.get("half_width")
             target = entry.get("target")
-            out.append(f"{indent}{label}: target ±{'?' if target is None else format(target, 'g')} {entry.get('verdict')}"
-                       + (f" at look {entry['look']} after {entry.get('judged')} questions" if entry.get("look") else "")
+            out.append(f"{indent}{label}: target ±{'?' if target is None else format(target, 'g')} "
+                       f"{entry.get('verdict')}"
+                       + (f" at look {entry['look']} after {entry.get('judged')} questions" if entry.get("look")
+                          else "")
                        + (f" (mean {entry['estimate']:.{digits}f}, interval {shown}, ±{width:.{digits}f})"
                           if entry.get("estimate") is not None and width is not None else ""))
     return out
@@ -117,7 +120,8 @@ def heading(record: Mapping) -> str:
                                                "questions judged)")
         alpha = record.get("alpha")
         return (f"Judged until decided against {against}: {state} (group-sequential procedure, α "
-                f"{'?' if alpha is None else format(alpha, 'g')} split over {len(record.get('metrics') or {})} metric(s) by Bonferroni; "
+                f"{'?' if alpha is None else format(alpha, 'g')} split over {len(record.get('metrics') or {})} "
+                "metric(s) by Bonferroni; "
                 f"blocks of {record.get('block')}, order seed {record.get('seed')})")
     state = (f"every target reached after {record.get('decided_after')} of {record.get('questions')} questions"
              if record.get("decided") else f"targets not all reached ({record.get('judged')} of "

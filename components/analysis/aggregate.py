@@ -72,7 +72,8 @@ def confidence_intervals(rows: Sequence[QuestionResult], k: int, chosen: Sequenc
     ci95: dict[str, list[float] | None] = {}
     for names in by_mask.values():
         cols = [[v for v in columns[name] if v is not None] for name in names]
-        for name, interval in zip(names, S.bootstrap_cis(cols, resamples=S.RESAMPLES, seed=S.BOOTSTRAP_SEED), strict=True):
+        intervals = S.bootstrap_cis(cols, resamples=S.RESAMPLES, seed=S.BOOTSTRAP_SEED)
+        for name, interval in zip(names, intervals, strict=True):
             ci95[name] = [round(interval[0], 6), round(interval[1], 6)] if interval else None
     two_level = any(M.grade_repeats(r) is not None for r in rows)
     record = {"resamples": S.RESAMPLES, "seed": S.BOOTSTRAP_SEED,

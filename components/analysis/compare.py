@@ -85,7 +85,8 @@ class Comparison:
     permutation_seed: int = S.PERMUTATION_SEED
     shared_ids: dict[str, int] = field(default_factory=dict)  # label → how many of the baseline's question ids it holds
     recommendations: Recommendations | None = None  # with two runs or more (components/analysis/recommendations.py)
-    certificate: Certificate | None = None  # panel runs: the verdicts under each judge (components.analysis.certificate)
+    # panel runs: the verdicts under each judge (components.analysis.certificate)
+    certificate: Certificate | None = None
     # label → the adaptive record of a run judged until decided against the baseline (components.analysis.adaptive)
     sequential: dict[str, dict] = field(default_factory=dict)
 
@@ -403,7 +404,8 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     if len(runs) + len(systems) < 2 or not runs:
         raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
     names = list(sources) if sources else [f"run #{i + 1}" for i in range(len(runs))]
-    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, name) for r, name in zip(runs, names, strict=True)]
+    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, name)
+            for r, name in zip(runs, names, strict=True)]
     labels = list(labels) if labels else default_labels(runs, sources)
     if len(labels) != len(runs) or len(set(labels)) != len(labels):
         raise InputError(f"compare: labels {labels} must be distinct, one per run")
@@ -423,9 +425,11 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
         raise InputError("the runs have no question id in common: compare runs of the same questions file")
     k = runs[0].run.k
     graded = [any(row.llm_grade is not None for row in r.values()) for r in rows]
-    views = [[question_view(r[q], run.run.k, g, specs) for q in common] for r, run, g in zip(rows, runs, graded, strict=True)]
+    views = [[question_view(r[q], run.run.k, g, specs) for q in common]
+             for r, run, g in zip(rows, runs, graded, strict=True)]
     summaries = [_summary(label, "run", run, src, len(r), v, specs)
-                 for label, run, src, r, v in zip(labels, runs, list(sources or [None] * len(runs)), rows, views, strict=True)]
+                 for label, run, src, r, v in zip(labels, runs, list(sources or [None] * len(runs)), rows, views,
+                                                  strict=True)]
     warnings = _meta_warnings(summaries) + judge_warnings
     left_out = {label: len(r) - len(common) for label, r in zip(labels, rows, strict=True)}
     if any(left_out.values()):
@@ -575,13 +579,15 @@ def format_comparison(c: Comparison, top: int = 10, *, bold: bool = False) -> st
     width = max(8, *(len(label) for label in labels)) + 2
     name_width = max([14, *(len(m.label_at(c.k)) + 1 for m in specs)])
     out += ["", "Means over the compared questions (percent for rates; grade 1-10; total 0-10; the rest 0-1)",
-            (f"{'metric':<{name_width}}" + "".join(f"{label:>{width}}" + ("" if bold else " ") for label in labels)).rstrip()]
+            (f"{'metric':<{name_width}}"
+             + "".join(f"{label:>{width}}" + ("" if bold else " ") for label in labels)).rstrip()]
     marked = False
     for spec in specs:
         best = best_columns([s.means.get(spec.key) for s in c.runs], spec.lower_is_better)
         marked = marked or bool(best)
         out.append((f"{spec.label_at(c.k):<{name_width}}" + "".join(
-            _cell(_num(s.means.get(spec.key), spec.digits), width, i in best, bold) for i, s in enumerate(c.runs))).rstrip())
+            _cell(_num(s.means.get(spec.key), spec.digits), width, i in best, bold)
+            for i, s in enumerate(c.runs))).rstrip())
     if marked:
         out.append("(best value of each metric in bold)" if bold else "(* best value of each metric)")
     by_key = {s.key: s for s in specs}
@@ -623,7 +629,7 @@ def _cell(text: str, width: int, best: bool, bold: bool) -> str:
     return f"{text + ('*' if best else ' '):>{width + 1}}"
 
 
-# ---- the command's work (its arguments: components/cli/compare.py) --------------------------------------------------------------------------------
+# ---- the command's work (its arguments: components/cli/compare.py) ----------------------------------------------
 
 def _runs_dirs(cwd: Path, args: Sequence[str], state_dir: Path | None = None) -> list[Path]:
     """Where run ids are looked up: ``runs/`` of the current folder, the history folder a results

@@ -87,8 +87,8 @@ def judge_rows(rows: Sequence[QuestionResult], name: str) -> list[QuestionResult
 def judge_view(result: RunResult, name: str) -> RunResult:
     """The run as judge ``name`` alone graded it: its rows and its ``run.judge``; the aggregates are
     those of the rows given to it (not recomputed: compare, calibrate and the certificate read rows)."""
-    return replace(result, rows=judge_rows(result.rows, name), run=replace(result.run, judge=judge_info(result.run, name)),
-                   panel=None)
+    return replace(result, rows=judge_rows(result.rows, name),
+                   run=replace(result.run, judge=judge_info(result.run, name)), panel=None)
 
 
 def _pairs(rows: Sequence[QuestionResult], names: Sequence[str]) -> list[dict]:
@@ -102,7 +102,8 @@ def _pairs(rows: Sequence[QuestionResult], names: Sequence[str]) -> list[dict]:
         out.append({"judges": [a, b], "n": len(both), "kappa_quadratic": None if kappa is None else round(kappa, 6),
                     "pass_agreement": {f"{mark:g}": None if not both else round(pass_agreement(ga, gb, ranks, mark), 6)
                                        for mark in M.PASS_THRESHOLDS},
-                    "mean_difference": round(sum(y - x for x, y in zip(ga, gb, strict=True)) / len(both), 6) if both else None})
+                    "mean_difference": round(sum(y - x for x, y in zip(ga, gb, strict=True)) / len(both), 6)
+                    if both else None})
     return out
 
 
@@ -155,8 +156,8 @@ def summary_lines(panel: Mapping | None) -> list[str]:
         return []
     names = [str(n) for n in panel.get("judges") or []]
     per = panel.get("per_judge") or {}
-    lines = [f"panel            {len(names)} judge{'s' * (len(names) != 1)}, llm_grade = their {panel.get('aggregate')} "
-             "(rounded half up); "
+    lines = [f"panel            {len(names)} judge{'s' * (len(names) != 1)}, "
+             f"llm_grade = their {panel.get('aggregate')} (rounded half up); "
              + ", ".join(f"{n} graded by {k}" for k, n in (panel.get("graded_by") or {}).items())]
     width = max([10, *(len(escape_control(n)) for n in names)])
     for name in names:
@@ -172,7 +173,8 @@ def summary_lines(panel: Mapping | None) -> list[str]:
         a, b = (escape_control(str(x)) for x in pair.get("judges") or ("?", "?"))
         passes = pair.get("pass_agreement") or {}
         lines.append(f"  {a} ~ {b}: κ {_num(pair.get('kappa_quadratic'), 3)}, pass/fail agree "
-                     + ", ".join(f"{_num(100 * v if v is not None else None, 1)}% at {mark}" for mark, v in passes.items())
+                     + ", ".join(f"{_num(100 * v if v is not None else None, 1)}% at {mark}"
+                                 for mark, v in passes.items())
                      + f" (n {pair.get('n')})")
     alpha = agreement.get("alpha_ordinal") or {}
     interval = alpha.get("ci95")
@@ -206,8 +208,9 @@ def reconcile(runs: Sequence[RunResult], labels: Sequence[str]) -> tuple[list[Ru
         if all(names):
             for i, name in zip(panels, names, strict=True):
                 out[i] = judge_view(runs[i], name)
-            return out, [f"{labels[i]} is a panel run: compared on the grades of its judge {name} ({' '.join(shared)}), "
-                         "the judge every run has" for i, name in zip(panels, names, strict=True)]
+            return out, [f"{labels[i]} is a panel run: compared on the grades of its judge {name} "
+                         f"({' '.join(shared)}), the judge every run has"
+                         for i, name in zip(panels, names, strict=True)]
     others = ", ".join(labels[i] for i in range(len(runs)) if i not in panels)
     return out, [f"{labels[i]} is a panel run and {others} had one judge that is not in its panel: its grades are the "
                  f"panel's aggregate ({runs[i].run.judge.details.get('aggregate', 'median')} of "

@@ -72,7 +72,8 @@ environment:
 {environment}
 exit codes:
   0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
-  3 the judge (a judge of a panel) or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
+  3 the judge (a judge of a panel) or the query rewriter became unusable, or kept rate-limiting
+    (--resume finishes later) ·
   4 --max-cost reached · 5 the results could not be written (the journal keeps the run) ·
   6 a gate failed: compare's (--fail-on, --margin, --fail-on-regressions, --require-agreement: one FAIL line
     per check), a run's --fail-on-targets, or a run's --until-decided gate (--fail-on, --margin) ·

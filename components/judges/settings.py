@@ -88,7 +88,8 @@ class Settings:
                    judge_effort=_effort(env.get("BENCHMARK_JUDGE_EFFORT")),
                    retry_wait_max_s=_retry_wait(env.get("BENCHMARK_RETRY_WAIT_MAX")), secrets=secrets_in(env),
                    batch_poll_max_s=_poll_max(env.get("BENCHMARK_BATCH_POLL_MAX")),
-                   cache_dir=default_cache_dir(env), state_dir=default_state_dir(env), env={k: env[k] for k in declared if k in env},
+                   cache_dir=default_cache_dir(env), state_dir=default_state_dir(env),
+                   env={k: env[k] for k in declared if k in env},
                    judge_config=config)
 
     def provider_config(self, name: str, models: Mapping[str, str]) -> Any:

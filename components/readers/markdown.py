@@ -274,7 +274,8 @@ def _render_single(name: str, argtext: str, page: dict) -> str:
         version = named.get("for_k8s_version", "")
         state = named.get("state", "")
         gate = named.get("feature_gate_name", "")
-        line = "FEATURE STATE: " + " ".join(p for p in (f"Kubernetes {version}".strip(), f"[{state}]" if state else "") if p)
+        line = "FEATURE STATE: " + " ".join(p for p in (f"Kubernetes {version}".strip(), f"[{state}]" if state else "")
+                                            if p)
         if gate:
             line += f" (feature gate: {gate})"
         return f"\n\n{line}\n\n"
@@ -469,7 +470,8 @@ def _warn_not_read(root: Path, not_read: dict[str, list[str]]) -> None:
 
 
 def _by_doc_id(root: Path, files: list[Path]) -> list[tuple[str, Path]]:
-    """``(doc id, file)`` of ``files`` (sorted), the doc id their stem; two files of one stem are an :class:`InputError`."""
+    """``(doc id, file)`` of ``files`` (sorted), the doc id their stem; two files of one stem are an
+    :class:`InputError`."""
     seen: dict[str, Path] = {}
     for f in files:
         if f.stem in seen:

@@ -248,7 +248,8 @@ def pass_agreement(a: Sequence[int], b: Sequence[int], ranks: Sequence[int | Non
     without rows."""
     if not ranks:
         return None
-    same = sum(1 for x, y, r in zip(a, b, ranks, strict=True) if (total_score(x, r) >= mark) == (total_score(y, r) >= mark))
+    same = sum(1 for x, y, r in zip(a, b, ranks, strict=True)
+               if (total_score(x, r) >= mark) == (total_score(y, r) >= mark))
     return same / len(ranks)
 
 

@@ -244,7 +244,8 @@ def plan(questions: int, *, alpha: float = ALPHA, metrics: int = 1, block: int |
         looks = look_counts(questions, block)
     else:
         looks = tuple(int(n) for n in counts)
-        if not looks or looks[0] < 1 or looks[-1] > questions or any(b <= a for a, b in zip(looks, looks[1:], strict=False)):
+        if (not looks or looks[0] < 1 or looks[-1] > questions
+                or any(b <= a for a, b in zip(looks, looks[1:], strict=False))):
             raise InputError(f"look counts {list(looks)}: give strictly increasing counts between 1 and "
                              f"{questions} (the questions)")
     fractions = np.array(looks, dtype=float) / questions

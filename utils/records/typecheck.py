@@ -24,7 +24,8 @@ class _Bad(Exception):
 
 
 def describe_json(value: object) -> str:
-    """What a JSON value is, in words, for messages: "null", "a boolean", "a number", "a string", "a list", "an object"."""
+    """What a JSON value is, in words, for messages: "null", "a boolean", "a number", "a string", "a list",
+    "an object"."""
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -38,7 +38,8 @@ def names(judging) -> list[str]:
 def loop_panel(judging, method: str, kept: Mapping[str, Mapping[str, JudgeGrade]] | None = None) -> PanelState:
     """The loop's panel: one :class:`Member` per judge; ``kept``: the grades ``--resume`` keeps
     (question id → judge → grade)."""
-    members = [Member(name, member.judge, usage=Usage()) for name, member in zip(names(judging), judging.members, strict=True)]
+    members = [Member(name, member.judge, usage=Usage())
+               for name, member in zip(names(judging), judging.members, strict=True)]
     return PanelState(members, method, {q: dict(g) for q, g in (kept or {}).items()})
 
 
