@@ -104,7 +104,7 @@ def test_a_reader_from_a_plugin_reads_the_corpus(plugin, tmp_path: Path):
     assert doc["run"]["corpus"]["documents"] == 2 and doc["results"][0]["rank"] == 1
 
 
-def test_an_attack_from_a_plugin_runs_in_audit_judge_and_its_file_reads_without_it(plugin, tmp_path: Path):
+def test_a_plugin_attack_runs_in_audit_judge_and_file_and_report_show_it_without_the_plugin(plugin, tmp_path: Path):
     """docs/judges.md's example plug-in, shouting. The robust judge grades 8 when a chunk says "The
     <key> key in <file>", else 2: in capitals it does not, so every one of the 10 pairs is 8 → 2:
     Δ -6.0, interval [-6, -6], below -0.5: a change where none is expected, vulnerable."""
@@ -124,6 +124,11 @@ def test_an_attack_from_a_plugin_runs_in_audit_judge_and_its_file_reads_without_
         "shouting", "shouting", "none", 10, -6.0, "vulnerable")
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.validate(json.loads(out.read_text()), json.loads((ROOT / "docs" / "audit.schema.json").read_text()))
+    page = tmp_path / "report.html"
+    reported = run_cli("report", str(path), "--audit", str(out), "-o", str(page), env=clean_env())
+    assert reported.code == 0, reported.stderr
+    assert ("<tr><th>shouting</th><td>none</td><td class=num>10</td><td class=num>-6.00 [-6.00, -6.00]</td>"
+            "<td class=num>10/10</td><td class=bad>vulnerable</td></tr>") in page.read_text()
     sys.modules.pop(name)  # imported afresh, as by a new process: it registers again
     helped = run_cli("audit-judge", "--help", env=clean_env(BENCHMARK_PLUGINS=name))
     assert re.search(r"^attacks: keyword-stuffing, .*, shouting \(or stuffing", helped.stdout, re.M), helped.stdout
