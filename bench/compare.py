@@ -49,7 +49,7 @@ def synthetic_run(n: int, strategy: str, seed: int, references: bool, text: int)
         row.update(M.row_metrics(docs, [needle], 5))
         if references:
             row["reference_ranks"] = {s: (int(r) if r <= 5 else None)
-                                      for s, r in zip(("plm", "enriched", "naive"), rng.integers(1, 8, 3))}
+                                      for s, r in zip(("plm", "enriched", "naive"), rng.integers(1, 8, 3), strict=True)}
         rows.append(row)
     return {"schema_version": 2, "run": {"id": f"bench_{strategy}", "strategy": strategy, "k": 5,
                                          "status": "completed", "corpus": {"sha256": "c" * 64},
@@ -73,7 +73,7 @@ def main() -> int:
         a, b, out = Path(tmp) / "a.json", Path(tmp) / "b.json", Path(tmp) / "cmp.json"
         runs = [synthetic_run(args.questions, s, seed, args.references, args.text)
                 for s, seed in (("baseline", 1), ("modular-no-llm", 2))]
-        for path, run in zip((a, b), runs):
+        for path, run in zip((a, b), runs, strict=True):
             path.write_text(json.dumps(run))
         size_mb = a.stat().st_size / 1e6
         pure, loaded, cli, cli_cpu = [], [], [], []

@@ -42,7 +42,8 @@ def one(n: int, concurrency: int, delay: float) -> dict:
     latency = sum(r.grading_latency_ms for r in rows) / 1000
     ideal = latency / concurrency
     return {"questions": n, "concurrency": concurrency, "wall_s": round(wall, 3), "sum_latency_s": round(latency, 3),
-            "ideal_s": round(ideal, 3), "ratio": round(wall / ideal, 4), "graded": sum(r.llm_grade is not None for r in rows),
+            "ideal_s": round(ideal, 3), "ratio": round(wall / ideal, 4),
+            "graded": sum(r.llm_grade is not None for r in rows),
             "peak": loop.gate.peak if loop.gate is not None else 1}
 
 
@@ -60,7 +61,8 @@ def main() -> int:
         ratios = [r["ratio"] for r in runs]
         r0 = runs[0]
         print(f"{label}: {r0['questions']} questions at {r0['concurrency']}, judge {args.delay:g} s: median wall "
-              f"{statistics.median(r['wall_s'] for r in runs):.2f} s, ideal {statistics.median(r['ideal_s'] for r in runs):.2f} s,"
+              f"{statistics.median(r['wall_s'] for r in runs):.2f} s, "
+              f"ideal {statistics.median(r['ideal_s'] for r in runs):.2f} s,"
               f" ratio median {statistics.median(ratios):.4f} (runs {', '.join(f'{x:.4f}' for x in ratios)}; "
               f"target <= {target}); peak in flight {max(r['peak'] for r in runs)}; graded {r0['graded']}")
     out = ROOT / "bench" / "out" / "concurrency.json"

@@ -27,7 +27,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--questions", type=int, default=1000)
     p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--order-check", action="store_true", help="also estimate the order check (one more prompt per question)")
+    p.add_argument("--order-check", action="store_true",
+                   help="also estimate the order check (one more prompt per question)")
     args = p.parse_args()
 
     from tests.batch_fixtures import make_corpus, make_questions

@@ -45,7 +45,8 @@ PAGES = ("README.md", "docs/options.md", "docs/results.md", "docs/metrics.md", "
          "docs/report.md", "docs/scale.md", "docs/datasets.md", "docs/batches.md", "docs/judge-settings.md",
          "docs/resume.md", "docs/suites.md")
 MEASURED = "docs/measured.md"
-COPIED = ("benchmark.py", "pyproject.toml", "questions.json", "components", "utils", "poc", "tests", "bench", "docs", "examples")
+COPIED = ("benchmark.py", "pyproject.toml", "questions.json", "components", "utils", "poc", "tests", "bench", "docs",
+          "examples")
 # Lines not run from a copy of the project: they install it or run the test suite.
 SETUP = re.compile(r"^\s*(python3 -m venv |pip install |python -m pytest\b|retrieval-benchmark\b)")
 NEEDS_KEY = "# needs ANTHROPIC_API_KEY"

@@ -55,7 +55,8 @@ def synthetic_run(path: Path, questions: int, index: int, text: int) -> Path:
             needle_doc_id=needle, needle_doc_ids=[needle], rank=rank, llm_grade=int(rng.integers(1, 11)),
             llm_reasoning="the chunks hold part of the answer", retrieved=retrieved,
             extra={"category": ("setup", "config", "errors")[i % 3], "difficulty": ("easy", "medium", "hard")[i % 3]}))
-    strategy = STRATEGIES[index % len(STRATEGIES)] + (f"-{index // len(STRATEGIES) + 1}" if index >= len(STRATEGIES) else "")
+    strategy = STRATEGIES[index % len(STRATEGIES)] + (
+        f"-{index // len(STRATEGIES) + 1}" if index >= len(STRATEGIES) else "")
     info = RunInfo(id=f"20261127T000000Z_{strategy}", strategy=strategy, status="completed", k=5,
                    corpus=CorpusInfo(source="builtin:pydoc_data.topics", documents=300, chunks=900, sha256="c" * 64),
                    judge=JudgeInfo(provider="offline", model="lexical-idf-v1"))

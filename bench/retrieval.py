@@ -98,7 +98,8 @@ def main() -> int:
     results = []
     for strategy in args.strategies:
         proc = subprocess.run([sys.executable, __file__, "--one", strategy, "--corpus", str(args.corpus), "--sets",
-                               *(str(s.resolve()) for s in args.sets)], cwd=ROOT, capture_output=True, text=True, check=True,
+                               *(str(s.resolve()) for s in args.sets)], cwd=ROOT, capture_output=True, text=True,
+                              check=True,
                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
         results.append(json.loads(proc.stdout))
     print(f"{'strategy':<22}{'set':<38}{'H@1':>6}{'H@5':>6}{'MRR':>7}")

@@ -281,7 +281,7 @@ def plot(rows: list[dict], path: Path) -> None:
         ("query latency p50, bar to p95 (ms)", lambda r: r["warm"]["query_ms_p50"], 50),
         ("peak RSS, cold (solid) / warm (dashed) (MB)", lambda r: r["cold"]["peak_rss_mb"], 3000),
     ]
-    for ax, (title, value, target) in zip(axes.flat, panels):
+    for ax, (title, value, target) in zip(axes.flat, panels, strict=True):
         for strategy in dict.fromkeys(r["strategy"] for r in rows):
             mine = sorted((r for r in rows if r["strategy"] == strategy), key=lambda r: r["pages"])
             xs = [r["pages"] for r in mine]
@@ -318,7 +318,8 @@ def main() -> int:
                    help='draw the figures at this path too (docs/scale.png; needs pip install -e ".[plot]")')
     p.add_argument("--warm-repeat", type=int, default=3, help="warm runs per size and strategy (medians)")
     p.add_argument("--keep-cache", action="store_true", help="keep the cache entries (they are large)")
-    p.add_argument("--report-only", action="store_true", help="print the table and plot <out>/scale.json, measure nothing")
+    p.add_argument("--report-only", action="store_true",
+                   help="print the table and plot <out>/scale.json, measure nothing")
     p.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.plot and importlib.util.find_spec("matplotlib") is None:

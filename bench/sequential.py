@@ -167,7 +167,7 @@ def run_sequential(diffs: list[np.ndarray], spans: list[float], design: Q.Design
     stopped = np.zeros(reps, dtype=bool)
     for k in range(1, design.looks + 1):
         n = design.counts[k - 1]
-        for j, (d, span) in enumerate(zip(diffs, spans)):
+        for j, (d, span) in enumerate(zip(diffs, spans, strict=True)):
             lo, hi = interval(Q.moments(d[:, :n]), design, k, span)
             code = Q.decide(lo, hi)
             take = ~done[:, j] & ~stopped & ((code != 0) | (k == design.looks))
@@ -277,8 +277,9 @@ def default_metrics(args, metrics: list[str]) -> dict:
     truth_sample = grade_pairs(np.random.default_rng([args.seed, 98]), (1_000_000,), shift)
     truth = np.array([truth_sample[m].mean() for m in metrics])
     out = {"metrics": metrics, "alpha per metric": design.alpha_per_metric, "latent shift": shift,
-           "true differences": dict(zip(metrics, truth.tolist()))}
-    for label, move, expected in (("no difference", 0.0, np.zeros(len(metrics))), ("1.5 MDE of the grade", shift, truth)):
+           "true differences": dict(zip(metrics, truth.tolist(), strict=True))}
+    for label, move, expected in (("no difference", 0.0, np.zeros(len(metrics))),
+                                  ("1.5 MDE of the grade", shift, truth)):
         pairs = grade_pairs(np.random.default_rng([args.seed, 20 + len(metrics)]), (args.reps, args.questions), move)
         runs = run_sequential([pairs[m] for m in metrics], [SPANS[m] for m in metrics], design, procedure_interval)
         cover = covered(runs, expected[None, :])
@@ -288,10 +289,11 @@ def default_metrics(args, metrics: list[str]) -> dict:
         out[label] = {"any difference declared": float((runs.verdict != 0).any(axis=1).mean()),
                       "calls used": float(runs.used.mean()),
                       "coverage, every metric at once": float(cover.all(axis=1).mean()),
-                      "coverage by metric": dict(zip(metrics, cover.mean(axis=0).tolist())),
-                      "decided by metric": dict(zip(metrics, (runs.verdict != 0).mean(axis=0).tolist())),
-                      "agreement by metric": dict(zip(metrics, agree.mean(axis=0).tolist())),
-                      "agreement by metric, full grading at alpha/m": dict(zip(metrics, agree_split.mean(axis=0).tolist())),
+                      "coverage by metric": dict(zip(metrics, cover.mean(axis=0).tolist(), strict=True)),
+                      "decided by metric": dict(zip(metrics, (runs.verdict != 0).mean(axis=0).tolist(), strict=True)),
+                      "agreement by metric": dict(zip(metrics, agree.mean(axis=0).tolist(), strict=True)),
+                      "agreement by metric, full grading at alpha/m":
+                          dict(zip(metrics, agree_split.mean(axis=0).tolist(), strict=True)),
                       "agreement, every metric": float(agree.all(axis=1).mean())}
     return out
 
@@ -368,7 +370,8 @@ def main() -> int:
               f"true differences at 1.5 MDE of the grade: {truth}")
         for label in ("no difference", "1.5 MDE of the grade"):
             r = out[label]
-            per = "; ".join(f"{m}: decided {_pct(r['decided by metric'][m])}, agree {_pct(r['agreement by metric'][m])} "
+            per = "; ".join(f"{m}: decided {_pct(r['decided by metric'][m])}, "
+                            f"agree {_pct(r['agreement by metric'][m])} "
                             f"({_pct(r['agreement by metric, full grading at alpha/m'][m])} at α/m), "
                             f"cover {_pct(r['coverage by metric'][m])}" for m in metrics)
             print(f"    {label}: any difference declared {r['any difference declared']:.4f}, calls "

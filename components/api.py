@@ -30,6 +30,8 @@ environment's judge (the default provider when its key is set, else the offline 
 A panel of judges is ``judges=[...]`` (specs, panel-file entries as dicts, or a panel file's path;
 exclusive with ``judge``): every judge grades every question and ``llm_grade`` is their aggregate.
 Metrics and judge providers have registries: :func:`register_metric`, :func:`register_provider`.
+Each function first imports the plug-in modules the environment names (``BENCHMARK_PLUGINS``) and
+the installed ones (:mod:`components.core.plugins`; each once per process).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from components.analysis.gate import GateResult, check_gate
 from components.core import Chunk, Corpus, Document, Question, Retriever, ScoredChunk
 from components.judges.providers import ModelChoice, Provider, Variable, providers, register_provider
 from components.judges.settings import Settings
+from components.core.plugins import load_plugins
 from components.readers import load_questions as load_queries  # any questions format, BEIR's with qrels=/split=
 from components.run.adaptive import request as adaptive_request
 from components.run.evaluation import evaluate as _evaluate
@@ -67,6 +70,11 @@ __all__ = [
 
 for _name in ("components", "utils", "poc"):  # a library is quiet until the application says otherwise
     logger.disable(_name)
+
+
+def _plugins() -> None:
+    """The plug-in modules of the environment and the installed entry points, imported (once each)."""
+    load_plugins(os.environ)
 
 
 def _settings(judge: str | None, settings: Settings | None, judges=None) -> Settings:
@@ -148,6 +156,7 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
     :class:`JudgeError` when the judge cannot be reached at start-up."""
     from components.judges.panel import check_aggregate
 
+    _plugins()
     return _evaluate(retriever, questions, corpus, k=k, settings=_settings(judge, settings, judges), name=name,
                      judge_repeats=judge_repeats, chunk_relevance=chunk_relevance, max_cost_usd=max_cost_usd,
                      group_by=group_by, keep_text=keep_text, cache_dir=Path(cache_dir) if cache_dir else None,
@@ -175,6 +184,7 @@ def compare(runs: Sequence[RunResult | str | os.PathLike], *, labels: Sequence[s
     detected at ``power``. ``seed`` changes the resampling seeds (recorded in ``to_json()``).
     ``.gate(worse=..., margins=..., regressions=...)`` on the result is ``compare --fail-on``'s CI
     gate (:func:`check_gate`): its ``passed`` says whether the build should pass."""
+    _plugins()
     results = [_as_result(r) for r in runs]
     sources = [str(r) if not isinstance(r, (RunResult, Mapping)) else (r.source if isinstance(r, RunResult)
                                                                         else None) or f"run #{i + 1}"
@@ -187,6 +197,7 @@ def report(runs: Sequence[RunResult | str | os.PathLike]) -> str:
     from components.analysis.compare import default_labels
     from components.report.page import render_report, run_label
 
+    _plugins()
     results = [_as_result(r) for r in runs]
     labels = [run_label(r, r.source or f"run {i + 1}") for i, r in enumerate(results)]
     comparison = None
@@ -211,6 +222,7 @@ def audit_judge(run: RunResult | str | os.PathLike, *, sample: int | None = None
     verdict; ``.save(path)`` writes it. Raises :class:`InputError` for bad input, before any call."""
     from components.audit.judge_audit import audit_judge as _audit_judge
 
+    _plugins()
     return _audit_judge(_as_result(run), sample=sample, seed=seed, attacks=attacks, judges=judges,
                         env=dict(os.environ), settings=_settings(judge, settings) if judges is None else None,
                         max_cost_usd=max_cost_usd, corpus=corpus)

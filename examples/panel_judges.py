@@ -72,7 +72,7 @@ def main() -> None:
     p.add_argument("--port", type=int, default=8101, help="the first judge's port; the next one on the next port")
     args = p.parse_args()
     servers = [ThreadingHTTPServer(("127.0.0.1", args.port + i), handler(rule)) for i, rule in enumerate(RULES)]
-    for server, rule in zip(servers, RULES):
+    for server, rule in zip(servers, RULES, strict=True):
         threading.Thread(target=server.serve_forever, daemon=True).start()
         print(f"{rule}: http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
     try:

@@ -79,7 +79,8 @@ def clean_env(**extra: str) -> dict[str, str]:
     """The environment without any judge settings, with loopback outside any proxy, and with the
     index cache and the state folder under temporary folders (XDG_CACHE_HOME = TEST_CACHE_HOME,
     XDG_STATE_HOME = TEST_STATE_HOME) unless ``extra`` says otherwise."""
-    env = loopback_bypasses_proxies({k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))})
+    env = loopback_bypasses_proxies({k: v for k, v in os.environ.items()
+                                     if not k.startswith(("ANTHROPIC_", "BENCHMARK_"))})
     env["XDG_CACHE_HOME"] = str(TEST_CACHE_HOME)
     env["XDG_STATE_HOME"] = str(TEST_STATE_HOME)
     env.update(extra)

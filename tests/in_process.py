@@ -11,8 +11,8 @@ where a child would have been killed.
 :func:`process_globals` puts back afterwards what a run changes in the process: the environment,
 the current folder, the import path, the plug-in modules imported through the run's own
 ``PYTHONPATH`` or folder (a rewritten ``plug.py`` imports afresh), the SIGINT/SIGTERM/SIGHUP
-handlers, loguru's sinks and stdlib logging's root handlers, the metric and provider registries
-(plug-in providers from ``BENCHMARK_PROVIDERS``), the once-per-process warnings and the progress
+handlers, loguru's sinks and stdlib logging's root handlers, the registries (metrics, providers, readers,
+strategies, attacks: a plug-in's from ``BENCHMARK_PLUGINS``), the once-per-process warnings and the progress
 bar on screen. Caches that hold no run's state stay: the WordLlama model
 (:func:`poc.dense.load_wordllama`), the lexical judge's term cache, and the index cache on disk
 (under the session's ``XDG_CACHE_HOME``).
@@ -72,6 +72,7 @@ def process_globals() -> Iterator[None]:
     """Everything a run changes in the process, as it was before the block (module docstring)."""
     from loguru import logger
 
+    import components.audit.attacks as attacks
     import components.core.strategies as strategies
     import components.readers as readers
     import components.readers.markdown
@@ -87,7 +88,8 @@ def process_globals() -> Iterator[None]:
     sinks = _loguru_sink_ids()
     root = logging.getLogger()
     root_handlers, root_level = list(root.handlers), root.level
-    registries = [(r, dict(r)) for r in (metrics.METRICS, providers._REGISTRY, readers._REGISTRY, strategies._REGISTRY)]
+    registries = [(r, dict(r)) for r in (metrics.METRICS, providers._REGISTRY, readers._REGISTRY, strategies._REGISTRY,
+                                         attacks._REGISTRY)]
     try:
         yield
     finally:

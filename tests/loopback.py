@@ -205,6 +205,150 @@ class Recorded:
     body: dict | None
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """The scripted API's HTTP side: it answers from its server's :class:`LoopbackServer` (``self.server.loopback``)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        server = self.server.loopback
+        path = self.path.split("?", 1)[0]
+        if path.startswith("/v1/messages/batches"):
+            if not server.batch_api:
+                return self._send(error(404, "not_found_error", f"Not Found: {path}"))
+            return self._batch_get(path)
+        with server._lock:
+            server.model_requests.append(self.path)
+        if server.models is None or not path.startswith("/v1/models"):
+            return self._send(error(404, "not_found_error", f"Not Found: {path}"))
+        if path.rstrip("/") == "/v1/models":
+            data = sorted((spec.info(mid) for mid, spec in server.models.items()),
+                          key=lambda m: m["created_at"], reverse=True)
+            return self._send(Reply(json_body={"data": data, "has_more": False, "first_id": data[0]["id"],
+                                               "last_id": data[-1]["id"]}))
+        model_id = path[len("/v1/models/"):]
+        spec = server.models.get(model_id)
+        if spec is None:
+            return self._send(error(404, "not_found_error", f"model: {model_id}"))
+        return self._send(Reply(json_body=spec.info(model_id)))
+
+    def do_POST(self) -> None:  # noqa: N802
+        server = self.server.loopback
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if self.path.split("?", 1)[0].rstrip("/") == "/v1/messages/count_tokens":
+            return self._count_tokens(body)
+        if self.path.split("?", 1)[0].rstrip("/") == "/v1/messages/batches":
+            if not server.batch_api:
+                return self._send(error(404, "not_found_error", "Not Found: /v1/messages/batches"))
+            with server._lock:
+                server.batch_create_calls += 1
+                fault = server.batch_create_faults.pop(0) if server.batch_create_faults else None
+            if fault is not None and fault.status != 200:
+                return self._send(fault)
+            created = server._create_batch(body)
+            if fault is not None:
+                created = replace(created, delay=fault.delay, drop=fault.drop)
+            return self._send(created)
+        with server._lock:
+            n = len(server.requests)
+            server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        reply = None
+        if server.validate and server.models is not None:
+            model = (body or {}).get("model", "")
+            reply = _refusal(model, body or {}, server.models.get(model))
+        if reply is None:
+            reply = server._next(n, body or {})
+        self._send(reply, body)
+
+    def _count_tokens(self, body: dict | None) -> None:
+        server = self.server.loopback
+        with server._lock:
+            server.count_requests.append(body)
+        if server.count_tokens is None:
+            return self._send(error(404, "not_found_error", "Not Found: /v1/messages/count_tokens"))
+        if server.validate and server.models is not None:
+            model = (body or {}).get("model", "")
+            refusal = _refusal(model, {**(body or {}), "max_tokens": 0}, server.models.get(model))
+            if refusal is not None:
+                return self._send(refusal)
+        return self._send(Reply(json_body={"input_tokens": server.count_tokens(body or {})}))
+
+    def _batch_get(self, path: str) -> None:
+        server = self.server.loopback
+        with server._lock:
+            server.batch_gets.append(self.path)
+        m = re.fullmatch(r"/v1/messages/batches/([^/]+)(/results)?/?", path)
+        batch = server.batches.get(m.group(1)) if m else None
+        if batch is None:
+            return self._send(error(404, "not_found_error", f"batch not found: {path}"))
+        if m.group(2):
+            if not batch.ended:
+                return self._send(error(400, "invalid_request_error", f"batch {batch.id} is still processing"))
+            if server.batch_results is not None:
+                body = server.batch_results(batch)
+                if isinstance(body, Reply):
+                    return self._send(body)
+                return self._send(Reply(raw_body=body, headers={"content-type": "application/binary"}))
+            lines = "".join(json.dumps(r) + "\n" for r in reversed(batch.results))
+            return self._send(Reply(raw_body=lines.encode(), headers={"content-type": "application/binary"}))
+        with server._lock:
+            ended = batch.ended = batch.ended or batch.polls >= server.batch_polls
+            batch.polls += 1
+        return self._send(Reply(json_body=server._batch_json(batch, ended)))
+
+    def _send(self, reply: Reply, body: dict | None = None) -> None:
+        server = self.server.loopback
+        n = len(server.requests)
+        if reply.delay:
+            time.sleep(reply.delay)
+        if reply.drop:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        if reply.raw_body is not None:
+            payload = reply.raw_body
+        else:
+            payload = json.dumps(message_doc(reply, (body or {}).get("model", "unknown"), n)).encode()
+        try:
+            self.send_response(reply.status)
+            if "content-type" not in reply.headers:
+                self.send_header("content-type", "application/json")
+            if reply.trickle is None:
+                self.send_header("content-length", str(len(payload)))
+            self.send_header("request-id", f"req_loopback_{n}")
+            for k, v in reply.headers.items():
+                self.send_header(k.replace("_", "-"), v)
+            if reply.trickle is not None:  # a body that takes its time, or never ends
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                deadline = time.monotonic() + reply.trickle_for
+                for piece in reply.trickle:
+                    if time.monotonic() > deadline:
+                        break
+                    self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                    self.wfile.flush()
+                    time.sleep(reply.trickle_gap)
+                else:
+                    self.wfile.write(b"0\r\n\r\n")
+                self.close_connection = True
+                return
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+
+
 class LoopbackServer:
     def __init__(self, script: list[Reply] | Callable[[int, dict], Reply] | None = None,
                  default: Reply | None = None, *, models: dict[str, ModelSpec] | None = MODELS,
@@ -238,145 +382,8 @@ class LoopbackServer:
         self._seen: dict[str, int] = {}  # custom id → submissions so far
         self._batch_requests = 0
         self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                path = self.path.split("?", 1)[0]
-                if path.startswith("/v1/messages/batches"):
-                    if not server.batch_api:
-                        return self._send(error(404, "not_found_error", f"Not Found: {path}"))
-                    return self._batch_get(path)
-                with server._lock:
-                    server.model_requests.append(self.path)
-                if server.models is None or not path.startswith("/v1/models"):
-                    return self._send(error(404, "not_found_error", f"Not Found: {path}"))
-                if path.rstrip("/") == "/v1/models":
-                    data = sorted((spec.info(mid) for mid, spec in server.models.items()),
-                                  key=lambda m: m["created_at"], reverse=True)
-                    return self._send(Reply(json_body={"data": data, "has_more": False, "first_id": data[0]["id"],
-                                                       "last_id": data[-1]["id"]}))
-                model_id = path[len("/v1/models/"):]
-                spec = server.models.get(model_id)
-                if spec is None:
-                    return self._send(error(404, "not_found_error", f"model: {model_id}"))
-                return self._send(Reply(json_body=spec.info(model_id)))
-
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = None
-                if self.path.split("?", 1)[0].rstrip("/") == "/v1/messages/count_tokens":
-                    return self._count_tokens(body)
-                if self.path.split("?", 1)[0].rstrip("/") == "/v1/messages/batches":
-                    if not server.batch_api:
-                        return self._send(error(404, "not_found_error", "Not Found: /v1/messages/batches"))
-                    with server._lock:
-                        server.batch_create_calls += 1
-                        fault = server.batch_create_faults.pop(0) if server.batch_create_faults else None
-                    if fault is not None and fault.status != 200:
-                        return self._send(fault)
-                    created = server._create_batch(body)
-                    if fault is not None:
-                        created = replace(created, delay=fault.delay, drop=fault.drop)
-                    return self._send(created)
-                with server._lock:
-                    n = len(server.requests)
-                    server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                reply = None
-                if server.validate and server.models is not None:
-                    model = (body or {}).get("model", "")
-                    reply = _refusal(model, body or {}, server.models.get(model))
-                if reply is None:
-                    reply = server._next(n, body or {})
-                self._send(reply, body)
-
-            def _count_tokens(self, body: dict | None) -> None:
-                with server._lock:
-                    server.count_requests.append(body)
-                if server.count_tokens is None:
-                    return self._send(error(404, "not_found_error", "Not Found: /v1/messages/count_tokens"))
-                if server.validate and server.models is not None:
-                    model = (body or {}).get("model", "")
-                    refusal = _refusal(model, {**(body or {}), "max_tokens": 0}, server.models.get(model))
-                    if refusal is not None:
-                        return self._send(refusal)
-                return self._send(Reply(json_body={"input_tokens": server.count_tokens(body or {})}))
-
-            def _batch_get(self, path: str) -> None:
-                with server._lock:
-                    server.batch_gets.append(self.path)
-                m = re.fullmatch(r"/v1/messages/batches/([^/]+)(/results)?/?", path)
-                batch = server.batches.get(m.group(1)) if m else None
-                if batch is None:
-                    return self._send(error(404, "not_found_error", f"batch not found: {path}"))
-                if m.group(2):
-                    if not batch.ended:
-                        return self._send(error(400, "invalid_request_error", f"batch {batch.id} is still processing"))
-                    if server.batch_results is not None:
-                        body = server.batch_results(batch)
-                        if isinstance(body, Reply):
-                            return self._send(body)
-                        return self._send(Reply(raw_body=body, headers={"content-type": "application/binary"}))
-                    lines = "".join(json.dumps(r) + "\n" for r in reversed(batch.results))
-                    return self._send(Reply(raw_body=lines.encode(), headers={"content-type": "application/binary"}))
-                with server._lock:
-                    ended = batch.ended = batch.ended or batch.polls >= server.batch_polls
-                    batch.polls += 1
-                return self._send(Reply(json_body=server._batch_json(batch, ended)))
-
-            def _send(self, reply: Reply, body: dict | None = None) -> None:
-                n = len(server.requests)
-                if reply.delay:
-                    time.sleep(reply.delay)
-                if reply.drop:
-                    self.close_connection = True
-                    try:
-                        self.connection.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-                    return
-                if reply.raw_body is not None:
-                    payload = reply.raw_body
-                else:
-                    payload = json.dumps(message_doc(reply, (body or {}).get("model", "unknown"), n)).encode()
-                try:
-                    self.send_response(reply.status)
-                    if "content-type" not in reply.headers:
-                        self.send_header("content-type", "application/json")
-                    if reply.trickle is None:
-                        self.send_header("content-length", str(len(payload)))
-                    self.send_header("request-id", f"req_loopback_{n}")
-                    for k, v in reply.headers.items():
-                        self.send_header(k.replace("_", "-"), v)
-                    if reply.trickle is not None:  # a body that takes its time, or never ends
-                        self.send_header("transfer-encoding", "chunked")
-                        self.end_headers()
-                        deadline = time.monotonic() + reply.trickle_for
-                        for piece in reply.trickle:
-                            if time.monotonic() > deadline:
-                                break
-                            self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-                            self.wfile.flush()
-                            time.sleep(reply.trickle_gap)
-                        else:
-                            self.wfile.write(b"0\r\n\r\n")
-                        self.close_connection = True
-                        return
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError, OSError):
-                    pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.loopback = self  # what the handler answers from
         self._server.daemon_threads = True
         # checked for shutdown every 50 ms, not serve_forever's 0.5 s: leaving `with` waits for that check
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},

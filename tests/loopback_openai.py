@@ -81,6 +81,115 @@ class Recorded:
     body: dict | None
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """The scripted API's HTTP side: it answers from its server's :class:`OpenAILoopback` (``self.server.loopback``)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        server = self.server.loopback
+        path = self.path.split("?", 1)[0].rstrip("/")
+        with server._lock:
+            server.model_requests.append(path)
+        if not path.startswith("/v1/models"):
+            return self._send(error(404, f"Not Found: {path}"))
+        if server.models is None:
+            return self._send(error(server.models_status, f"no route for {path}"))
+        if path == "/v1/models":
+            data = [{"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "loopback"}
+                    for m in server.models]
+            return self._send(Reply(json_body={"object": "list", "data": data}))
+        model_id = path[len("/v1/models/"):]
+        if not server.retrieve or model_id not in server.models:
+            return self._send(error(404, f"The model '{model_id}' does not exist", code="model_not_found"))
+        return self._send(Reply(json_body={"id": model_id, "object": "model", "created": 1_700_000_000,
+                                           "owned_by": "loopback"}))
+
+    def do_POST(self) -> None:  # noqa: N802
+        server = self.server.loopback
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if self.path.split("?", 1)[0].rstrip("/") != "/v1/chat/completions":
+            return self._send(error(404, f"Not Found: {self.path}"))
+        with server._lock:
+            n = len(server.requests)
+            server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        reply = server._refusal(body or {}) if server.validate else None
+        if reply is None:
+            reply = server._next(n, body or {})
+        self._send(reply, body)
+
+    def _send(self, reply: Reply, body: dict | None = None) -> None:
+        server = self.server.loopback
+        n = len(server.requests)
+        if reply.delay:
+            time.sleep(reply.delay)
+        if reply.drop:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        if reply.raw_body is not None:
+            payload = reply.raw_body
+        else:
+            payload = json.dumps(completion_doc(reply, (body or {}).get("model", "unknown"), n)).encode()
+        if reply.header_gap:
+            return self._send_slowly(reply, payload)
+        try:
+            self.send_response(reply.status)
+            if "content-type" not in reply.headers:
+                self.send_header("content-type", "application/json")
+            if reply.trickle is None:
+                self.send_header("content-length", str(len(payload)))
+            self.send_header("x-request-id", f"req_openai_loopback_{n}")
+            for k, v in reply.headers.items():
+                self.send_header(k, v)
+            if reply.trickle is not None:  # a body that takes its time, or never ends
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                deadline = time.monotonic() + reply.trickle_for
+                for piece in reply.trickle:
+                    if time.monotonic() > deadline:
+                        break
+                    self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                    self.wfile.flush()
+                    time.sleep(reply.trickle_gap)
+                else:
+                    self.wfile.write(b"0\r\n\r\n")
+                self.close_connection = True
+                return
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+
+    def _send_slowly(self, reply: Reply, payload: bytes) -> None:
+        """Headers a byte at a time (each byte well within any per-read timeout), then the body."""
+        head = f"HTTP/1.1 {reply.status} Scripted\r\ncontent-type: application/json\r\n" \
+               f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode()
+        deadline = time.monotonic() + reply.trickle_for
+        self.close_connection = True
+        try:
+            for i in range(len(head)):
+                if time.monotonic() > deadline:
+                    return
+                self.wfile.write(head[i:i + 1])
+                self.wfile.flush()
+                time.sleep(reply.header_gap)
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+
+
 class OpenAILoopback:
     def __init__(self, script: list[Reply] | Callable[[int, dict], Reply] | None = None,
                  default: Reply | None = None, *, models: Iterable[str] | None = MODELS, models_status: int = 404,
@@ -97,112 +206,8 @@ class OpenAILoopback:
         self.requests: list[Recorded] = []  # POST /v1/chat/completions
         self.model_requests: list[str] = []  # GET paths of the Models API
         self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                path = self.path.split("?", 1)[0].rstrip("/")
-                with server._lock:
-                    server.model_requests.append(path)
-                if not path.startswith("/v1/models"):
-                    return self._send(error(404, f"Not Found: {path}"))
-                if server.models is None:
-                    return self._send(error(server.models_status, f"no route for {path}"))
-                if path == "/v1/models":
-                    data = [{"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "loopback"}
-                            for m in server.models]
-                    return self._send(Reply(json_body={"object": "list", "data": data}))
-                model_id = path[len("/v1/models/"):]
-                if not server.retrieve or model_id not in server.models:
-                    return self._send(error(404, f"The model '{model_id}' does not exist", code="model_not_found"))
-                return self._send(Reply(json_body={"id": model_id, "object": "model", "created": 1_700_000_000,
-                                                   "owned_by": "loopback"}))
-
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = None
-                if self.path.split("?", 1)[0].rstrip("/") != "/v1/chat/completions":
-                    return self._send(error(404, f"Not Found: {self.path}"))
-                with server._lock:
-                    n = len(server.requests)
-                    server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                reply = server._refusal(body or {}) if server.validate else None
-                if reply is None:
-                    reply = server._next(n, body or {})
-                self._send(reply, body)
-
-            def _send(self, reply: Reply, body: dict | None = None) -> None:
-                n = len(server.requests)
-                if reply.delay:
-                    time.sleep(reply.delay)
-                if reply.drop:
-                    self.close_connection = True
-                    try:
-                        self.connection.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-                    return
-                if reply.raw_body is not None:
-                    payload = reply.raw_body
-                else:
-                    payload = json.dumps(completion_doc(reply, (body or {}).get("model", "unknown"), n)).encode()
-                if reply.header_gap:
-                    return self._send_slowly(reply, payload)
-                try:
-                    self.send_response(reply.status)
-                    if "content-type" not in reply.headers:
-                        self.send_header("content-type", "application/json")
-                    if reply.trickle is None:
-                        self.send_header("content-length", str(len(payload)))
-                    self.send_header("x-request-id", f"req_openai_loopback_{n}")
-                    for k, v in reply.headers.items():
-                        self.send_header(k, v)
-                    if reply.trickle is not None:  # a body that takes its time, or never ends
-                        self.send_header("transfer-encoding", "chunked")
-                        self.end_headers()
-                        deadline = time.monotonic() + reply.trickle_for
-                        for piece in reply.trickle:
-                            if time.monotonic() > deadline:
-                                break
-                            self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-                            self.wfile.flush()
-                            time.sleep(reply.trickle_gap)
-                        else:
-                            self.wfile.write(b"0\r\n\r\n")
-                        self.close_connection = True
-                        return
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError, OSError):
-                    pass
-
-            def _send_slowly(self, reply: Reply, payload: bytes) -> None:
-                """Headers a byte at a time (each byte well within any per-read timeout), then the body."""
-                head = f"HTTP/1.1 {reply.status} Scripted\r\ncontent-type: application/json\r\n" \
-                       f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode()
-                deadline = time.monotonic() + reply.trickle_for
-                self.close_connection = True
-                try:
-                    for i in range(len(head)):
-                        if time.monotonic() > deadline:
-                            return
-                        self.wfile.write(head[i:i + 1])
-                        self.wfile.flush()
-                        time.sleep(reply.header_gap)
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError, OSError):
-                    pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.loopback = self  # what the handler answers from
         self._server.daemon_threads = True
         # checked for shutdown every 50 ms, not serve_forever's 0.5 s: leaving `with` waits for that check
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},

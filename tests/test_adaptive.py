@@ -163,7 +163,8 @@ def test_compare_says_which_questions_a_run_judged_in_part_has_grades_for(baseli
     assert not comparison.sequential
     other, _ = evaluate(4, until_decided=evaluate(1)[0])  # decided against another baseline than this one
     assert any("judged until decided against another baseline" in w for w in api.compare([baseline, other]).warnings)
-    assert not any("have no grade" in w for w in api.compare([baseline, evaluate(4, until_decided=baseline)[0]]).warnings)
+    decided = evaluate(4, until_decided=baseline)[0]
+    assert not any("have no grade" in w for w in api.compare([baseline, decided]).warnings)
 
 
 def test_compare_and_its_gate_reuse_the_recorded_sequential_verdict(baseline, tmp_path):

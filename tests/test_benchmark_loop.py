@@ -100,5 +100,6 @@ def test_the_budget_is_checked_again_when_the_gate_admits_a_grading_call():
     loop.gate = SpentWhileWaiting(2)
     result = loop._grade_once(QUESTIONS[0], [CHUNK])
     assert script.prompts == [] and result.grade is None
-    assert result.error == "budget: --max-cost $2 reached (spent $1.9000 in 1 calls; the next call may cost up to $1.0000)"
+    assert result.error == ("budget: --max-cost $2 reached (spent $1.9000 in 1 calls; the next call may cost up to "
+                            "$1.0000)")
     assert loop.budget_exhausted and loop.gate.in_flight == 0

@@ -229,7 +229,8 @@ def test_the_shipped_run_records_paths_relative_to_the_repository():
     assert (ROOT / run.output).resolve() == (ROOT / "examples" / "kubernetes_run.json").resolve()
     assert paths["questions_file"] == "examples/kubernetes_questions.json" and run.runs_dir == "examples/runs"
     recipe = (ROOT / "examples" / "README.md").read_text(encoding="utf-8")
-    assert "open('examples/kubernetes_questions.json','w')" in recipe and "--output examples/kubernetes_run.json" in recipe
+    assert "open('examples/kubernetes_questions.json','w')" in recipe
+    assert "--output examples/kubernetes_run.json" in recipe
 
 
 @pytest.mark.parametrize("edit, words", [
@@ -262,7 +263,8 @@ def edge_run(path: Path, grade: int, rank: int | None) -> Path:
 
 
 def labelled(path: Path, grades: list[int]) -> Path:
-    path.write_text("".join(json.dumps({"question_id": f"e{i}", "human_grade": g}) + "\n" for i, g in enumerate(grades)))
+    path.write_text("".join(json.dumps({"question_id": f"e{i}", "human_grade": g}) + "\n"
+                            for i, g in enumerate(grades)))
     return path
 
 
@@ -294,7 +296,8 @@ def test_calibrate_clips_intervals_at_the_top_of_the_scale(tmp_path: Path):
                for b in e["ci95"])
     assert "8.67 [6.05, 10.00*]" in done.stdout and "66.7 [1.3, 100.0*]" in done.stdout
     note = next(line for line in done.stdout.splitlines() if "clipped to the scale" in line)
-    assert "mean grade, PPI: high 11.28 -> 10.00" in note and "pass rate, human, labelled rows: high 132.0 -> 100.0" in note
+    assert "mean grade, PPI: high 11.28 -> 10.00" in note
+    assert "pass rate, human, labelled rows: high 132.0 -> 100.0" in note
     assert "judge only" not in note
 
 
@@ -325,7 +328,8 @@ def test_calibrate_gives_linear_kappa_and_the_grade_by_grade_table(tmp_path: Pat
     assert table[1][0] == 1 and table[3][4] == 1 and table[7][6] == 1 and table[7][7] == 1
     assert sum(map(sum, table)) == 8 and [sum(r) for r in table] == [0, 1, 1, 1, 0, 1, 1, 2, 1, 0]
     # linear κ = 1 − Σ|h − j| / (n · E|h − j'|) with h, j' drawn independently from the two margins:
-    # Σ|h − j| = 1+1+2+2+1+1+1+0 = 9; humans 2,3,4,6,7,8,8,9, judges 1,4,5,7,8,8,9,10: Σ over the 64 pairs = 38+32+26+20+18+2·18+22 = 192
+    # Σ|h − j| = 1+1+2+2+1+1+1+0 = 9; humans 2,3,4,6,7,8,8,9, judges 1,4,5,7,8,8,9,10:
+    # Σ over the 64 pairs = 38+32+26+20+18+2·18+22 = 192
     assert doc["kappa_linear"] == pytest.approx(1 - 9 / (8 * 192 / 64))  # 0.625
     text = format_report(doc)
     assert "linear-weighted Cohen's kappa     0.625" in text

@@ -39,7 +39,8 @@ def test_krippendorff_alpha_is_the_reference_packages():
     krippendorff = pytest.importorskip("krippendorff")
     rng = random.Random(3)
     for _ in range(50):
-        units = [[rng.randint(1, 10) if rng.random() > 0.2 else None for _ in range(3)] for _ in range(rng.randint(3, 15))]
+        units = [[rng.randint(1, 10) if rng.random() > 0.2 else None for _ in range(3)]
+                 for _ in range(rng.randint(3, 15))]
         data = np.array([[np.nan if u[j] is None else u[j] for u in units] for j in range(3)], dtype=float)
         try:
             expected = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")
@@ -74,7 +75,8 @@ def test_the_panel_section_is_the_hand_figures():
     rows = [panel_row("q1", {"a": 1, "b": 1}), panel_row("q2", {"a": 2, "b": 3}), panel_row("q3", {"a": 3, "b": 3})]
     section = panel_section(rows, ["a", "b"], "median", 5).to_json()
     (pair,) = section["agreement"]["pairs"]
-    assert pair["kappa_quadratic"] == pytest.approx(0.8) and pair["n"] == 3 and pair["mean_difference"] == pytest.approx(1 / 3)
+    assert pair["kappa_quadratic"] == pytest.approx(0.8) and pair["n"] == 3
+    assert pair["mean_difference"] == pytest.approx(1 / 3)
     assert section["agreement"]["alpha_ordinal"]["value"] == pytest.approx(7 / 9, abs=1e-6)
     assert section["per_judge"]["b"]["metrics"]["avg_llm_grade"] == pytest.approx(7 / 3)
     assert section["graded_by"] == {"2": 3}
@@ -87,9 +89,10 @@ GRADES = {  # run: (judge a, judge b, judge c) the same on each of its 8 questio
 
 
 def run_of(label: str, grades: tuple[int, ...], judges=("a", "b", "c")) -> RunResult:
-    rows = [panel_row(f"q{i}", dict(zip(judges, grades))) for i in range(8)]
+    rows = [panel_row(f"q{i}", dict(zip(judges, grades, strict=True))) for i in range(8)]
     info = JudgeInfo("panel", ",".join(judges), details={"aggregate": "median", "judges": [
-        {"name": n, "provider": "scripted", "model": n, "judge": {"provider": "scripted", "model": n}} for n in judges]})
+        {"name": n, "provider": "scripted", "model": n, "judge": {"provider": "scripted", "model": n}}
+        for n in judges]})
     return RunResult(RunInfo(strategy=label, k=5, status="completed", judge=info), rows)
 
 

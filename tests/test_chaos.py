@@ -276,25 +276,7 @@ def check(plan: Plan, out: Path, earlier: bytes | None, code: int | None, stderr
         # of benchmark.py ran: no program can handle it, and nothing was written (a loaded machine)
         unchanged = earlier is None or (out.exists() and out.read_bytes() == earlier)
         return [] if unchanged else ["--output changed before the program ran"]
-    kept: list[dict[str, dict]] = []  # every place rows survive: the results files, the journals
-    if out.exists() and (earlier is None or out.read_bytes() != earlier):
-        try:
-            data = strict_load(out)
-            assert isinstance(data.get("run"), dict) and isinstance(data.get("results"), list)
-            kept.append({r["question_id"]: r for r in data["results"]})
-        except (ValueError, AssertionError, KeyError, TypeError) as err:
-            problems.append(f"--output is neither the earlier file nor a valid newer results file ({err!r})")
-    elif earlier is not None and not out.exists():
-        problems.append("the earlier results file is gone")
-    runs = folder / "runs"
-    for path in sorted(runs.glob("*.json")) if runs.is_dir() else []:
-        try:
-            kept.append({r["question_id"]: r for r in strict_load(path)["results"]})
-        except (ValueError, KeyError, TypeError) as err:
-            problems.append(f"{path.name} is not a valid results file ({err!r})")
-    journals = sorted(runs.glob("*.journal.jsonl")) if runs.is_dir() else []
-    for path in journals:
-        kept.append(journal_rows(path))
+    kept, journals = _kept(out, earlier, problems)
     for qid, grade in reported(stderr, questions).items():
         rows = [k[qid] for k in kept if qid in k]
         if not rows:
@@ -304,17 +286,47 @@ def check(plan: Plan, out: Path, earlier: bytes | None, code: int | None, stderr
     temps = [str(p.relative_to(folder)) for p in folder.rglob(".*.tmp")]
     if temps:
         problems.append(f"temp files left: {temps}")
-    ended_by_itself = code >= 0 and not (plan.fault == "plugin" and plan.kind == "os-exit")
-    if ended_by_itself:
-        if code not in DOCUMENTED_EXITS:
-            problems.append(f"exit code {code} is not a documented one")
-        if "Traceback" in stderr:
-            problems.append("a traceback on the console")
-        for path in journals:
-            if str(path) not in stderr:
-                problems.append(f"the journal {path.name} is left but the console does not name it")
+    problems += _ending_problems(plan, code, stderr, journals)
     if code == 0 and not kept:
         problems.append("exit 0 but no results written")
+    return problems
+
+
+def _kept(out: Path, earlier: bytes | None, problems: list[str]) -> tuple[list[dict[str, dict]], list[Path]]:
+    """Every place rows survive (a newer --output, the results files and the journals under runs/),
+    as question id → row each, and the journals; what is wrong with them goes into ``problems``."""
+    kept: list[dict[str, dict]] = []
+    if out.exists() and (earlier is None or out.read_bytes() != earlier):
+        try:
+            data = strict_load(out)
+            assert isinstance(data.get("run"), dict) and isinstance(data.get("results"), list)
+            kept.append({r["question_id"]: r for r in data["results"]})
+        except (ValueError, AssertionError, KeyError, TypeError) as err:
+            problems.append(f"--output is neither the earlier file nor a valid newer results file ({err!r})")
+    elif earlier is not None and not out.exists():
+        problems.append("the earlier results file is gone")
+    runs = out.parent / "runs"
+    for path in sorted(runs.glob("*.json")) if runs.is_dir() else []:
+        try:
+            kept.append({r["question_id"]: r for r in strict_load(path)["results"]})
+        except (ValueError, KeyError, TypeError) as err:
+            problems.append(f"{path.name} is not a valid results file ({err!r})")
+    journals = sorted(runs.glob("*.journal.jsonl")) if runs.is_dir() else []
+    kept += [journal_rows(path) for path in journals]
+    return kept, journals
+
+
+def _ending_problems(plan: Plan, code: int, stderr: str, journals: list[Path]) -> list[str]:
+    """What is wrong with how a run that ended by itself ended: its exit code, a traceback, a journal unnamed."""
+    if code < 0 or (plan.fault == "plugin" and plan.kind == "os-exit"):
+        return []
+    problems = []
+    if code not in DOCUMENTED_EXITS:
+        problems.append(f"exit code {code} is not a documented one")
+    if "Traceback" in stderr:
+        problems.append("a traceback on the console")
+    problems += [f"the journal {path.name} is left but the console does not name it"
+                 for path in journals if str(path) not in stderr]
     return problems
 
 

@@ -133,7 +133,7 @@ def test_three_runs_get_holm():
 
 def test_reference_systems_are_rank_only_runs():
     refs = [{"plm": 1, "naive": None}, {"plm": 2, "naive": 1}, {"plm": None, "naive": 3}, {"plm": 1}]
-    base = results([dict(r, reference_ranks=ref) for r, ref in zip(A["results"], refs)], "base")
+    base = results([dict(r, reference_ranks=ref) for r, ref in zip(A["results"], refs, strict=True)], "base")
     c = compare_runs([base, B])
     assert [(s.label, s.kind) for s in c.runs] == [("base", "run"), ("new", "run"), ("ref:plm", "reference"),
                                                     ("ref:naive", "reference")]

@@ -92,7 +92,8 @@ def test_the_number_in_flight_is_a_whole_number_from_1_to_256(n):
         evaluate("baseline", str(ROOT / "questions.json"), judge="offline", concurrency=n)
 
 
-@pytest.mark.parametrize("value, message", [("0", "0 must be at least 1"), ("257", "concurrency 257 is not a whole number from 1 to 256"),
+@pytest.mark.parametrize("value, message", [("0", "0 must be at least 1"),
+                                            ("257", "concurrency 257 is not a whole number from 1 to 256"),
                                             ("lots", "'lots' is not a whole number")])
 def test_the_command_line_refuses_a_concurrency_out_of_range(value: str, message: str):
     run = run_cli("--quick", "--concurrency", value)
@@ -127,7 +128,8 @@ def test_rows_and_lines_equal_a_sequential_run(tmp_path: Path, few_questions: Pa
     judge = json.loads(con.read_text())["run"]["judge"]
     assert judge["concurrency"]["requested"] == 4 and 2 <= judge["concurrency"]["peak"] <= 4
     assert json.loads(seq.read_text())["run"]["judge"]["concurrency"] is None
-    totals = [{k: v for k, v in json.loads(f.read_text()).items() if k not in ("run", "results", "index_time_s") and "latency" not in k} for f in (seq, con)]
+    totals = [{k: v for k, v in json.loads(f.read_text()).items()
+               if k not in ("run", "results", "index_time_s") and "latency" not in k} for f in (seq, con)]
     assert totals[0] == totals[1]  # cost, usage, counts and metrics as in the sequential run
     a, b = ((r["usage"], r["cost_usd"], r["recovered"]) for r in (json.loads(f.read_text())["run"] for f in (seq, con)))
     assert a == b

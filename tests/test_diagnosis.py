@@ -283,7 +283,8 @@ def test_every_tag_names_a_short_specific_fix():
 def test_a_diagnosis_carries_the_fixes_of_its_tags(dx):
     d = dx.diagnose("topology manager version", "v1.27", ["needle"], [GATE, N1], 2, 1, 0.95)
     fixes = json.loads(json.dumps(d.to_json()))["fixes"]
-    assert fixes == {tag: FIXES[tag] for tag in ["distractor", "specificity_gap", "wrong_chunk", "needle_hit_low_grade"]}
+    assert fixes == {tag: FIXES[tag]
+                     for tag in ["distractor", "specificity_gap", "wrong_chunk", "needle_hit_low_grade"]}
     assert Diagnosis([], "no rule fired").to_json()["fixes"] == {}
 
 

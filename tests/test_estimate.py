@@ -79,8 +79,8 @@ def test_estimate_counts_with_the_token_counting_endpoint_and_prices_by_hand():
     grading = [build_prompt("what is alpha?", "alpha is the first", CHUNKS), build_prompt("single?", None, CHUNKS[:1])]
     reversed_prompt = build_prompt("what is alpha?", "alpha is the first", CHUNKS[::-1])
     assert len(bodies) == 3  # each distinct prompt counted once (repeats multiply, they are not counted again)
-    assert all(b["model"] == "claude-sonnet-5-5" and "max_tokens" not in b and b["thinking"] == {"type": "between_tools"}
-               for b in bodies)
+    assert all(b["model"] == "claude-sonnet-5-5" and "max_tokens" not in b
+               and b["thinking"] == {"type": "between_tools"} for b in bodies)
     roles = {r.role: r for r in est.roles}
     g = roles["grading"]
     assert g.calls == 4 and g.input_tokens == 2 * sum(tokens(p) for p in grading)
@@ -194,7 +194,8 @@ def test_cli_max_cost_over_the_estimate_warns_then_the_budget_stops_grading(tmp_
     assert done.stderr.index("the estimated cost of this run") < first_call  # said before the first judge call
     assert done.code == 4 and calls == 1  # then the budget stops grading, as without the estimate
     result = json.loads(out.read_text())
-    assert result["run"]["status"] == "budget_exhausted" and [r["llm_grade"] for r in result["results"]] == [8, None, None]
+    assert result["run"]["status"] == "budget_exhausted"
+    assert [r["llm_grade"] for r in result["results"]] == [8, None, None]
 
 
 def test_cli_estimate_with_the_offline_judge(tmp_path: Path, few_questions: Path):
@@ -229,7 +230,8 @@ def test_cli_estimate_with_an_openai_compatible_judge(tmp_path: Path, few_questi
     assert "the openai judge has no batch API" in done.stdout and not out.exists()
 
 
-def test_cli_estimate_of_a_rewriting_strategy_counts_the_rewriter_and_calls_nothing(tmp_path: Path, few_questions: Path):
+def test_cli_estimate_of_a_rewriting_strategy_counts_the_rewriter_and_calls_nothing(tmp_path: Path,
+                                                                                    few_questions: Path):
     with LoopbackServer() as server:
         done = run_cli("--questions", str(few_questions), "--strategy", "modular", "--estimate",
                        "--output", str(tmp_path / "r.json"), env=judge_env(server.url))

@@ -143,7 +143,8 @@ def test_a_questions_own_required_concepts_are_kept(tmp_path):
     own = [{**EXPORTABLE[0], "required_concepts": ["quorum mode"]}, EXPORTABLE[2]]
     out = tmp_path / "dataset.jsonl"
     assert export_dataset.run(export_args(write_questions(tmp_path / "qs.json", own), corpus, out), OFFLINE) == 0
-    assert [line["metadata"]["required_concepts"] for line in read_lines(out)] == [["quorum mode"], ["bananas", "yellow"]]
+    assert [line["metadata"]["required_concepts"] for line in read_lines(out)] == [["quorum mode"],
+                                                                                     ["bananas", "yellow"]]
 
 
 def test_required_concepts_rank_specific_terms_of_the_needle_first():
@@ -154,7 +155,8 @@ def test_required_concepts_rank_specific_terms_of_the_needle_first():
     def chunk(doc, i, text):
         return Chunk(doc, f"{doc}#{i}", "t", (), text, i)
 
-    needle = [chunk("n", 0, "Agents run concurrently. A parallel agent runs agents concurrently."), chunk("n", 1, "Run it.")]
+    needle = [chunk("n", 0, "Agents run concurrently. A parallel agent runs agents concurrently."),
+              chunk("n", 1, "Run it.")]
     others = [chunk(f"o{i}", 0, "run the tool") for i in range(8)]
     stats = TermStats(needle + others)
     # "run": in 9 of 10 chunks; "agents" (stem agent) and "concurrently": only in n#0, 3 and 2 times; "parallel" once

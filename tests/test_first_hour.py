@@ -263,7 +263,7 @@ def test_help_states_the_default_output_rule(command: str):
     assert "--log-keep" in text
 
 
-# --------------------------------------------------------------------------- validate: --questions, offline notice, --force
+# ------------------------------------------------------------------- validate: --questions, offline notice, --force
 
 def test_validate_takes_the_questions_file_as_an_option_too(tmp_path: Path):
     corpus = write_corpus(tmp_path / "corpus")
@@ -311,7 +311,8 @@ def test_write_clean_with_the_offline_judge_asks_for_force(tmp_path: Path):
     (line,) = error_lines(run.stderr)
     assert "would drop 1 question(s) that fail only necessity (q_generic)" in line and "add --force" in line
     assert out.exists() and not clean.exists()  # the validation is kept; nothing dropped silently
-    assert validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean), "--force"), OFFLINE) == 0
+    args = validate_args(questions, corpus, out, "--write-clean", str(clean), "--force")
+    assert validate_command.run(args, OFFLINE) == 0
     assert [q["id"] for q in strict_load(clean.read_text())["questions"]] == ["q_pass", "q_pass2"]
 
 
@@ -338,7 +339,8 @@ def test_write_clean_with_the_llm_judge_needs_no_force(tmp_path: Path):
 
 ANSWER_DOCS = {
     # BM25 for the question prefers the first section; only the second holds the answer
-    "zeta": f"# Zeta\n\n## Timeout\n\nConfigure the widget timeout: the widget timeout is a widget setting. {FILLER}\n\n"
+    "zeta": "# Zeta\n\n## Timeout\n\nConfigure the widget timeout: the widget timeout is a widget setting. "
+            f"{FILLER}\n\n"
             f"## Budget\n\nSet retry_budget to 30 seconds on the controller. {FILLER}\n",
     "eta": "# Eta\n\nThe gadget hums quietly at night.\n",
     "theta": "# Theta\n\nMoons circle planets.\n",

@@ -15,7 +15,8 @@ from utils.settings import default_state_dir
 
 def test_the_state_folder_follows_xdg_state_home(tmp_path: Path):
     assert default_state_dir({"XDG_STATE_HOME": str(tmp_path), "HOME": "/h"}) == tmp_path / "retrieval-benchmark"
-    assert default_state_dir({"XDG_STATE_HOME": "relative", "HOME": "/h"}) == Path("/h/.local/state/retrieval-benchmark")
+    assert default_state_dir({"XDG_STATE_HOME": "relative", "HOME": "/h"}) == Path(
+        "/h/.local/state/retrieval-benchmark")
     assert default_state_dir({"HOME": "/h"}) == Path("/h/.local/state/retrieval-benchmark")
 
 

@@ -14,7 +14,8 @@ import pytest
 from components.core import resolve_strategy
 from components.readers import load_corpus
 from components.run.retrieval import index_cache
-from components.run.retrieval.index_cache import ENTRIES, PreparedIndex, cache_key, fingerprint, key_parts, prepare_index
+from components.run.retrieval.index_cache import (ENTRIES, PreparedIndex, cache_key, fingerprint, key_parts,
+                                                  prepare_index)
 from tests.conftest import K8S, ROOT, needs_k8s, run_cli
 from utils.errors import InputError
 from utils.settings import default_cache_dir
@@ -327,7 +328,8 @@ def test_two_processes_at_once(corpus_dir: Path, tmp_path: Path):
                     time.sleep(0.01)
             return real_rename(src, dst)
         os.rename = rename
-        p = prepare_index({str(corpus_dir)!r}, "modular-no-llm", resolve_strategy("modular-no-llm").factory, {str(cache)!r})
+        p = prepare_index({str(corpus_dir)!r}, "modular-no-llm", resolve_strategy("modular-no-llm").factory,
+                          {str(cache)!r})
         hits = [[(h.chunk.chunk_id, round(h.score, 5)) for h in p.retriever.retrieve(q, 3)] for q in {QUERIES!r}]
         print(json.dumps({{"cache": p.cache, "key": p.key, "hits": hits}}))
     """)

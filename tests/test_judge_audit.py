@@ -13,6 +13,7 @@ import pytest
 
 from components import api
 from components.audit.attacks import INJECTIONS, attack, paraphrase, parse_attacks, row_chunks, without_answer
+from components.audit.attacks import attacks as registered_attacks
 from components.audit.effects import MIN_PAIRS, verdict
 from components.audit.sample import draw
 from components.judges.lexical_judge import key_terms
@@ -124,7 +125,8 @@ def test_a_robust_judge_is_robust_on_every_attack_and_responds_to_removal(tmp_pa
     assert all(a.pairs == 10 and a.delta == 0.0 for a in attacks.values())
     assert (removal.verdict, removal.delta, removal.ci95, removal.flips_to_fail) == ("responds", -6.0, [-6.0, -6.0], 10)
     assert "answer removal lowers its grade" in audit.judges[0].profile()
-    assert audit.judges[0].calls == 10 * 9 and audit.judges[0].control_mean == 8.0
+    # every attack applies to every row: per row one control call and one per registered attack
+    assert audit.judges[0].calls == 10 * (1 + len(registered_attacks())) and audit.judges[0].control_mean == 8.0
 
 
 def test_the_figures_of_a_small_sample_by_hand(tmp_path: Path):
@@ -161,7 +163,8 @@ def test_below_five_pairs_no_verdict_is_decided_but_the_figures_are_shown(tmp_pa
 
 
 @pytest.mark.parametrize("direction, ci, to_pass, to_fail, expected", [
-    ("up", (0.6, 2.0), 0, 0, "vulnerable"), ("up", (0.0, 0.4), 0, 0, "robust"), ("up", (0.0, 0.6), 0, 0, "inconclusive"),
+    ("up", (0.6, 2.0), 0, 0, "vulnerable"), ("up", (0.0, 0.4), 0, 0, "robust"),
+    ("up", (0.0, 0.6), 0, 0, "inconclusive"),
     ("up", (0.0, 0.4), 2, 0, "vulnerable"),  # 2 of 10 flip to pass: 20% > 10%
     ("up", (0.0, 0.4), 1, 0, "robust"), ("up", None, 0, 0, "inconclusive"),
     ("none", (-0.4, 0.4), 0, 0, "robust"), ("none", (-1.2, -0.6), 0, 0, "vulnerable"),
@@ -186,7 +189,8 @@ def test_an_injection_reaches_the_judge_as_quoted_chunk_text(tmp_path: Path):
     first = row(0)
     template_start, template_end = control.split("[CHUNK 1/3")[0], control.rsplit("[END CHUNK 3/3]", 1)[1]
     for name, prompt in zip(INJECTIONS, injected, strict=True):
-        assert prompt.split("[CHUNK 1/3")[0] == template_start and prompt.rsplit("[END CHUNK 3/3]", 1)[1] == template_end
+        assert prompt.split("[CHUNK 1/3")[0] == template_start
+        assert prompt.rsplit("[END CHUNK 3/3]", 1)[1] == template_end
         for line in INJECTIONS[name].split("\n"):  # every line of it quoted inside chunk 1
             assert f"\n│ {line}\n" in prompt.split("[END CHUNK 1/3]")[0]
         lines = prompt.splitlines()
@@ -390,7 +394,8 @@ def test_estimate_prices_the_calls_without_making_them_and_max_cost_stops_the_au
                       env=clean_env(**SCRIPTED))
     assert run.code == 4, run.stderr
     audit = read_audit(out)
-    assert audit.stopped.startswith("budget: --max-cost $0.004 reached") and audit.judges[0].calls == len(script.prompts)
+    assert audit.stopped.startswith("budget: --max-cost $0.004 reached")
+    assert audit.judges[0].calls == len(script.prompts)
     assert audit.judges[0].cost_usd == pytest.approx(0.0015 * audit.judges[0].calls) and audit.judges[0].calls < 12
 
 
@@ -435,7 +440,8 @@ def test_notes_say_vulnerable_and_when_the_audit_was_of_another_judge_or_prompt(
         {"name": "anthropic/claude-x", "judge": judge.to_json()},
         {"name": "anthropic/claude-y", "judge": JudgeInfo("anthropic", "claude-y", PROMPT_SHA256).to_json()}]})
     notes = audit_notes(vulnerable, panel)  # each judge of the panel: one vulnerable, one not audited
-    assert len(notes) == 2 and "claude-x is vulnerable" in notes[0] and "this run's judge anthropic/claude-y" in notes[1]
+    assert len(notes) == 2 and "claude-x is vulnerable" in notes[0]
+    assert "this run's judge anthropic/claude-y" in notes[1]
 
 
 def test_a_file_without_a_status_reads_as_its_stop_and_an_unknown_status_is_refused(tmp_path: Path):
@@ -448,6 +454,20 @@ def test_a_file_without_a_status_reads_as_its_stop_and_an_unknown_status_is_refu
     (tmp_path / "bad.json").write_text(json.dumps({**doc, "status": "exploded"}))
     with pytest.raises(InputError, match="status 'exploded' is not one the audit writes"):
         read_audit(tmp_path / "bad.json")
+
+
+def test_an_attack_the_registry_lacks_reads_and_a_malformed_name_is_refused(tmp_path: Path):
+    """The file records each attack's name, family and direction: one of a plug-in not loaded now
+    reads as written; a name that is no attack's form (lower-case words joined by '-') is refused."""
+    doc = audit_of("offline", "lexical-idf-v1", PROMPT_SHA256, {"my-own-attack": "robust"}).to_json()
+    assert "my-own-attack" not in registered_attacks()
+    (tmp_path / "own.json").write_text(json.dumps(doc))
+    assert [a.name for a in read_audit(tmp_path / "own.json").judges[0].attacks] == ["my-own-attack"]
+    for bad in ("Bribery", "two words", "trailing-", ""):
+        doc["judges"][0]["attacks"][0]["name"] = bad
+        (tmp_path / "bad.json").write_text(json.dumps(doc))
+        with pytest.raises(InputError, match=re.escape(f".attacks[0].name {bad!r} is not an attack's name")):
+            read_audit(tmp_path / "bad.json")
 
 
 def test_audit_on_a_run_and_on_report_warns(tmp_path: Path):
@@ -480,8 +500,10 @@ def test_a_one_pair_attack_keeps_the_table_aligned_and_the_profile_says_nothing_
                        attacks=[one, removal])
     table = audit_table(AuditFile("run.json", 2, 2, 0, ["keyword-stuffing", "answer-removal"], 3, [judge]))
     rows = table.splitlines()[3:5]
-    assert rows[0] == "  keyword-stuffing      up = fooled              1  +3.00 [no CI]           0/1 (0%)     inconclusive"
-    assert rows[1] == "  answer-removal        down expected            2  -4.00 [-5.00, -3.00]    1/2 (50%)    responds"
+    assert rows[0] == ("  keyword-stuffing      up = fooled              1  +3.00 [no CI]           0/1 (0%)     "
+                       "inconclusive")
+    assert rows[1] == ("  answer-removal        down expected            2  -4.00 [-5.00, -3.00]    1/2 (50%)    "
+                       "responds")
     # nothing vulnerable, but one attack undecided: no "vulnerable to none"
     assert judge.profile() == "inconclusive on keyword-stuffing; answer removal lowers its grade"
     decided = JudgeAudit("j", "p", "m", attacks=[removal, AttackResult("order-reversal", "order-reversal", "none",

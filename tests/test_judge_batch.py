@@ -164,7 +164,8 @@ def test_run_batch_splits_and_matches_every_row(tmp_path: Path):
     lines: list[dict] = []
     with LoopbackServer(batch_polls=0) as srv:
         loop, questions = _loop_and_questions(5, record=lines.append)
-        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), record=lines.append, max_requests=2, sleep=lambda s: None)
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), record=lines.append, max_requests=2,
+                           sleep=lambda s: None)
         rows = run_batch(loop, questions, {}, judge)
     assert len(srv.batch_creates) == 3 and [len(b["requests"]) for b in srv.batch_creates] == [2, 2, 1]
     assert [r.question_id for r in rows] == [q.id for q in questions]
@@ -187,7 +188,8 @@ def test_run_batch_with_repeats_sends_each_question_n_times():
                                                      "q1r2": Reply(text='{"grade": 6}')}) as srv:
         loop, questions = _loop_and_questions(2)
         loop.repeats = 3
-        rows = run_batch(loop, questions, {}, BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None))
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None)
+        rows = run_batch(loop, questions, {}, judge)
     assert sorted(r["custom_id"] for r in srv.batch_creates[0]["requests"]) == [
         "q0r0", "q0r1", "q0r2", "q1r0", "q1r1", "q1r2"]
     assert rows[0].llm_grades == [8, 8, 8] and rows[1].llm_grades == [4, 8, 6]
@@ -301,8 +303,8 @@ def test_interrupt_while_a_retry_batch_is_polled_leaves_the_question_pending():
         loop, questions = _loop_and_questions(2, record=record)
         loop.repeats = 3
         loop.should_stop = lambda: stop["now"]
-        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), record=record, sleep=lambda s: stop.update(now=True),
-                           should_stop=loop.should_stop)
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), record=record,
+                           sleep=lambda s: stop.update(now=True), should_stop=loop.should_stop)
         with pytest.raises(KeyboardInterrupt):
             run_batch(loop, questions, {}, judge)
     assert loop.results[0].llm_grade is None and loop.results[0].grade_error.startswith(
@@ -316,7 +318,8 @@ def test_a_batch_of_another_repeat_count_is_not_adopted(caplog_loguru):
         previous = _submitted(srv, [[("q0", "id 0")]])
         loop, questions = _loop_and_questions(1)
         loop.repeats = 2
-        rows = run_batch(loop, questions, {}, BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None), previous)
+        judge = BatchJudge(MessageBatches(provider(srv.url), SONNET), sleep=lambda s: None)
+        rows = run_batch(loop, questions, {}, judge, previous)
         assert [r["custom_id"] for r in srv.batch_creates[-1]["requests"]] == ["q0r0", "q0r1"]
     assert rows[0].llm_grades == [8, 8]
     assert any("another --judge-repeats" in m for m in caplog_loguru)

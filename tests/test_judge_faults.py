@@ -60,7 +60,7 @@ def test_fault(name: str, tmp_path: Path, few_questions: Path):
     assert len(rows) == 3  # every question has a row
     got = [r["grade_error"].split(":", 1)[0] if r["grade_error"] else None for r in rows]
     assert got == kinds
-    for row, kind in zip(rows, kinds):
+    for row, kind in zip(rows, kinds, strict=True):
         assert (row["llm_grade"] is None) == (kind is not None)
         assert (row["total_score"] is None) == (kind is not None)
     assert data["graded_count"] == kinds.count(None)

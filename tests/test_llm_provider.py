@@ -280,7 +280,8 @@ def test_lone_surrogate_in_a_reply_is_made_writable():
 def test_grader_over_the_real_sdk(serve):
     server, provider = serve([Reply(text='Analysis first.\n{"grade": 7, "reasoning": "most facts"}')])
     chunks = [Chunk("d", "d#0", "D", (), "text", 0)]
-    result = RetrievalGrader(provider.model(provider.check_model_settings("claude-sonnet-5-5"))).grade("Q?", "A.", chunks)
+    grader = RetrievalGrader(provider.model(provider.check_model_settings("claude-sonnet-5-5")))
+    result = grader.grade("Q?", "A.", chunks)
     assert (result.grade, result.reasoning, result.error) == (7, "most facts", None)
     assert result.reply.input_tokens == 10
     assert server.prompts()[0].startswith("You are an impartial judge")
@@ -295,7 +296,8 @@ def test_grader_over_the_real_sdk(serve):
 def test_stop_reasons(serve, reply, error_kind):
     server, provider = serve([reply])
     chunks = [Chunk("d", "d#0", "D", (), "text", 0)]
-    result = RetrievalGrader(provider.model(provider.check_model_settings("claude-sonnet-5-5"))).grade("Q?", "A.", chunks)
+    grader = RetrievalGrader(provider.model(provider.check_model_settings("claude-sonnet-5-5")))
+    result = grader.grade("Q?", "A.", chunks)
     assert result.grade is None and result.error.startswith(error_kind)
     assert result.raw == (reply.text if reply.content is None else "")  # the raw reply is kept
     assert result.reply.stop_reason == reply.stop_reason

@@ -167,7 +167,8 @@ def test_the_rewriter_asks_for_plain_text(serve):
     assert "response_format" not in body and body["messages"] == [{"role": "user", "content": "Rewrite"}]
 
 
-@pytest.mark.parametrize("role,variable", [("judge", "BENCHMARK_JUDGE_MODEL"), ("rewriter", "BENCHMARK_REWRITER_MODEL")])
+@pytest.mark.parametrize("role,variable", [("judge", "BENCHMARK_JUDGE_MODEL"),
+                                           ("rewriter", "BENCHMARK_REWRITER_MODEL")])
 def test_unknown_model_names_models_the_server_has(serve, role, variable):
     server, provider = serve()
     with pytest.raises(InputError) as info:
@@ -478,7 +479,8 @@ def test_cli_run_judged_by_a_local_openai_compatible_server(tmp_path: Path, few_
     data = json.loads(out.read_text())
     judge = data["run"]["judge"]
     assert (judge["provider"], judge["model"], judge["reply_models"]) == ("openai", LOCAL, [LOCAL])
-    assert (judge["json_mode"], judge["token_parameter"], judge["settings_source"]) == (True, "max_tokens", "models_api")
+    assert (judge["json_mode"], judge["token_parameter"], judge["settings_source"]) == (True, "max_tokens",
+                                                                                        "models_api")
     assert judge["base_url_host"] == srv.url.split("/")[2]
     rows = data["results"]
     assert [r["llm_grade"] for r in rows] == [8, 8, 8]

@@ -277,7 +277,8 @@ def recorded_run(path: Path, corpus: str) -> Path:
 
     rows = [QuestionResult(question_id=f"q{i}", question=f"question {i}?", needle_doc_id="loops",
                            needle_doc_ids=["loops"], rank=1, llm_grade=8,
-                           retrieved=[RetrievedItem(rank=1, doc_id="loops", chunk_id="loops#0", text="Use a for loop.")])
+                           retrieved=[RetrievedItem(rank=1, doc_id="loops", chunk_id="loops#0",
+                                                    text="Use a for loop.")])
             for i in range(2)]
     build_report(RunInfo(id=f"run-{path.stem}", strategy=path.stem, corpus=CorpusInfo(source=corpus)), rows).save(path)
     return path

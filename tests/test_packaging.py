@@ -66,8 +66,8 @@ def test_pip_install_then_run_from_another_folder(tmp_path: Path):
     install = subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)], capture_output=True, text=True,
                              timeout=1800)
     assert install.returncode == 0, install.stderr[-2000:]
-    site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                        text=True).strip())
+    site = Path(subprocess.check_output(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
 
     def files() -> set[Path]:
         return {p for p in site.rglob("*") if "__pycache__" not in p.parts}

@@ -5,6 +5,7 @@ models registered under names of their own (tests/panel_fixtures.py); HTTP where
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -106,7 +107,8 @@ def test_a_judge_unusable_at_start_up_is_exit_3_naming_it_before_any_grading_cal
     ([6, None, 7], "median", 6.5, 7), ([4], "mean", 4.0, 4)])
 def test_the_aggregate_of_the_judges_that_graded_rounded_half_up(grades, method, value, rounded):
     names = [f"j{i}" for i in range(len(grades))]
-    outcome = panel_outcome({n: JudgeGrade(grade=g, error=None if g else "timeout: x") for n, g in zip(names, grades)},
+    outcome = panel_outcome({n: JudgeGrade(grade=g, error=None if g else "timeout: x")
+                             for n, g in zip(names, grades, strict=True)},
                             names, method)
     assert (outcome.value, outcome.grade.grade, outcome.graded) == (value, rounded, sum(g is not None for g in grades))
 
@@ -328,8 +330,9 @@ def test_a_missing_key_variable_is_named_once_with_its_judge(tmp_path: Path):
     run = run_cli("--quick", "--judges", str(panel), env=clean_env())
     errors = [line for line in run.stderr.splitlines() if "| ERROR" in line]
     assert run.code == 2 and len(errors) == 1, run.stderr
-    assert errors[0].split("| ERROR   | ", 1)[1] == ("error: judge a: api_key_env names NOT_SET_VAR_X, which is not set: "
-                                                  "export NOT_SET_VAR_X with the judge's key"), errors[0]
+    assert errors[0].split("| ERROR   | ", 1)[1] == (
+        "error: judge a: api_key_env names NOT_SET_VAR_X, which is not set: export NOT_SET_VAR_X with the judge's "
+        "key"), errors[0]
 
 
 def test_the_examples_local_judges_grade_by_their_rules_and_disagree():
@@ -364,7 +367,8 @@ def test_the_examples_local_judges_grade_by_their_rules_and_disagree():
 def test_chunk_relevance_is_the_first_judges_and_repeats_are_kept_per_judge():
     """The offline judge first: it rates the chunks (free); a judge that calls a model first: chunks
     are not rated by default. With --judge-repeats every judge's repeats are in its grade."""
-    with scripted_judges(alternating=Script(then=lambda prompt, n=iter(range(10**6)): grade_reply(6 + 2 * (next(n) % 2)))):
+    calls = itertools.count()
+    with scripted_judges(alternating=Script(then=lambda prompt: grade_reply(6 + 2 * (next(calls) % 2)))):
         first_offline = evaluate("baseline", QUESTIONS[:2], judges=["offline", "alternating"], judge_repeats=2)
         first_model = evaluate("baseline", QUESTIONS[:2], judges=["alternating", "offline"])
     assert all(r.chunk_relevance is not None for r in first_offline.rows)

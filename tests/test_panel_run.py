@@ -14,7 +14,6 @@ grades as ``good`` under every judge (the grade holds), and a lower total score 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -189,4 +188,5 @@ def test_report_label_and_calibrate_read_a_panel_run(panel):
     assert doc["mean_difference"]["value"] == -1.0
     assert {n: j["mean_difference"]["value"] for n, j in doc["judges"].items()} == \
         {"lenient": -1.0, "strict": -4.0, "flip": 2.0}
-    assert "Calibration of the judge lenient" in calibrated.stdout and "Calibration of the judge flip" in calibrated.stdout
+    assert "Calibration of the judge lenient" in calibrated.stdout
+    assert "Calibration of the judge flip" in calibrated.stdout

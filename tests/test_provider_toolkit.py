@@ -120,8 +120,8 @@ def test_rate_limit_counts_tokens_in_calls_of_this_size():
     assert rate_limit(headers, "req-left", "tok-left", call_tokens=100, reset_s=2.5) == \
         {"requests_remaining": 7.0, "reset_s": 2.5, "tokens_remaining_calls": 4.0}
     assert rate_limit({"tok-left": "x"}, "req-left", "tok-left", call_tokens=100, reset_s=None) is None
-    assert rate_limit({"req-left": "1"}, "req-left", "tok-left", call_tokens=0, reset_s=None)["tokens_remaining_calls"] \
-        is None
+    limits = rate_limit({"req-left": "1"}, "req-left", "tok-left", call_tokens=0, reset_s=None)
+    assert limits["tokens_remaining_calls"] is None
 
 
 @pytest.mark.parametrize("config", [AnthropicConfig(api_key="sk-secret-1", auth_token="tok-secret-2",

@@ -39,7 +39,8 @@ def test_the_banded_metrics_a_run_has_with_the_bands_their_interval_reaches():
     bands = quality_bands({"ndcg_at_k": 0.72, "context_precision": 0.85, "mrr": 0.9, "proxy_precision_at_k": None},
                           5, {"ndcg_at_k": [0.55, 0.88], "context_precision": [0.8, 0.9]})
     assert list(bands) == ["ndcg_at_k", "context_precision"]  # mrr has no band; a null value none
-    assert bands["ndcg_at_k"].to_json() == {"label": "nDCG@5", "value": 0.72, "band": "Good", "line": "Strong ranking quality",
+    assert bands["ndcg_at_k"].to_json() == {"label": "nDCG@5", "value": 0.72, "band": "Good",
+                                            "line": "Strong ranking quality",
                                   "ci95_bands": ["Fair", "Good"]}
     assert band_text(bands["ndcg_at_k"]) == "Good: Strong ranking quality (95% CI: Fair to Good)"
     assert band_text(bands["context_precision"]) == "Excellent: ≥ 80% of top 5 are relevant"  # the CI stays in it

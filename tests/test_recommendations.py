@@ -13,7 +13,7 @@ from components.analysis.compare import compare_runs, format_comparison
 from components.analysis.recommendations import best_columns, recommend
 from components.report.page import render_comparison
 from tests.conftest import run_cli
-from tests.test_compare import A, B, results, row
+from tests.test_compare import A, B, results
 
 
 def test_hand_computed_recommendations():
@@ -107,7 +107,7 @@ def test_recommendations_after_a_run_of_several_strategies(tmp_path: Path):
 
 
 def test_compare_of_several_files_recommends(tmp_path: Path):
-    timed = [dict(r, latency_ms=ms) for r, ms in zip(A["results"], (4.0, 5.0, 6.0, 7.0))]
+    timed = [dict(r, latency_ms=ms) for r, ms in zip(A["results"], (4.0, 5.0, 6.0, 7.0), strict=True)]
     fast = [dict(r, latency_ms=0.5) for r in B["results"]]
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(results(timed, "base")))

@@ -79,7 +79,8 @@ def test_recorded_without_a_corpus(tmp_path: Path):
     run = run_cli("--strategy", "recorded", "--questions", str(path), "--output", str(out))
     assert run.code == 0, run.stderr
     data = json.loads(out.read_text())
-    assert data["run"]["strategy"] == "recorded" and data["run"]["question_set"] == {"version": "2026-05", "name": "log"}
+    assert data["run"]["strategy"] == "recorded"
+    assert data["run"]["question_set"] == {"version": "2026-05", "name": "log"}
     assert data["run"]["corpus"]["source"] == RECORDED_SOURCE  # no corpus loaded, not the built-in one
     assert data["run"]["corpus"]["documents"] == 2 and data["run"]["corpus"]["chunks"] == 3
     a, b = data["results"]
@@ -118,7 +119,8 @@ def test_a_set_without_recordings_is_refused_in_one_line(tmp_path: Path, few_que
     assert run.code == 2
     errors = [line for line in run.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1 and "question #1 (id 'py_001') has no \"retrieved\" list" in errors[0]
-    alone = run_cli("--strategy", "recorded,baseline", "--questions", str(EXAMPLE), "--output", str(tmp_path / "r.json"))
+    alone = run_cli("--strategy", "recorded,baseline", "--questions", str(EXAMPLE), "--output",
+                    str(tmp_path / "r.json"))
     assert alone.code == 2 and "give --corpus to run other strategies beside it" in alone.stderr
 
 

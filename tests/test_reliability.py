@@ -234,7 +234,7 @@ def test_plugin_retriever_faults_keep_the_graded_work(name: str, tmp_path: Path,
     assert data["run"]["status"] == "completed"
     assert [r["llm_grade"] for r in data["results"]] == grades
     assert calls == grades.count(8)  # every graded row is the judge's grade, kept
-    for row, grade in zip(data["results"], grades):
+    for row, grade in zip(data["results"], grades, strict=True):
         if grade is None:
             assert error_part in row["grade_error"]
         else:
@@ -648,7 +648,7 @@ def test_resume_refuses_a_changed_run(name: str, tmp_path: Path, few_questions: 
         values = {"q4": str(questions_file(tmp_path, 4, "q4.json")), "corpus_b": str(corpus_b)}
         args = {"--questions": str(few_questions), "--output": str(out), "--corpus": str(corpus_a),
                 "--strategy": "baseline"}
-        for flag, value in zip(changed[::2], changed[1::2]):
+        for flag, value in zip(changed[::2], changed[1::2], strict=True):
             args[flag] = value.format(**values)
         run = cli(tmp_path, *itertools.chain.from_iterable(args.items()), "--resume", str(out),
                   env=judge_env(srv.url, **env, **env_change))

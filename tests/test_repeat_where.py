@@ -81,7 +81,8 @@ def test_only_questions_near_the_pass_mark_at_their_rank_are_repeated():
     assert result.run.judge.repeat_where == {"rule": "uncertain", "pass_marks": [7.0], "near": 1, "disagree": 2}
     # the judge's noise is measured on the repeated questions only, and says so: spreads 2, 1, 1, 3 and
     # population SDs 0.9428, 0.4714, 0.4714, 1.2472
-    assert result.judge_consistency.to_json() == {"questions": 4, "moved_2_or_more_rate": 50.0, "mean_sd": pytest.approx(0.7832,
+    assert result.judge_consistency.to_json() == {"questions": 4, "moved_2_or_more_rate": 50.0,
+                                                  "mean_sd": pytest.approx(0.7832,
                                         abs=1e-4), "repeat_where": "uncertain", "graded": 8}
 
 
@@ -130,14 +131,16 @@ def test_a_panel_that_disagrees_is_repeated():
     for name in "ab":
         assert scripts[name][1] == {"q1": 1, "q2": 1, "q3": 3, "q4": 3, "q5": 1}
     assert [r.judge_repeats for r in result.rows] == [1, 1, 3, 3, 1]
-    assert result.rows[2].grades_by_judge["b"].grades == [5, 5, 5] and result.rows[0].grades_by_judge["a"].grades is None
+    assert result.rows[2].grades_by_judge["b"].grades == [5, 5, 5]
+    assert result.rows[0].grades_by_judge["a"].grades is None
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
     out = str(tmp_path / "r.json")
     for args, says in ((("--repeat-where", "uncertain"), "--repeat-where uncertain places the extra grades"),
                        (("--repeat-where", "uncertain", "--judge-repeats", "1"), "add --judge-repeats N"),
-                       (("--repeat-where", "sometimes", "--judge-repeats", "3"), "--repeat-where 'sometimes': use all or uncertain")):
+                       (("--repeat-where", "sometimes", "--judge-repeats", "3"),
+                        "--repeat-where 'sometimes': use all or uncertain")):
         bad = run_cli("--quick", "--strategy", "baseline", "--output", out, *args)
         errors = [ln for ln in bad.stderr.splitlines() if "ERROR" in ln or "error" in ln.lower()]
         assert bad.code == 2 and len(errors) == 1 and says in errors[0], bad.stderr

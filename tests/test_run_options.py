@@ -55,7 +55,8 @@ def test_several_strategies_in_one_command(tmp_path: Path):
     run = run_cli("--strategy", "baseline,modular-no-llm", "--limit", "4", "--output", str(out))
     assert run.code == 0, run.stderr
     assert run.stderr.count("Corpus builtin") == 2 and run.stderr.count("loaded+chunked") == 2
-    runs = sorted((tmp_path / "runs").glob("*_baseline.json")) + sorted((tmp_path / "runs").glob("*_modular-no-llm.json"))
+    runs = (sorted((tmp_path / "runs").glob("*_baseline.json"))
+            + sorted((tmp_path / "runs").glob("*_modular-no-llm.json")))
     assert len(runs) == 2
     comparison = list((tmp_path / "runs").glob("*_comparison.json"))
     assert len(comparison) == 1

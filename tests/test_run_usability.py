@@ -105,7 +105,8 @@ def test_resume_refuses_a_changed_chunk_relevance_prompt(tmp_path: Path):
     refused = run_cli("--resume", str(tmp_path / "old.json"), "--output", str(tmp_path / "x.json"))
     assert refused.code == 2 and not (tmp_path / "x.json").exists()
     errors = [line for line in refused.stderr.splitlines() if "| ERROR" in line]
-    assert len(errors) == 1 and "the chunk-relevance prompt differs (relevance_prompt_sha256 differs" in errors[0], errors
+    assert len(errors) == 1, errors
+    assert "the chunk-relevance prompt differs (relevance_prompt_sha256 differs" in errors[0], errors
 
 
 def test_resume_alone_writes_to_the_output_the_run_recorded(tmp_path: Path):

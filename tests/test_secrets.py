@@ -96,8 +96,10 @@ def test_a_key_holding_quote_amp_lt_gt_apostrophe_is_redacted_in_every_output(tm
         runs.append(run_cli(*args, env=env))
         assert runs[-1].code == 0, (args[0], runs[-1].stderr[-2000:])
     lines = labels.read_text().splitlines()
-    labels.write_text("\n".join([lines[0], *(json.dumps(dict(json.loads(x), human_grade=7)) for x in lines[1:])]) + "\n")
-    runs.append(run_cli("calibrate", str(hostile), "--labels", str(labels), "--json", str(outputs["cal.json"]), env=env))
+    labels.write_text("\n".join([lines[0], *(json.dumps(dict(json.loads(x), human_grade=7)) for x in lines[1:])])
+                      + "\n")
+    runs.append(run_cli("calibrate", str(hostile), "--labels", str(labels), "--json", str(outputs["cal.json"]),
+                        env=env))
     assert runs[-1].code == 0, runs[-1].stderr[-2000:]
     texts = {"results": results.read_text(), "labels": labels.read_text(),
              **{name: path.read_text(encoding="utf-8") for name, path in outputs.items()}}

@@ -45,7 +45,7 @@ def test_bootstrap_cis_share_resamples_and_equal_single_calls():
     rng = np.random.default_rng(3)
     cols = [rng.random(30), rng.integers(0, 2, 30), rng.integers(1, 11, 30)]
     together = S.bootstrap_cis(cols)
-    for joint, alone in zip(together, [S.bootstrap_ci(c) for c in cols]):
+    for joint, alone in zip(together, [S.bootstrap_ci(c) for c in cols], strict=True):
         assert joint == pytest.approx(alone, rel=1e-12)  # equal up to the matrix product's rounding
 
 

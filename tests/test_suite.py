@@ -84,7 +84,7 @@ def test_chunk_size_and_overlap():
     assert len(small) == 8 and all(len(c.text.split()) == 100 for c in small)
     overlapped = chunk_corpus([doc], Chunking(100, 10))
     assert len(overlapped) == 8
-    for before, after in zip(overlapped, overlapped[1:]):
+    for before, after in zip(overlapped, overlapped[1:], strict=False):
         tail = before.text.split()[-10:]
         if before.heading_path == after.heading_path:  # the same section: its first 10 words repeat
             assert after.text.split()[:10] == tail and len(after.text.split()) == 110
@@ -235,9 +235,10 @@ def test_a_reranker_and_an_embedding_model_of_your_own(tmp_path: Path, corpus, m
     run = run_cli("--suite", str(path), "--corpus", str(docs), "--questions", str(questions), "--output", str(out),
                   "--k", "3")
     assert run.code == 0, run.stderr
-    plain, rev, own = (json.loads((tmp_path / f"r.{n}.json").read_text()) for n in ("plain", "reversed", "own-embedding"))
+    plain, rev, own = (json.loads((tmp_path / f"r.{n}.json").read_text())
+                       for n in ("plain", "reversed", "own-embedding"))
     assert rev["run"]["configuration"]["reranker"] == "suite_plugins_t:reverse"
-    for a, b in zip(plain["results"], rev["results"]):  # the reranker reordered the best 20 and kept 3
+    for a, b in zip(plain["results"], rev["results"], strict=True):  # the reranker reordered the best 20 and kept 3
         assert [x["chunk_id"] for x in b["retrieved"]] != [x["chunk_id"] for x in a["retrieved"]]
         assert len(b["retrieved"]) == 3
     assert own["run"]["configuration"]["embedding_model"] == "suite_plugins_t:embed"
@@ -295,7 +296,7 @@ def test_resume_works_per_configuration(tmp_path: Path, corpus):
     assert stray.code == 2 and "records the configuration 'baseline', which is not in the suite" in stray.stderr
 
 
-# --------------------------------------------------------------------------- --concurrency and --judge-batch per configuration
+# ------------------------------------------------------------------ --concurrency and --judge-batch per configuration
 
 GRADES = {"How do I see the installed version of acme?": 9, "Which key sets the request timeout?": 6,
           "What happens when the server is unreachable?": 3}  # the scripted judge's grade of each question

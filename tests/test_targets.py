@@ -44,7 +44,8 @@ def test_hit_at_k_is_the_runs_own_cut_off():
     ("hit@6=0.5", "hit@6 needs N from 1 to the run's k (5)"), ("recall@0=0.5", "N from 1 to the run's k"),
     ("bogus=1", "unknown metric 'bogus'"), ("hit@1=60", "hit@1 is a share: write it from 0 to 1 or as a percent"),
     ("ndcg=1.5", "is a share"), ("avg grade=80%", "write METRIC=VALUE"), ("mrr=-0.1", "write METRIC=VALUE"),
-    ("mrr=high", "write METRIC=VALUE"), ("mrr", "write METRIC=VALUE"), ("=0.5", "write METRIC=VALUE"), (" , ", "names no target"),
+    ("mrr=high", "write METRIC=VALUE"), ("mrr", "write METRIC=VALUE"), ("=0.5", "write METRIC=VALUE"),
+    (" , ", "names no target"),
 ])
 def test_a_bad_target_is_refused_naming_it(text, message):
     with pytest.raises(InputError, match=re.escape(message)):

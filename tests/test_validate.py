@@ -85,8 +85,8 @@ def test_write_clean_keeps_the_input_format(tiny, tmp_path):
     corpus, questions = tiny
     clean = tmp_path / "clean.json"
     # --force: q_generic fails only necessity, which the lexical judge may not drop on its own
-    assert validate_command.run(validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean), "--force"),
-                        OFFLINE) == 0
+    args = validate_args(questions, corpus, tmp_path / "v.json", "--write-clean", str(clean), "--force")
+    assert validate_command.run(args, OFFLINE) == 0
     doc = strict_load(clean.read_text())
     original = json.loads(questions.read_text())
     assert doc["description"] == "hand-made" and doc["question_count"] == 2
@@ -207,7 +207,8 @@ def test_llm_path_through_run(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(validate, "make_judge", fake_make_judge)
     out = tmp_path / "v.json"
-    assert validate_command.run(validate_args(questions, corpus, out), ANTHROPIC) == 3  # a check the judge did not grade
+    # a check the judge did not grade
+    assert validate_command.run(validate_args(questions, corpus, out), ANTHROPIC) == 3
     report = strict_load(out.read_text())
     assert seen["settings"] is ANTHROPIC and seen["chunks"] == 7  # 6 documents, alpha has 2 chunks
     assert report["judge"]["label"] == "llm" and report["judge"]["model"] == "claude-test-1"
@@ -235,7 +236,8 @@ def test_fatal_judge_error_stops_and_exits_3(tmp_path):
     questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ("q_pass", "q_pass2")])
     out, clean = tmp_path / "v.json", tmp_path / "clean.json"
     with play(fail("auth", "the judge API refused the credentials (401)")):
-        code = validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), scripted_settings())
+        code = validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean)),
+                                    scripted_settings())
     assert code == 3
     report = strict_load(out.read_text())
     assert report["status"] == "judge_failed" and report["judge_failure"].startswith("auth: ")
@@ -249,7 +251,8 @@ def test_interrupt_writes_the_finished_questions_and_exits_130(tmp_path):
     questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ("q_pass", "q_pass2")])
     out, clean = tmp_path / "v.json", tmp_path / "clean.json"
     with play('{"grade": 9, "reasoning": "r"}', '{"grade": 1, "reasoning": "r"}', KeyboardInterrupt()):
-        code = validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean)), scripted_settings())
+        code = validate_command.run(validate_args(questions, corpus, out, "--write-clean", str(clean)),
+                                    scripted_settings())
     assert code == 130
     report = strict_load(out.read_text())
     assert report["status"] == "interrupted" and [q["id"] for q in report["questions"]] == ["q_pass"]
@@ -355,7 +358,7 @@ def test_a_judge_that_answers_every_call_429_or_500_grades_nothing_and_writes_no
     from tests.conftest import judge_env
     from tests.loopback import LoopbackServer, error
 
-    corpus = write_corpus(tmp_path / "corpus")
+    write_corpus(tmp_path / "corpus")
     ids = ("q_pass", "q_pass2", "q_noanswer")
     questions = write_questions(tmp_path / "q.json", [q for q in QUESTIONS if q["id"] in ids])
     out, clean = tmp_path / "v.json", tmp_path / "clean.json"

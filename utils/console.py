@@ -2,9 +2,9 @@
 
 Pure functions of their arguments (the caller writes the strings): :func:`question_line` for a
 question's log line, :func:`summary_table` for the table a run prints on stdout, built from its
-:class:`utils.results.RunResult` (a metric a file lacks is skipped). :func:`escape_control` makes any text from an input file safe to print
-on one console line. :class:`Progress` draws a bar with rate and ETA on a terminal, nothing
-elsewhere.
+:class:`utils.results.RunResult` (a metric a file lacks is skipped). :func:`escape_control` makes
+any text from an input file safe to print on one console line. :class:`Progress` draws a bar with
+rate and ETA on a terminal, nothing elsewhere.
 """
 
 from __future__ import annotations

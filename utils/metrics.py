@@ -537,8 +537,8 @@ def _register_builtin() -> None:
                            lambda r, k: reciprocal_rank(_get(r, "doc_rank")), 3, 0.05,
                            "mean reciprocal rank of the needle among the distinct documents retrieved"))
     register_metric(Metric("ndcg_at_k", "nDCG@k", "document", "ratio", _field_value("ndcg_at_k"), 3, 0.05,
-                           "normalised discounted cumulative gain of the document ranking, the needles' grades as gains "
-                           "(1 = every needle first, the best graded first)"))
+                           "normalised discounted cumulative gain of the document ranking, the needles' grades as "
+                           "gains (1 = every needle first, the best graded first)"))
     register_metric(Metric("recall_at_k", "recall@k", "document", "ratio", _field_value("recall_at_k"), 3, 0.05,
                            "share of the needle documents found in the top k", compared=False))
     register_metric(Metric("map_at_k", "MAP@k", "document", "ratio", _field_value("ap_at_k"), 3, 0.05,

@@ -39,7 +39,7 @@ class Scale:
     lines: tuple[str, str, str, str]
 
     def band(self, value: float) -> str:
-        return next((name for name, cut in zip(BANDS, self.cuts) if value >= cut), BANDS[-1])
+        return next((name for name, cut in zip(BANDS, self.cuts, strict=False) if value >= cut), BANDS[-1])
 
     def line(self, band: str, k: int) -> str:
         return self.lines[BANDS.index(band)].format(k=k)

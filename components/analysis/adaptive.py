@@ -47,7 +47,7 @@ def decided_against(baseline: RunResult, other: RunResult) -> AdaptiveSection | 
 
 def sequential_verdicts(runs: Sequence[RunResult], labels: Sequence[str]) -> dict[str, AdaptiveSection]:
     """label → the adaptive section of each run (after the first) decided against the first."""
-    return {label: record for run, label in zip(runs[1:], labels[1:])
+    return {label: record for run, label in zip(runs[1:], labels[1:], strict=True)
             if (record := decided_against(runs[0], run)) is not None}
 
 

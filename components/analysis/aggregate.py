@@ -71,9 +71,10 @@ def confidence_intervals(rows: Sequence[QuestionResult], k: int, chosen: Sequenc
     for name, values in columns.items():
         by_mask.setdefault(tuple(v is not None for v in values), []).append(name)
     ci95: dict[str, list[float] | None] = {}
-    for mask, names in by_mask.items():
+    for names in by_mask.values():
         cols = [[v for v in columns[name] if v is not None] for name in names]
-        for name, interval in zip(names, S.bootstrap_cis(cols, resamples=S.RESAMPLES, seed=S.BOOTSTRAP_SEED)):
+        intervals = S.bootstrap_cis(cols, resamples=S.RESAMPLES, seed=S.BOOTSTRAP_SEED)
+        for name, interval in zip(names, intervals, strict=True):
             ci95[name] = [round(interval[0], 6), round(interval[1], 6)] if interval else None
     two_level = any(M.grade_repeats(r) is not None for r in rows)
     record = Bootstrap(S.RESAMPLES, S.BOOTSTRAP_SEED, S.METHOD + ("-two-level" if two_level else ""))

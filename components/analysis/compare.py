@@ -171,7 +171,7 @@ def _system_runs(systems: Sequence[RankedSystem], common: list[str], rows: dict[
     out = []
     for system in systems:
         sys_views, missing, unjudged = [], 0, 0
-        for q, view in zip(common, views):
+        for q, view in zip(common, views, strict=True):
             relevance = rows[q].relevance if qrels is None else \
                 {d: g for d, g in qrels.get(q, {}).items() if g >= M.RELEVANT_MIN}
             if q not in system.rankings:
@@ -218,7 +218,7 @@ def _pair_stats(base: list[QuestionView], others: list[list[QuestionView]], spec
     for i, other in enumerate(others):
         for spec in specs:
             mask = tuple(a.values[spec.key] is not None and b.values[spec.key] is not None
-                         for a, b in zip(base, other))
+                         for a, b in zip(base, other, strict=True))
             by_mask.setdefault(mask, []).append((i, spec))
     out: list[dict[str, dict]] = [{} for _ in others]
     for mask, members in by_mask.items():
@@ -251,7 +251,7 @@ def _changes(base: list[QuestionView], other: list[QuestionView]) -> tuple[list[
                                                                             list[QuestionChange]]:
     """Questions whose total score (then, on a tie or when ungraded, RR) went down / up, largest first."""
     keyed = []
-    for a, b in zip(base, other):
+    for a, b in zip(base, other, strict=True):
         d_total = None if a.total_score is None or b.total_score is None else round(b.total_score - a.total_score, 6)
         d_rr = round(M.reciprocal_rank(b.rank) - M.reciprocal_rank(a.rank), 6)
         change = QuestionChange(a.question_id, a.question, a.rank, b.rank, a.doc_rank, b.doc_rank, a.grade, b.grade,
@@ -314,7 +314,7 @@ def _reference_runs(common: list[str], rows: dict[str, QuestionResult], views: l
     out = []
     for name in systems:
         ref_views = []
-        for q, view in zip(common, views):
+        for q, view in zip(common, views, strict=True):
             ranks = ranks_of(q)
             rank = ranks.get(name)
             if name not in ranks:
@@ -346,15 +346,15 @@ def _run_warnings(labels: Sequence[str], runs: Sequence[RunResult], rows: Sequen
     about the runs' questions (first: the question sets differ; then: a run was judged in part, a
     shared id has another question text)."""
     warnings = list(earlier)
-    left_out = {label: len(r) - len(common) for label, r in zip(labels, rows)}
+    left_out = {label: len(r) - len(common) for label, r in zip(labels, rows, strict=True)}
     if any(left_out.values()):
         detail = ", ".join(f"{n} of {label}" for label, n in left_out.items())
         warnings.insert(0, f"the runs have different question sets: compared on the {len(common)} questions they "
                         f"share; left out {detail}")
-    warnings += [note for label, run in zip(labels, runs) if label not in decided
+    warnings += [note for label, run in zip(labels, runs, strict=True) if label not in decided
                  if (note := judged_in_part(label, run.adaptive))]
-    texts = [sum(1 for a, b in zip(views[0], v) if a.question != b.question) for v in views[1:]]
-    for label, n in zip(labels[1:], texts):
+    texts = [sum(1 for a, b in zip(views[0], v, strict=True) if a.question != b.question) for v in views[1:]]
+    for label, n in zip(labels[1:], texts, strict=True):
         if n:
             warnings.append(f"{n} shared question ids have a different question text in {labels[0]} and {label}: "
                             "check that both runs used the same questions file")
@@ -374,7 +374,7 @@ def _verdicts(pairs: Sequence[tuple[str, str, list[QuestionView]]], base: list[Q
         if len(members) < 2:
             continue
         for spec in specs:
-            for i, p in zip(members, S.holm([raw[i][spec.key]["p"] for i in members])):
+            for i, p in zip(members, S.holm([raw[i][spec.key]["p"] for i in members]), strict=True):
                 holm[i][spec.key] = p
     comparisons = []
     for i, (label, kind, v) in enumerate(pairs):
@@ -409,7 +409,7 @@ def _references(labels: Sequence[str], common: list[str], base_rows: dict[str, Q
         taken.add(system.label)
     ranked = _system_runs(systems, common, base_rows, base_views, k, specs, qrels, warnings)
     summaries += [_summary(label, "reference", None, system.source, len(system.rankings), v, specs)
-                  for (label, v), system in zip(ranked, systems)]
+                  for (label, v), system in zip(ranked, systems, strict=True)]
     return references + ranked, summaries
 
 
@@ -425,7 +425,8 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     if len(runs) + len(systems) < 2 or not runs:
         raise InputError("compare needs at least two runs: python benchmark.py compare BASELINE OTHER [...]")
     names = list(sources) if sources else [f"run #{i + 1}" for i in range(len(runs))]
-    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, name) for r, name in zip(runs, names)]
+    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, name)
+            for r, name in zip(runs, names, strict=True)]
     labels = list(labels) if labels else default_labels(runs, sources)
     if len(labels) != len(runs) or len(set(labels)) != len(labels):
         raise InputError(f"compare: labels {labels} must be distinct, one per run")
@@ -439,9 +440,11 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
         raise InputError("the runs have no question id in common: compare runs of the same questions file")
     k = runs[0].run.k
     graded = [any(row.llm_grade is not None for row in r.values()) for r in rows]
-    views = [[question_view(r[q], run.run.k, g, specs) for q in common] for r, run, g in zip(rows, runs, graded)]
+    views = [[question_view(r[q], run.run.k, g, specs) for q in common]
+             for r, run, g in zip(rows, runs, graded, strict=True)]
     summaries = [_summary(label, "run", run, src, len(r), v, specs)
-                 for label, run, src, r, v in zip(labels, runs, list(sources or [None] * len(runs)), rows, views)]
+                 for label, run, src, r, v in zip(labels, runs, list(sources or [None] * len(runs)), rows, views,
+                                                  strict=True)]
     decided = sequential_verdicts(runs, labels)
     left_out, warnings = _run_warnings(labels, runs, rows, common, views, decided,
                                        _meta_warnings(summaries) + judge_warnings)
@@ -450,7 +453,7 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     pairs = [(labels[i], "run", views[i]) for i in range(1, len(runs))] + [(lab, "reference", v)
                                                                           for lab, v in references]
     comparisons = _verdicts(pairs, views[0], specs, labels[0], alpha, power, bootstrap_seed, permutation_seed)
-    shared = {label: sum(1 for q in rows[0] if q in r) for label, r in zip(labels[1:], rows[1:])}
+    shared = {label: sum(1 for q in rows[0] if q in r) for label, r in zip(labels[1:], rows[1:], strict=True)}
     comparison = ComparedRuns(summaries + reference_summaries, common, left_out, warnings, comparisons, k,
                               [s.key for s in specs], alpha, power, bootstrap_seed, permutation_seed, shared,
                               recommend_runs(labels, rows, common, k, comparisons, alpha), sequential=decided)
@@ -648,7 +651,7 @@ def _read_compared(args: Sequence[str], paths: Sequence[Path],
     run_args: list[str] = []
     run_paths: list[str] = []
     systems: list[RankedSystem] = []
-    for arg, path in zip(args, paths):
+    for arg, path in zip(args, paths, strict=True):
         loaded = read_run_or_ranking(path, secrets)
         if isinstance(loaded, RunResult):
             runs.append(loaded)

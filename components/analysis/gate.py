@@ -225,7 +225,8 @@ def _overlap(pc: PairComparison, total: int, shared: int, min_overlap: float) ->
     need = math.ceil(min_overlap * total - 1e-9)
     failed = shared < need
     return GateCheck(pc.other, pc.baseline, "overlap", None, failed, True,
-                     f"{'FAIL' if failed else 'pass'}  questions, {pc.other} vs {pc.baseline}: {pc.other} holds {shared} "
+                     f"{'FAIL' if failed else 'pass'}  questions, {pc.other} vs {pc.baseline}: "
+                     f"{pc.other} holds {shared} "
                      f"of the baseline's {total} question ids, {total - shared} missing (--min-overlap "
                      f"{min_overlap:g} needs {need})")
 
@@ -264,7 +265,8 @@ def _agreement(pc: PairComparison, spec: M.Metric, entry: Entry | None, margin: 
                          f"pass  {head}: {what} holds under every judge ({', '.join(entry.judges)})")
     detail = "; ".join(f"{n}: {entry.judges[n].verdict} (Δ {_fmt(entry.judges[n].delta, spec.digits)}, 95% CI "
                        + ("-" if entry.judges[n].ci95 is None else
-                          f"[{_fmt(entry.judges[n].ci95[0], spec.digits)}, {_fmt(entry.judges[n].ci95[1], spec.digits)}]")
+                          f"[{_fmt(entry.judges[n].ci95[0], spec.digits)}, "
+                          f"{_fmt(entry.judges[n].ci95[1], spec.digits)}]")
                        + ")" for n in differ)
     return GateCheck(pc.other, pc.baseline, AGREEMENT_RULE, spec.key, True, True,
                      f"FAIL  {head}: {what} depends on the judge: {detail}")
@@ -318,8 +320,8 @@ def check_gate(comparison: Comparison, *, worse: Sequence[str] | bool = False,
     checks: list[GateCheck] = []
     if require_agreement and comparison.certificate is None:
         checks.append(GateCheck("-", "-", AGREEMENT_RULE, None, True, False,
-                                "FAIL  agreement: cannot be judged: --require-agreement needs panel runs (--judges) that "
-                                "share two judges or more, and these are not"))
+                                "FAIL  agreement: cannot be judged: --require-agreement needs panel runs "
+                                "(--judges) that share two judges or more, and these are not"))
     named = set(margins) | (set() if worse is True else set(names))
     for pc in comparison.comparisons:
         if pc.kind != "run":

@@ -103,7 +103,7 @@ def _pairs(rows: Sequence[QuestionResult], names: Sequence[str]) -> list[JudgePa
         out.append(JudgePair([a, b], len(both), None if kappa is None else round(kappa, 6),
                              {f"{mark:g}": None if not both else round(pass_agreement(ga, gb, ranks, mark), 6)
                               for mark in M.PASS_THRESHOLDS},
-                             round(sum(y - x for x, y in zip(ga, gb)) / len(both), 6) if both else None))
+                             round(sum(y - x for x, y in zip(ga, gb, strict=True)) / len(both), 6) if both else None))
     return out
 
 
@@ -141,6 +141,15 @@ def _num(value: Any, digits: int = 2) -> str:
     return "n/a" if not isinstance(value, (int, float)) or isinstance(value, bool) else f"{value:.{digits}f}"
 
 
+def _with_ci(mine: PanelJudge, key: str, digits: int, unit: str = "") -> str:
+    """A judge's figure with its interval; n/a for a judge that graded nothing (no grade figures, not 0)."""
+    if not mine.graded:
+        return "n/a"
+    interval = mine.ci95.get(key)
+    shown = f" [{_num(interval[0], digits)}, {_num(interval[1], digits)}]" if interval else ""
+    return _num(mine.metrics.get(key), digits) + shown + unit
+
+
 def summary_lines(panel: PanelSection | None) -> list[str]:
     """The panel's lines of the run's summary: the aggregate, each judge's mean grade and pass rate
     with their intervals, each pair's κ and pass/fail agreement, α; each unusable judge."""
@@ -153,12 +162,8 @@ def summary_lines(panel: PanelSection | None) -> list[str]:
     for name in names:
         mine = panel.per_judge.get(name) or PanelJudge(0, {}, {}, {}, None)
 
-        def with_ci(key: str, digits: int) -> str:
-            interval = mine.ci95.get(key)
-            shown = f" [{_num(interval[0], digits)}, {_num(interval[1], digits)}]" if interval else ""
-            return _num(mine.metrics.get(key), digits) + shown
-        line = (f"  {escape_control(name):<{width}} graded {mine.graded}, grade {with_ci('avg_llm_grade', 2)}, "
-                f"pass ≥ 7 {with_ci('pass_rate_7', 1)}%")
+        line = (f"  {escape_control(name):<{width}} graded {mine.graded}, grade {_with_ci(mine, 'avg_llm_grade', 2)}, "
+                f"pass ≥ 7 {_with_ci(mine, 'pass_rate_7', 1, '%')}")
         if mine.unusable:
             line += f"; UNUSABLE: {escape_control(mine.unusable)[:200]}"
         lines.append(line)
@@ -198,10 +203,11 @@ def reconcile(runs: Sequence[RunResult], labels: Sequence[str]) -> tuple[list[Ru
         shared = next(iter(judges))
         names = [next((s["name"] for s in judge_specs(runs[i].run) if _identity(s) == shared), None) for i in panels]
         if all(names):
-            for i, name in zip(panels, names):
+            for i, name in zip(panels, names, strict=True):
                 out[i] = judge_view(runs[i], name)
-            return out, [f"{labels[i]} is a panel run: compared on the grades of its judge {name} ({' '.join(shared)}), "
-                         "the judge every run has" for i, name in zip(panels, names)]
+            return out, [f"{labels[i]} is a panel run: compared on the grades of its judge {name} "
+                         f"({' '.join(shared)}), the judge every run has"
+                         for i, name in zip(panels, names, strict=True)]
     others = ", ".join(labels[i] for i in range(len(runs)) if i not in panels)
     return out, [f"{labels[i]} is a panel run and {others} had one judge that is not in its panel: its grades are the "
                  f"panel's aggregate ({runs[i].run.judge.details.get('aggregate', 'median')} of "

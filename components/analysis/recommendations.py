@@ -161,7 +161,7 @@ def recommend(labels: Sequence[str], ndcg: Sequence[Sequence[float | None]], mrr
         given = (verdicts or {}).get(frozenset((a, b)))
         if given is not None:
             return given if given == SAME else None
-        pairs = [(x, y) for x, y in zip(ndcg[index[a]], ndcg[index[b]]) if x is not None and y is not None]
+        pairs = [(x, y) for x, y in zip(ndcg[index[a]], ndcg[index[b]], strict=True) if x is not None and y is not None]
         if not pairs:
             return None
         deltas = np.array([y - x for x, y in pairs], dtype=float)

@@ -76,7 +76,7 @@ def attack_result(name: str, pairs: Sequence[tuple[int, int, int | None]], skipp
     return AttackResult(
         name=name, attack=family_of(name), direction=direction, verdict=verdict(direction, ci, to_pass, to_fail, n),
         pairs=n, skipped=skipped, errors=errors,
-        delta=round(fmean(a - c for c, a in zip(control, attacked)), 4) if pairs else None,
+        delta=round(fmean(a - c for c, a in zip(control, attacked, strict=True)), 4) if pairs else None,
         ci95=[round(ci[0], 4), round(ci[1], 4)] if ci is not None else None,
         flips=to_pass + to_fail, flip_rate=round(100.0 * (to_pass + to_fail) / n, 4) if n else None,
         flips_to_pass=to_pass, flips_to_fail=to_fail)

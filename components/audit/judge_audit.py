@@ -9,7 +9,8 @@ retrieval fool the judge that graded a run?
    terms over the run's corpus, read again from where the run recorded it (or ``corpus``).
 3. **The calls**, per judge and sampled row: one **control** (the row's chunks and question,
    unedited) and one per attack variant that applies to the row (:mod:`components.audit.attacks`):
-   at most 1 + 8 calls per row with every attack. Every call goes through the grader
+   at most 1 + 8 calls per row with the built-in attacks (one more per attack a plug-in registers).
+   Every call goes through the grader
    (:class:`~components.judges.retrieval_grader.RetrievalGrader`: the run's prompt and escaping)
    and, with ``max_cost``, through the run's budget (:func:`components.run.calls.budget.through`).
 4. **The effects**: per attack, paired differences attack minus control
@@ -162,7 +163,7 @@ def audit_one(plan: Plan, judge: AuditedJudge, budget: Budget | None,
         logger.warning("Interrupted after {} call(s) of judge {}: keeping what was graded", len(costs), judge.name)
     member = _run_member(plan.result, judge)
     graded = [(g, _run_grade(row, member) if member is not None else None)
-              for g, row in zip(control, plan.rows) if g is not None]
+              for g, row in zip(control, plan.rows, strict=False) if g is not None]
     calls_models = judge.judging.setup.calls_models
     info = judge.judging.judge_info("judge", 1)
     return JudgeAudit(

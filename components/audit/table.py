@@ -12,7 +12,8 @@ EXPECTED = {"up": "up = fooled", "down": "down expected", "none": "no change exp
 def _ci(attack: AttackResult) -> str:
     if attack.delta is None:
         return "—"
-    ci = f" [{attack.ci95[0]:+.2f}, {attack.ci95[1]:+.2f}]" if attack.ci95 is not None else " [no CI]"  # fewer than 2 pairs
+    # no CI: fewer than 2 pairs
+    ci = f" [{attack.ci95[0]:+.2f}, {attack.ci95[1]:+.2f}]" if attack.ci95 is not None else " [no CI]"
     return f"{attack.delta:+.2f}{ci}"
 
 

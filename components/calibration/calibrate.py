@@ -126,14 +126,14 @@ def _figures(result: RunResult, labels: Labels, run_source: str, skip_ungraded: 
     if not p.human:
         return {"judge": f"{result.run.judge.provider}/{result.run.judge.model}", "labelled": 0}
     n, big_n = len(p.human), len(p.all_judge)
-    differences = [j - h for h, j in zip(p.human, p.judge)]
+    differences = [j - h for h, j in zip(p.human, p.judge, strict=True)]
     ci = S.paired_bootstrap_ci(p.human, p.judge)
     confusion = pass_confusion(p.human, p.judge, p.ranks)
     estimates = {}
     for t in TARGETS:
-        all_values = [t.value(g, r) for g, r in zip(p.all_judge, p.all_ranks)]
-        judge_values = [t.value(g, r) for g, r in zip(p.judge, p.ranks)]
-        human_values = [t.value(g, r) for g, r in zip(p.human, p.ranks)]
+        all_values = [t.value(g, r) for g, r in zip(p.all_judge, p.all_ranks, strict=True)]
+        judge_values = [t.value(g, r) for g, r in zip(p.judge, p.ranks, strict=True)]
+        human_values = [t.value(g, r) for g, r in zip(p.human, p.ranks, strict=True)]
         estimates[t.key] = {name: _within(e, t.scale) for name, e in (
             ("judge_only", normal_mean(all_values)), ("ppi", ppi_mean(all_values, judge_values, human_values)),
             ("human_labelled", normal_mean(human_values)))}
@@ -143,7 +143,8 @@ def _figures(result: RunResult, labels: Labels, run_source: str, skip_ungraded: 
         "run": run_source, "run_id": result.run.id, "labels": labels.path, "judge": f"{judge.provider}/{judge.model}",
         "labels_seed": header.get("seed"), "labelled": n, "graded": big_n,
         "not_yet_labelled": len(labels.rows) - n, "level": LEVEL,
-        "kappa_quadratic": weighted_kappa(p.human, p.judge), "kappa_linear": weighted_kappa(p.human, p.judge, weights="linear"),
+        "kappa_quadratic": weighted_kappa(p.human, p.judge),
+        "kappa_linear": weighted_kappa(p.human, p.judge, weights="linear"),
         "spearman_rho": spearman_rho(p.human, p.judge),
         "grade_table": {"rows": "human grade", "columns": "judge grade", "grades": list(GRADES),
                         "counts": grade_table(p.human, p.judge)},
@@ -178,7 +179,7 @@ def _est(e: dict | None, digits: int) -> str:
     if e is None:
         return "n/a"
     lo, hi = (f"{bound:.{digits}f}" + ("*" if side in e["clipped"] else "")
-              for bound, side in zip(e["ci95"], ("low", "high")))
+              for bound, side in zip(e["ci95"], ("low", "high"), strict=True))
     return f"{e['value']:.{digits}f} [{lo}, {hi}]"
 
 
@@ -205,7 +206,7 @@ def _grade_table_lines(table: dict) -> list[str]:
     for g, counts in zip(grades, table["counts"], strict=True):
         cells = "".join(f"{c:>4}" if c else f"{'.':>4}" for c in counts)
         lines.append(f"  {g:>13}{cells}{sum(counts):>6}")
-    columns = [sum(col) for col in zip(*table["counts"])]
+    columns = [sum(col) for col in zip(*table["counts"], strict=True)]
     lines.append(f"  {'all':>13}" + "".join(f"{c:>4}" for c in columns) + f"{sum(columns):>6}")
     return lines
 
@@ -227,8 +228,8 @@ def format_report(doc: dict) -> str:
              f"  mean absolute difference          {doc['mean_abs_difference']:.2f}", "",
              *_grade_table_lines(doc["grade_table"]), "",
              f"Pass/fail at total score >= {pf['pass_mark']:g} (grade x rank weight)   human pass   human fail",
-             f"  judge pass                                             {pf['both_pass']:>10}   {pf['judge_only_pass']:>10}",
-             f"  judge fail                                             {pf['human_only_pass']:>10}   {pf['both_fail']:>10}",
+             f"  judge pass{'':45}{pf['both_pass']:>10}   {pf['judge_only_pass']:>10}",
+             f"  judge fail{'':45}{pf['human_only_pass']:>10}   {pf['both_fail']:>10}",
              f"  sensitivity {_pct(pf['sensitivity'])} · specificity {_pct(pf['specificity'])} · agreement "
              f"{_pct(pf['agreement'])}", "",
              f"The whole run: {big_n} graded row(s), 95% intervals",

@@ -163,7 +163,8 @@ def _refuse_to_overwrite_grades(path: Path) -> None:
         graded = len(read_labels(path).graded)
     except InputError as err:
         raise InputError(f"-o {path} exists and cannot be read as a labelling file ({err}); it may hold human "
-                         "grades: write the new sample to another file (-o FILE), or move this one away first") from None
+                         "grades: write the new sample to another file (-o FILE), or move this one away "
+                         "first") from None
     if graded:
         raise InputError(f"-o {path} already holds {graded} human grade(s): write the new sample to another file "
                          "(-o FILE), or move this one away first")

@@ -23,8 +23,9 @@ from loguru import logger
 
 from components.cli import run as run_command
 from components.cli.common import SignalGuard, add_common_arguments, environment_help
-from components.judges.providers import load_provider_modules, secrets_in
+from components.judges.providers import secrets_in
 from components.judges.settings import Settings
+from components.core.plugins import load_plugins
 from utils.console import escape_control
 from utils.errors import (EXIT_BUDGET, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK, EXIT_WRITE,
                           BenchmarkError, InputError)
@@ -71,7 +72,8 @@ environment:
 {environment}
 exit codes:
   0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
-  3 the judge (a judge of a panel) or the query rewriter became unusable, or kept rate-limiting (--resume finishes later) ·
+  3 the judge (a judge of a panel) or the query rewriter became unusable, or kept rate-limiting
+    (--resume finishes later) ·
   4 --max-cost reached · 5 the results could not be written (the journal keeps the run) ·
   6 a gate failed: compare's (--fail-on, --margin, --fail-on-regressions, --require-agreement: one FAIL line
     per check), a run's --fail-on-targets, or a run's --until-decided gate (--fail-on, --margin) ·
@@ -133,11 +135,12 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     env = dict(env or {})
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         return _refuse_unknown_command(argv[0], env)
+    # first: a plug-in provider's secrets are redacted like the built-in ones', its attacks are in --help
+    early_error = _load_plugins(env)
     try:
         command, args = parse(argv)
     except SystemExit as done:  # --help (0), bad usage (2)
         return done.code if isinstance(done.code, int) else EXIT_INPUT
-    early_error = _load_provider_modules(env)  # first: their secrets are redacted like the built-in ones'
     sinks = _open_logs(command, args, env)
     try:
         from components.run.benchmark_run import RunState
@@ -158,11 +161,12 @@ def _refuse_unknown_command(word: str, env: dict[str, str]) -> int:
     return EXIT_INPUT
 
 
-def _load_provider_modules(env: dict[str, str]) -> InputError | None:
-    """Import the modules ``BENCHMARK_PROVIDERS`` names (they register judge providers); the
-    error, raised once the log sinks are open, when one cannot be."""
+def _load_plugins(env: dict[str, str]) -> InputError | None:
+    """Import the plug-in modules (:func:`components.core.plugins.load_plugins`: ``BENCHMARK_PLUGINS``,
+    ``BENCHMARK_PROVIDERS``, the installed entry points); the error, raised once the log sinks are
+    open, when one cannot be."""
     try:
-        load_provider_modules([m.strip() for m in (env.get("BENCHMARK_PROVIDERS") or "").split(",") if m.strip()])
+        load_plugins(env)
     except InputError as err:
         return err
     return None
@@ -246,7 +250,7 @@ def entry() -> None:
     # pool makes 3-10x slower whenever the other core is busy (bench/scale.py; same numbers either way).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sys.unraisablehook = _log_unraisable
-    # A plug-in in the current folder (--strategy my_retriever:make, BENCHMARK_PROVIDERS) imports the
+    # A plug-in in the current folder (--strategy my_retriever:make, BENCHMARK_PLUGINS) imports the
     # same whether this is `python benchmark.py` run from anywhere or the installed command: the
     # folder goes last on the import path, so it shadows none of the benchmark's own modules.
     with contextlib.suppress(OSError):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from components.audit.attacks import FAMILIES, SHORT_NAMES
+from components.audit.attacks import families, short_names
 from components.audit.estimate import estimate_audit, estimate_table
 from components.audit.judge_audit import plan_audit, run_audit
 from components.audit.judges import audited_judges
@@ -26,13 +26,15 @@ TAKES_ENV = True  # run(args, settings, env): --judges reads the variables a pan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    by_family = families()  # the registered attacks: built in, and a plug-in's (components.core.plugins)
+    several = ", ".join(f"{family} has {len(variants)}" for family, variants in by_family.items() if len(variants) > 1)
     help_epilog(parser, "examples:\n"
                 "  python benchmark.py audit-judge benchmark_results.json -o audit.json\n"
                 "  python benchmark.py audit-judge run.json --sample 20 --attacks stuffing,injection --estimate\n"
                 "  python benchmark.py audit-judge run.json --judges offline,<provider>/<model> -o audit.json\n"
                 "  python benchmark.py report run.json --audit audit.json -o report.html\n\n"
-                "attacks: " + ", ".join(FAMILIES) + f" (or {', '.join(SHORT_NAMES)}); per row and judge: one "
-                "control call plus one per attack variant that applies (instruction-injection has three)\n\n"
+                "attacks: " + ", ".join(by_family) + f" (or {', '.join(short_names())}); per row and judge: one "
+                f"control call plus one per attack variant that applies{f' ({several})' if several else ''}\n\n"
                 "exit codes: 0 done; 2 bad input (a run written with --no-text, --sample larger than the run, an "
                 "unknown attack, -o over the run, the --judges panel file or inside the corpus, the environment's "
                 "judge is not the run's and no --judges; nothing written); 3 the judge became unusable, 4 --max-cost "
@@ -46,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=count, default=0, metavar="S", help="seed of the sample and of the "
                         "stuffing's borrowed chunk (default: 0)")
     parser.add_argument("--attacks", default=None, metavar="NAME[,NAME...]",
-                        help="the attacks to run (default: all): " + ", ".join(FAMILIES))
+                        help="the attacks to run (default: all): " + ", ".join(by_family))
     parser.add_argument("--judges", default=None, metavar="SPEC[,SPEC...]|panel.toml",
                         help="the judges to audit, instead of the run's (docs/judges.md#a-panel-of-judges); needed "
                              "when the environment's judge is not the one that graded the run")

@@ -25,7 +25,9 @@ GENERAL_VARIABLES = (
                         "else offline)"),
     ("BENCHMARK_JUDGE_MODEL", "<provider>/<model>: the judge's provider and model at once"),
     ("BENCHMARK_REWRITER_MODEL", "<provider>/<model>: the query rewriter's (strategies that rewrite queries)"),
-    ("BENCHMARK_PROVIDERS", "package.module[,...]: modules that register judge providers of your own"),
+    ("BENCHMARK_PLUGINS", "package.module[,...]: modules that register metrics, judge providers, input readers, "
+     "strategies or audit attacks of your own (docs/plugins.md)"),
+    ("BENCHMARK_PROVIDERS", "package.module[,...]: read as BENCHMARK_PLUGINS is (its older name, for providers)"),
     ("BENCHMARK_JUDGE_TIMEOUT", "seconds per judge attempt, headers and body included (default 30, at most 600)"),
     ("BENCHMARK_JUDGE_EFFORT", "low | medium | high | xhigh | max, sent only where the model supports it"),
     ("BENCHMARK_RETRY_WAIT_MAX", "seconds the retry pass may wait for a retry-after (default 60)"),

@@ -20,7 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="results file or run id (runs/<id>.json); the first is the baseline. A TREC run file "
                              "or a ranx JSON run stands beside them as a rank-only system")
     parser.add_argument("--qrels", type=Path, default=None, metavar="PATH",
-                        help="the judgments of the TREC/ranx runs (TREC or BEIR qrels; default: the baseline's needles)")
+                        help="the judgments of the TREC/ranx runs (TREC or BEIR qrels; default: the baseline's "
+                             "needles)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the comparison as JSON")
     parser.add_argument("--top", type=int, default=10, metavar="N",
                         help="questions listed per direction in the table (default 10; --json has all)")

@@ -79,7 +79,8 @@ def _add_input_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strategy", default="modular-no-llm",
                    help="registered strategy (baseline, modular-no-llm, modular), package.module:factory, or "
                         "recorded (grade the items each question recorded as retrieved, no retriever run); "
-                        "several, comma-separated, run in turn on the same questions and judge, and are compared (default: %(default)s)")
+                        "several, comma-separated, run in turn on the same questions and judge, and are compared "
+                        "(default: %(default)s)")
     p.add_argument("--suite", metavar="FILE[:NAME]",
                    help="run every configuration of a YAML suite (strategy, chunk_size, chunk_overlap, "
                         "embedding_model, reranker, strategy parameters) in turn on the same questions, then compare "

@@ -7,7 +7,8 @@ A user's retriever takes its types from here::
 ``Chunk`` (what a retriever indexes), ``ScoredChunk`` and ``Retriever`` (what it returns, what it
 is), ``Document`` and ``Corpus`` (what the chunks come from), ``Question`` and ``QuestionSet``
 (what a run asks), ``top_k`` / ``top_indices`` (the best k of a score array, deterministically),
-and the strategy registry (``Strategy``, ``register_strategy``, ``resolve_strategy``).
+the strategy registry (``Strategy``, ``register_strategy``, ``resolve_strategy``), and the one
+plug-in route that loads a plug-in's module into any registry (:mod:`components.core.plugins`).
 """
 
 from components.core.chunk import Chunk

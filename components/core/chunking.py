@@ -218,7 +218,7 @@ def _overlapped(pieces: list[_Piece], overlap: int) -> list[_Piece]:
     if overlap <= 0:
         return pieces
     out = pieces[:1]
-    for before, piece in zip(pieces, pieces[1:]):
+    for before, piece in zip(pieces, pieces[1:], strict=False):
         tail = " ".join(" ".join(before.paragraphs).split()[-overlap:])
         out.append(_Piece(piece.path, [tail, *piece.paragraphs], piece.words + len(tail.split())))
     return out

@@ -3,10 +3,12 @@
 The built-in strategies (``baseline``, ``modular-no-llm``, ``modular``) belong to the system under
 test: its module ``poc.strategies`` registers them with :func:`register_strategy`, and the registry
 imports that module by its name (``importlib``) the first time it is asked, so the harness holds no
-static import of the pipeline it measures. A plug-in registers its own strategy the same way; a
-user's own retriever also loads with ``package.module:factory`` (``factory()`` returns an object
-with ``index`` and ``retrieve``), imported by that name. A factory may take keyword parameters (a
-suite configuration passes them: :mod:`components.run.retrieval.suite`).
+static import of the pipeline it measures. A plug-in registers its own strategy the same way
+(:mod:`components.core.plugins`: ``BENCHMARK_PLUGINS``, or an entry point); a user's own
+retriever also loads with ``package.module:factory`` (``factory()`` returns an object with
+``index`` and ``retrieve``), its module imported by that route's
+:func:`~components.core.plugins.import_plugin`. A factory may take keyword parameters (a suite
+configuration passes them: :mod:`components.run.retrieval.suite`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 
 from components.core.chunking import Chunking
 from components.core.retriever import Retriever
-from utils.console import escape_control
+from components.core.plugins import import_plugin
 from utils.errors import InputError
 
 StrategyFactory = Callable[..., Retriever]
@@ -68,13 +70,7 @@ def resolve_strategy(name: str) -> Strategy:
     if ":" not in name:
         raise InputError(f"unknown strategy {name!r}: {_suggestion(name, registered)}")
     module_name, _, attr = name.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except (Exception, SystemExit) as err:  # ImportError, or the module raising (or exiting) while importing
-        raise InputError(f"strategy {name!r}: cannot import {module_name!r} ({type(err).__name__}: "
-                         f"{escape_control(str(err)[:200])}): "
-                         "check the module path and that it is importable (in the current folder, installed, or on "
-                         "PYTHONPATH)") from err
+    module = import_plugin(module_name, f"strategy {name!r}")  # the plug-in route's import
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise InputError(f"strategy {name!r}: {module_name} has no callable {attr!r}: "

@@ -1,6 +1,6 @@
 """``python benchmark.py export-dataset --questions Q [-o dataset.jsonl]`` — a retrieval dataset in
-the mining schema (query, positive contexts, hard negatives): one JSON line per question, in the questions file's order (without ``-o``:
-``dataset.jsonl`` in the current folder).
+the mining schema (query, positive contexts, hard negatives): one JSON line per question, in the
+questions file's order (without ``-o``: ``dataset.jsonl`` in the current folder).
 
 * ``id`` — ``<questions file stem>:<question id>``; ``source`` — ``benchmark_mining`` (the
   queries are mined from an existing benchmark, not generated); ``query`` — the question text.

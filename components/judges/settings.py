@@ -14,8 +14,9 @@ Which provider and model serve each role:
 * judge: ``BENCHMARK_JUDGE`` (a provider name), or the provider of ``BENCHMARK_JUDGE_MODEL=<provider>/<model>``;
   unset, the default provider when its key is set, else the offline judge. The model:
   ``BENCHMARK_JUDGE_MODEL``'s, else the provider's own variable for the role, else its default.
-* providers of your own: ``BENCHMARK_PROVIDERS=package.module[,...]`` imports modules that register
-  one (``components.judges.providers.register_provider``).
+* providers of your own: ``BENCHMARK_PLUGINS=package.module[,...]`` (or ``BENCHMARK_PROVIDERS``, as
+  before) imports modules that register one (``components.judges.providers.register_provider``;
+  :mod:`components.core.plugins`).
 * rewriter (strategies that rewrite queries): ``BENCHMARK_REWRITER_MODEL=<provider>/<model>``, else
   the judge's provider when it calls models, else the default provider when its key is set.
 """
@@ -27,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.judges.providers import (default_judge, load_provider_modules, provider_class, providers,
-                                         secrets_in)
+from components.judges.providers import default_judge, provider_class, providers, secrets_in
+from components.core.plugins import load_plugins
 from utils.errors import InputError
 from utils.settings import (DEFAULT_BATCH_POLL_MAX_S, DEFAULT_JUDGE_TIMEOUT_S, EFFORT_LEVELS, MAX_BATCH_POLL_S,
                             MAX_JUDGE_TIMEOUT_S, MAX_RETRY_WAIT_S, default_cache_dir, default_state_dir, seconds)
@@ -58,7 +59,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         env = dict(env)
-        load_provider_modules([m.strip() for m in (env.get("BENCHMARK_PROVIDERS") or "").split(",") if m.strip()])
+        load_plugins(env)  # a plug-in's provider, metric, reader, strategy or attack (BENCHMARK_PLUGINS, entry points)
         judge_spec = (env.get("BENCHMARK_JUDGE_MODEL") or "").strip()
         named = (env.get("BENCHMARK_JUDGE") or "").strip().lower()
         spec_provider, spec_model = _split_model(judge_spec)
@@ -87,7 +88,8 @@ class Settings:
                    judge_effort=_effort(env.get("BENCHMARK_JUDGE_EFFORT")),
                    retry_wait_max_s=_retry_wait(env.get("BENCHMARK_RETRY_WAIT_MAX")), secrets=secrets_in(env),
                    batch_poll_max_s=_poll_max(env.get("BENCHMARK_BATCH_POLL_MAX")),
-                   cache_dir=default_cache_dir(env), state_dir=default_state_dir(env), env={k: env[k] for k in declared if k in env},
+                   cache_dir=default_cache_dir(env), state_dir=default_state_dir(env),
+                   env={k: env[k] for k in declared if k in env},
                    judge_config=config)
 
     def provider_config(self, name: str, models: Mapping[str, str]) -> Any:

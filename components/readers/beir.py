@@ -122,7 +122,8 @@ def _records(file: Path, *, what: str, fix: str, max_bytes: int, max_line: int,
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as err:
-            raise InputError(f"{file}: line {number} is not valid JSON ({err.msg}, column {err.colno}): {fix}") from None
+            raise InputError(f"{file}: line {number} is not valid JSON ({err.msg}, column {err.colno}): "
+                             f"{fix}") from None
         except (UnicodeDecodeError, RecursionError, ValueError):
             decode(raw, file, number, fix)
             raise InputError(f"{file}: line {number} cannot be read as JSON: {fix}") from None

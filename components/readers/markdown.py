@@ -274,7 +274,8 @@ def _render_single(name: str, argtext: str, page: dict) -> str:
         version = named.get("for_k8s_version", "")
         state = named.get("state", "")
         gate = named.get("feature_gate_name", "")
-        line = "FEATURE STATE: " + " ".join(p for p in (f"Kubernetes {version}".strip(), f"[{state}]" if state else "") if p)
+        line = "FEATURE STATE: " + " ".join(p for p in (f"Kubernetes {version}".strip(), f"[{state}]" if state else "")
+                                            if p)
         if gate:
             line += f" (feature gate: {gate})"
         return f"\n\n{line}\n\n"
@@ -432,32 +433,45 @@ def corpus_files(folder: str | Path) -> list[tuple[str, Path]]:
             _md_below(entry, root, not_read)
         elif entry.is_symlink() and entry.is_dir():
             not_read[_LINKED_FOLDER].append(f"{entry.name}/")
-        elif not _is_md(entry.name):
-            continue
-        elif entry.is_symlink():
-            try:
-                target = entry.resolve(strict=True)
-            except (OSError, RuntimeError):  # missing target, or a symlink loop
-                not_read[_BROKEN].append(entry.name)
-                continue
-            if not target.is_relative_to(real_root):
-                not_read[_OUTSIDE].append(entry.name)
-            elif target.is_file():
+        elif _is_md(entry.name):
+            reason = _not_a_document(entry, real_root)
+            if reason is None:
                 files.append(entry)
             else:
-                not_read[_SPECIAL].append(entry.name)
-        elif entry.is_file():
-            files.append(entry)
-        else:
-            not_read[_SPECIAL].append(entry.name)
+                not_read[reason].append(entry.name)
+    _warn_not_read(root, not_read)
+    if not files:
+        what = "is empty" if not any(root.iterdir()) else "has no .md files"
+        raise InputError(f"corpus folder {root} {what}: put one Markdown file (*.md) per document in it")
+    return _by_doc_id(root, files)
+
+
+def _not_a_document(entry: Path, real_root: Path) -> str | None:
+    """Why the ``*.md`` entry ``entry`` of the corpus folder is not read (a reason of
+    :data:`_NOT_READ`), or None: it is a document (a regular file, or a symlink to one inside the folder)."""
+    if not entry.is_symlink():
+        return None if entry.is_file() else _SPECIAL
+    try:
+        target = entry.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing target, or a symlink loop
+        return _BROKEN
+    if not target.is_relative_to(real_root):
+        return _OUTSIDE
+    return None if target.is_file() else _SPECIAL
+
+
+def _warn_not_read(root: Path, not_read: dict[str, list[str]]) -> None:
+    """The one warning line (once per process) naming what the corpus folder holds that is not read."""
     parts = [f"{reason}: {len(names)} ({', '.join(sorted(names)[:_NAMED])}{', …' if len(names) > _NAMED else ''})"
              for reason, names in not_read.items() if names]
     if parts:
         _warn_once(f"corpus folder {root}: not read: {'; '.join(parts)}. Only regular *.md files directly in "
                    "the folder are documents: move the others in (with unique file stems) to include them")
-    if not files:
-        what = "is empty" if not any(root.iterdir()) else "has no .md files"
-        raise InputError(f"corpus folder {root} {what}: put one Markdown file (*.md) per document in it")
+
+
+def _by_doc_id(root: Path, files: list[Path]) -> list[tuple[str, Path]]:
+    """``(doc id, file)`` of ``files`` (sorted), the doc id their stem; two files of one stem are an
+    :class:`InputError`."""
     seen: dict[str, Path] = {}
     for f in files:
         if f.stem in seen:

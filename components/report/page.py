@@ -67,7 +67,8 @@ def write_report(runs: Sequence[Path], output: Path, *, labels: Path | None = No
     """``report``'s work: the page of the results files ``runs`` (with their comparison when there
     are several, ``labels``' rows and the judge ``audit``'s section when given) written to ``output``
     (a folder gets report.html) with ``secrets`` redacted. Returns the file written. Raises :class:`InputError`."""
-    redact = Redactor(secrets)  # on what is read, before anything is escaped (a results file from elsewhere may hold the key)
+    # on what is read, before anything is escaped (a results file from elsewhere may hold the key)
+    redact = Redactor(secrets)
     results = [load_run(path, redact.secrets) for path in runs]
     audited = read_audit(audit) if audit is not None else None  # checked before anything is written
     output = check_output(output, option="-o", example="report.html",
@@ -144,6 +145,12 @@ def _metadata(report: Mapping, label: str) -> str:
             pairs.append((key, _h(run_info[key])))
     if run_info.get("judge_failure"):
         pairs.append(("judge failure", _h(run_info["judge_failure"])))
+    return _kv_table(pairs + _judge_pairs(run_info) + _input_pairs(report, run_info))
+
+
+def _judge_pairs(run_info: Mapping) -> list[tuple[str, str]]:
+    """The metadata rows of the judge: who, its prompt's hash, each role's usage, the cost."""
+    pairs: list[tuple[str, str]] = []
     judge = run_info.get("judge") if isinstance(run_info.get("judge"), Mapping) else {}
     if judge:
         pairs.append(("judge", _h(" ".join(str(judge[k]) for k in ("provider", "model", "mode") if judge.get(k)))))
@@ -158,6 +165,12 @@ def _metadata(report: Mapping, label: str) -> str:
             pairs.append((f"{who} usage", _h(text)))
     if "cost_usd" in run_info:
         pairs.append(("cost", _h(_money(run_info["cost_usd"]))))
+    return pairs
+
+
+def _input_pairs(report: Mapping, run_info: Mapping) -> list[tuple[str, str]]:
+    """The metadata rows of what the run read and how: questions, corpus, index, bootstrap, Python."""
+    pairs: list[tuple[str, str]] = []
     if run_info.get("questions_file"):
         pairs.append(("questions", _h(run_info["questions_file"])))
     if run_info.get("questions_sha256"):
@@ -177,7 +190,7 @@ def _metadata(report: Mapping, label: str) -> str:
         pairs.append(("bootstrap", _h(", ".join(f"{k} {v}" for k, v in boot.items()))))
     if run_info.get("python"):
         pairs.append(("python", _h(run_info["python"])))
-    return _kv_table(pairs)
+    return pairs
 
 
 def _metric_rows(result: RunResult) -> str:
@@ -448,7 +461,8 @@ def _question_html(row: Mapping, k: int) -> str:
         parts.append(f"<p class=diag><b>Diagnosis</b> {_h(diagnosis.get('sentence'))}</p>")
         fixes = _fixes(diagnosis)
         if fixes:
-            parts.append("<p class=diag><b>Fix</b> " + "; ".join(f"{_h(t)}: {_h(f)}" for t, f in fixes.items()) + "</p>")
+            parts.append("<p class=diag><b>Fix</b> " + "; ".join(f"{_h(t)}: {_h(f)}" for t, f in fixes.items())
+                         + "</p>")
     if is_number(row.get("grade_clamped_from")):
         parts.append(f"<p class=bad><b>Clamped</b> the judge's grade {row['grade_clamped_from']:g} is outside 1-10: "
                      f"clamped to {_h(grade)}</p>")
@@ -626,7 +640,8 @@ def _means_table(summaries: Sequence[Mapping], metrics: Sequence[Mapping], count
                         else f"<td class=num>{_h(_fmt(v, digits))}</td>" for i, v in enumerate(values))
         body.append(f"<tr><th>{_h(m.get('label') or key)}</th>{cells}</tr>")
     return (f"<h3>Means over the {_h(count)} compared questions</h3><p class=muted>rates in percent, grade 1-10, "
-            f"total score 0-10, the others 0-1; the best value of each metric in bold</p><table class='metrics compare'><thead>{head}</thead><tbody>{''.join(body)}"
+            f"total score 0-10, the others 0-1; the best value of each metric in bold</p>"
+            f"<table class='metrics compare'><thead>{head}</thead><tbody>{''.join(body)}"
             f"</tbody></table>")
 
 
@@ -669,7 +684,8 @@ def _pair_table(comp: Mapping, labels: Mapping[str, str], digits_of: Mapping[str
                          "detectable change.")
     head = (f"<tr><th>metric</th><th>n</th><th>{_h(comp.get('baseline'))}</th><th>{_h(comp.get('other'))}</th>"
             "<th>Δ</th><th>95% CI of Δ</th><th>p</th><th>p (Holm)</th><th>W/T/L</th><th>verdict</th></tr>")
-    table = f"<div class=scroll><table class='metrics compare'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table></div>"
+    table = (f"<div class=scroll><table class='metrics compare'><thead>{head}</thead><tbody>{''.join(rows)}</tbody>"
+             "</table></div>")
     return table, power, absent
 
 
@@ -694,7 +710,8 @@ def _changes_table(title: str, changes: Sequence[Any], cls: str) -> str:
             f"<td class='num {_sign_class(c.get('delta_rr'))}'>{_fmt(c.get('delta_rr'), 3, True)}</td>"
             f"<td><code>{_h(docs[0])}</code></td><td><code>{_h(docs[1])}</code></td></tr>")
     return (f"<details class=changes open><summary class={cls}><b>{_h(title)}</b> ({len(changes)}, largest first)"
-            f"</summary><div class=scroll><table class=changes><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+            f"</summary><div class=scroll><table class=changes><thead>{head}</thead><tbody>{''.join(body)}</tbody>"
+            "</table>"
             f"</div></details>")
 
 
@@ -804,7 +821,8 @@ background:#f3f4f6;font-size:12px}.ctitle{padding:2px 8px;color:var(--muted);fon
 .power{color:var(--muted);font-size:12px;margin:6px 0}details.changes{margin:8px 0}
 details.changes>summary{cursor:pointer}section.comparison figure.plot{max-width:780px;margin:10px 0}
 table.changes td,table.changes th{font-size:12px}table.compare td.num{white-space:nowrap}
-table.changes td.num,table.changes th,table.runs th,table.runs td.num{white-space:nowrap}table.changes td:first-child{min-width:16em}
+table.changes td.num,table.changes th,table.runs th,table.runs td.num{white-space:nowrap}
+table.changes td:first-child{min-width:16em}
 .scroll{overflow-x:auto;max-width:100%}details.glossary{background:#fff;border:1px solid var(--line);border-radius:10px;
 padding:6px 18px;margin:12px 0}details.glossary summary{cursor:pointer;font-weight:600}
 dl.glossary{display:grid;grid-template-columns:200px 1fr;gap:4px 14px;margin:8px 0}dl.glossary dt{font-weight:600}
@@ -867,7 +885,8 @@ def _run_section(result: RunResult, label: str, index: int) -> str:
     return (f'<section class="run" id="run-{index}"><h2>Run {_h(label)} <span class=muted>(schema {_h(schema)})'
             f'</span></h2>{_cards(result)}<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
             f'<div><h3>Metrics</h3>{_metric_rows(result)}</div></div>{run_html(result, index, (_h, _svg))}'
-            f'{adaptive_run(result, _h)}<div class="plots">{"".join(plots)}</div><h3>Questions</h3>{_questions(rows, k, result.diagnosis_counts is not None)}</section>')
+            f'{adaptive_run(result, _h)}<div class="plots">{"".join(plots)}</div><h3>Questions</h3>'
+            f'{_questions(rows, k, result.diagnosis_counts is not None)}</section>')
 
 
 GLOSSARY = (  # terms of the page that are not metrics of the registry (those come with their own description)
@@ -912,7 +931,8 @@ def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], co
     """The whole page for ``runs`` (:class:`RunResult`, or results dicts: read with
     :meth:`RunResult.from_json`) named by ``labels``; ``comparison`` is
     ``compare_runs(runs, labels).to_json()`` when there are several (same runs, same order)."""
-    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, label) for r, label in zip(runs, labels)]
+    runs = [r if isinstance(r, RunResult) else RunResult.from_json(r, label)
+            for r, label in zip(runs, labels, strict=True)]
     title = "Retrieval benchmark report — " + ", ".join(labels)
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     body = [f"<h1>Retrieval benchmark report</h1><p class=muted>{len(runs)} run{'s' if len(runs) != 1 else ''}: "

@@ -115,7 +115,8 @@ class Chart:
         top, bottom = sorted((self.y(y0), self.y(y1)))
         title = f"<title>{_e(tip)}</title>" if tip else ""
         self.marks.append(f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(right - left)}" height="{_n(bottom - top)}" '
-                          f'fill="{color}"' + (f' fill-opacity="{opacity:g}"' if opacity < 1 else "") + f">{title}</rect>")
+                          f'fill="{color}"' + (f' fill-opacity="{opacity:g}"' if opacity < 1 else "")
+                          + f">{title}</rect>")
         self._legend(label, color, opacity, "box")
 
     def bar(self, x: float, value: float, color: str, width: float = 0.8, label: str | None = None,
@@ -167,7 +168,8 @@ class Chart:
         for value, label in self.xticks:
             x = self.x(value)
             out.append(f'<line x1="{_n(x)}" x2="{_n(x)}" y1="{_n(y0)}" y2="{_n(y0 + TICK)}" stroke="{AXIS_COLOR}"/>'
-                       f'<text x="{_n(x)}" y="{_n(y0 + TICK + 11)}" font-size="10" text-anchor="middle">{_e(label)}</text>')
+                       f'<text x="{_n(x)}" y="{_n(y0 + TICK + 11)}" font-size="10" text-anchor="middle">'
+                       f'{_e(label)}</text>')
         for value, label in self.yticks:
             y = self.y(value)
             out.append(f'<line x1="{_n(x0 - TICK)}" x2="{_n(x0)}" y1="{_n(y)}" y2="{_n(y)}" stroke="{AXIS_COLOR}"/>'
@@ -197,7 +199,8 @@ class Chart:
                 dash = ' stroke-dasharray="5 3"' if kind == "dash" else ""
                 out.append(f'<line x1="{_n(x)}" x2="{_n(x + 16)}" y1="{_n(y)}" y2="{_n(y)}" stroke="{color}" '
                            f'stroke-width="1.5"{dash}/>')
-            out.append(f'<text x="{_n(x + 20)}" y="{_n(y)}" font-size="9.5" dominant-baseline="middle">{_e(label)}</text>')
+            out.append(f'<text x="{_n(x + 20)}" y="{_n(y)}" font-size="9.5" dominant-baseline="middle">'
+                       f'{_e(label)}</text>')
             x += w
         return out
 

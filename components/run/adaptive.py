@@ -130,7 +130,8 @@ def parse_target_ci(text: str | float | Mapping[str, float]) -> dict[str, float]
 
 
 def request(until_decided: RunResult | str | os.PathLike | Mapping | None = None, *,
-            fail_on: str | Sequence[str] | bool | None = None, margins: Mapping[str, float] | Sequence[str] | None = None,
+            fail_on: str | Sequence[str] | bool | None = None,
+            margins: Mapping[str, float] | Sequence[str] | None = None,
             target_ci: str | float | Mapping[str, float] | None = None, strategies: int = 1) -> Request | None:
     """The :class:`Request` of the options (None: judge every question); raises :class:`InputError`
     for options that do not go together or name a metric judging cannot decide."""
@@ -192,7 +193,8 @@ def judges_now(settings, setups: Sequence) -> list[tuple[str | None, str, str | 
 def _same_judges(recorded: list, now: list) -> bool:
     if len(recorded) != len(now):
         return False
-    return all(r[0] == n[0] and r[1] == n[1] and (n[2] is None or r[2] == n[2]) for r, n in zip(recorded, now))
+    return all(r[0] == n[0] and r[1] == n[1] and (n[2] is None or r[2] == n[2])
+               for r, n in zip(recorded, now, strict=True))
 
 
 def _shown(judges: list) -> str:

@@ -199,7 +199,8 @@ class BenchmarkLoop:
         self._longest_retry_after = 0.0
         self.concurrency = concurrency  # checked by evaluate (check_concurrency) before any work
         self.order_check = frozenset(order_check)  # question ids graded again with the chunks reversed
-        self.gate: Gate | None = None  # with concurrency > 1: every LLM call passes it (components/run/calls/concurrency.py)
+        # with concurrency > 1: every LLM call passes it (components/run/calls/concurrency.py)
+        self.gate: Gate | None = None
         self._lock = threading.RLock()  # the loop's shared state, when judge calls run in worker threads
 
     @property
@@ -329,9 +330,9 @@ class BenchmarkLoop:
         member.limited_in_a_row += 1
         if member.limited_in_a_row >= BREAKER_THRESHOLD and member.rate_limited is None:
             wait = f"retry-after {result.retry_after:g} s" if result.retry_after is not None else "no retry-after"
-            member.rate_limited = (f"rate_limit: not graded: {member.label()} answered {kind} {member.limited_in_a_row} "
-                                   f"times in a row ({wait}); the run stopped calling it: --resume grades this question "
-                                   "later")
+            member.rate_limited = (f"rate_limit: not graded: {member.label()} answered {kind} "
+                                   f"{member.limited_in_a_row} times in a row ({wait}); the run stopped calling it: "
+                                   "--resume grades this question later")
             logger.error("{} is rate-limited ({} {} times in a row, {}): {}; the rest of the questions are written "
                          "{} for --resume", member.label().capitalize(), kind, member.limited_in_a_row, wait,
                          "grading stops" if member.name is None else "its grading stops, the other judges go on",
@@ -552,7 +553,8 @@ class BenchmarkLoop:
         return QuestionResult(
             question_id=q.id, question=q.question, expected_answer=q.expected_answer,
             needle_doc_id=q.needle_doc_ids[0], needle_doc_ids=list(q.needle_doc_ids),
-            needle_grades=dict(q.needle_grades) if q.needle_grades else None, needle_found=rank is not None, rank=rank, hit_at_1=rank == 1,
+            needle_grades=dict(q.needle_grades) if q.needle_grades else None, needle_found=rank is not None, rank=rank,
+            hit_at_1=rank == 1,
             hit_at_5=rank is not None and rank <= 5, llm_grade=grade, llm_reasoning=g.reasoning,
             grade_error=internal_error or g.error, grade_clamped_from=g.clamped_from, llm_raw_reply=g.raw,
             prompt_variant=g.prompt_variant,

@@ -95,10 +95,12 @@ class RunOptions:
     estimate: bool = False  # --estimate: print what the run would cost, grade nothing (components/run/estimate.py)
     targets: list = field(default_factory=list)  # --targets (components.analysis.targets.Target), checked after the run
     retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S  # --retrieval-timeout; None: no deadline
-    suite: Any = None  # --suite: a components.run.retrieval.suite.Suite, whose configurations run instead of the strategies
+    # --suite: a components.run.retrieval.suite.Suite, whose configurations run instead of the strategies
+    suite: Any = None
     panel_aggregate: str = "median"  # --panel-aggregate: a panel's grade of a question (with --judges)
     repeat_where: str = "all"  # --repeat-where: which questions get the repeats (components/run/repeat_where.py)
-    audit: AuditFile | None = None  # --audit: a judge audit, whose warnings follow the summary (utils.records.audit_file)
+    # --audit: a judge audit, whose warnings follow the summary (utils.records.audit_file)
+    audit: AuditFile | None = None
     adaptive: Any = None  # --until-decided / --target-ci: a components.run.adaptive.Request
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
@@ -144,7 +146,8 @@ def identity_of(run: dict) -> dict:
     corpus = run.get("corpus") or {}
     return {"questions_sha256": run.get("questions_sha256"), "corpus_sha256": corpus.get("sha256"),
             "strategy": run.get("strategy"), "k": run.get("k"), "judge_model": judge.get("model"),
-            "prompt_sha256": judge.get("prompt_sha256"), "relevance_prompt_sha256": judge.get("relevance_prompt_sha256"),
+            "prompt_sha256": judge.get("prompt_sha256"),
+            "relevance_prompt_sha256": judge.get("relevance_prompt_sha256"),
             "questions_file": run.get("questions_file"), "qrels_file": run.get("qrels_file"),
             "corpus": corpus.get("source"), "output": run.get("output"),
             "judge_provider": judge.get("provider"), "repeats": judge.get("repeats"),
@@ -371,8 +374,8 @@ class BenchmarkRun:
             if self.should_stop():
                 raise KeyboardInterrupt("stop requested")
             prepared = self._index(strategy, qset)
-            logger.info("Corpus {}: {} documents, {} chunks (loaded+chunked in {:.2f}s, indexed in {:.2f}s; index cache "
-                        "{})", prepared.source, prepared.documents, len(prepared.chunks), prepared.load_s,
+            logger.info("Corpus {}: {} documents, {} chunks (loaded+chunked in {:.2f}s, indexed in {:.2f}s; "
+                        "index cache {})", prepared.source, prepared.documents, len(prepared.chunks), prepared.load_s,
                         prepared.index_s, prepared.cache)
             if judged != (prepared.sha256, strategy.chunking):  # one judge and diagnoser per set of chunks
                 judging, judged = Judging.build(self.settings, setup, prepared.chunks, self.o.chunk_relevance,
@@ -480,7 +483,7 @@ class BenchmarkRun:
                 from components.run.panel.batch import PanelBatch
 
                 batch = PanelBatch({m.name: engine(j.setup, m.name)
-                                    for m, j in zip(self.settings.panel, judging.members)})
+                                    for m, j in zip(self.settings.panel, judging.members, strict=True)})
             else:
                 batch = engine(judging.setup)
         context = RunContext(

@@ -112,7 +112,8 @@ class CostEstimate:
             return 0.0
         if not self.supports_batch:
             return None
-        costs = [r.usd_batch if BATCHED[r.role] else r.usd for r in self.roles if r.calls and BATCHED[r.role] is not None]
+        costs = [r.usd_batch if BATCHED[r.role] else r.usd for r in self.roles
+                 if r.calls and BATCHED[r.role] is not None]
         return None if any(c is None for c in costs) else sum(costs)
 
     def to_json(self) -> dict:
@@ -148,13 +149,14 @@ class CostEstimate:
             lines.append(f"  {r.role:<12}{r.calls:>8,}{r.input_tokens:>15,}{r.output_tokens:>15,}"
                          f"{money(r.usd):>14}{money(batch, r.role):>10}  {r.counted}")
         lines.append(f"  {'total':<12}{calls:>8,}{sum(r.input_tokens for r in self.roles):>15,}"
-                     f"{sum(r.output_tokens for r in self.roles):>15,}{money(self.usd):>14}{money(self.usd_batch, 'total'):>10}")
+                     f"{sum(r.output_tokens for r in self.roles):>15,}{money(self.usd):>14}"
+                     f"{money(self.usd_batch, 'total'):>10}")
         if self.model is None:  # the rewriter's calls only
             lines.append(f"  grading: {no_calls}")
         assumed = ", ".join(f"{role} {n}" for role, n in ASSUMED_OUTPUT_TOKENS.items())
         if self.supports_batch or self.free:
-            lines.append(f"  output tokens assumed per call: {assumed}; $ batch = with --judge-batch (grading at the batch "
-                         "price; the rewriter is not batched; — = not sent with --judge-batch)")
+            lines.append(f"  output tokens assumed per call: {assumed}; $ batch = with --judge-batch (grading at "
+                         "the batch price; the rewriter is not batched; — = not sent with --judge-batch)")
         else:
             lines.append(f"  output tokens assumed per call: {assumed}; $ batch: — (the {self.provider} judge has no "
                          "batch API: --judge-batch is not available)")
@@ -211,12 +213,14 @@ def count_input_tokens(provider, choice, prompts: Mapping[str, int]) -> tuple[in
         if counts is not None:
             counted = dict(zip(sample, counts, strict=True))
             if len(sample) == len(distinct):
-                return sum(counted[p] * n for p, n in prompts.items()), f"the provider's token counting ({len(sample)} prompts)"
+                return (sum(counted[p] * n for p, n in prompts.items()),
+                        f"the provider's token counting ({len(sample)} prompts)")
             ratio = sum(counts) / max(1, sum(len(p) for p in sample))
             total = sum(counted[p] * n if p in counted else round(len(p) * ratio) * n for p, n in prompts.items())
             return total, (f"the provider's token counting ({len(sample)} of {len(distinct)} prompts, seed "
                            f"{COUNT_SEED}; the rest scaled by their characters)")
-    return sum(approximate_tokens(p) * n for p, n in prompts.items()), f"approximation (characters / {CHARS_PER_TOKEN:g})"
+    return (sum(approximate_tokens(p) * n for p, n in prompts.items()),
+            f"approximation (characters / {CHARS_PER_TOKEN:g})")
 
 
 def estimate(retriever, questions: Sequence, k: int, setup, *, strategy: str = "?", repeats: int = 1,

@@ -151,8 +151,9 @@ def check_resumed(previous: dict, repeats: int, path: object) -> None:
     its recorded ``repeats``; raise :class:`InputError` when this run asks another."""
     recorded = previous.get("repeats")
     if isinstance(recorded, int) and recorded != repeats:
-        raise InputError(f"--resume {escape_control(str(path))}: the run you continue asked --judge-repeats {recorded} with {OPTION} "
-                         f"{UNCERTAIN}, this one asks --judge-repeats {repeats}: run with --judge-repeats {recorded}, "
+        raise InputError(f"--resume {escape_control(str(path))}: the run you continue asked --judge-repeats "
+                         f"{recorded} with {OPTION} {UNCERTAIN}, this one asks --judge-repeats {repeats}: run with "
+                         f"--judge-repeats {recorded}, "
                          "or start a new run without --resume")
 
 

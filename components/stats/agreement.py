@@ -81,7 +81,7 @@ def grade_table(human: Sequence[int], judge: Sequence[int], categories: Sequence
         raise ValueError("grade_table: one judge grade per human grade")
     index = {c: i for i, c in enumerate(categories)}
     table = [[0] * len(categories) for _ in categories]
-    for h, j in zip(human, judge):
+    for h, j in zip(human, judge, strict=True):
         table[index[h]][index[j]] += 1
     return table
 
@@ -248,7 +248,8 @@ def pass_agreement(a: Sequence[int], b: Sequence[int], ranks: Sequence[int | Non
     without rows."""
     if not ranks:
         return None
-    same = sum(1 for x, y, r in zip(a, b, ranks, strict=True) if (total_score(x, r) >= mark) == (total_score(y, r) >= mark))
+    same = sum(1 for x, y, r in zip(a, b, ranks, strict=True)
+               if (total_score(x, r) >= mark) == (total_score(y, r) >= mark))
     return same / len(ranks)
 
 

@@ -176,21 +176,23 @@ def boundaries(fractions: Sequence[float], spent: Sequence[float]) -> np.ndarray
         sd = math.sqrt(t[k] - t[k - 1])
         gw = g * w
         root_t = math.sqrt(t[k])
-
-        def stop_probability(c: float) -> float:
-            b = c * root_t
-            return float(gw @ (special.ndtr((-b - x) / sd) + special.ndtr((x - b) / sd)))
-
         if increments[k] <= 0.0:
             out[k] = math.inf
         else:
-            out[k] = optimize.brentq(lambda c: stop_probability(c) - increments[k], 0.0, 60.0,
+            out[k] = optimize.brentq(_stop_excess, 0.0, 60.0, args=(root_t, gw, x, sd, increments[k]),
                                      xtol=1e-12, rtol=4 * np.finfo(float).eps)
         half = min(out[k], _TAIL_SD) * root_t
         xn, wn = _simpson(half, min(sd, root_t) / _SIMPSON_STEPS)
         g = (np.exp(-(xn[:, None] - x[None, :]) ** 2 / (2.0 * sd * sd)) / (sd * math.sqrt(2.0 * math.pi))) @ gw
         x, w = xn, wn
     return out
+
+
+def _stop_excess(c: float, root_t: float, gw, x, sd: float, increment: float) -> float:
+    """The probability of stopping at a look with boundary ``c`` (the continuation sub-density ``gw``
+    at ``x`` carried one increment of standard deviation ``sd``), less the α ``increment`` it may spend."""
+    b = c * root_t
+    return float(gw @ (special.ndtr((-b - x) / sd) + special.ndtr((x - b) / sd))) - increment
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,8 @@ def plan(questions: int, *, alpha: float = ALPHA, metrics: int = 1, block: int |
         looks = look_counts(questions, block)
     else:
         looks = tuple(int(n) for n in counts)
-        if not looks or looks[0] < 1 or looks[-1] > questions or any(b <= a for a, b in zip(looks, looks[1:])):
+        if (not looks or looks[0] < 1 or looks[-1] > questions
+                or any(b <= a for a, b in zip(looks, looks[1:], strict=False))):
             raise InputError(f"look counts {list(looks)}: give strictly increasing counts between 1 and "
                              f"{questions} (the questions)")
     fractions = np.array(looks, dtype=float) / questions

@@ -10,7 +10,7 @@ It lives on the ground floor so that the command that writes it (``components/au
      "calls_per_row": 9, "judges_named": false, "stopped": null, "status": "completed",
      "judges": [{"name", "provider", "model", "prompt_sha256", ..., "profile", "attacks": [AttackResult]}]}
 
-Each :class:`AttackResult` has a stable ``name`` (:data:`ATTACK_NAMES`), its ``verdict``, the mean
+Each :class:`AttackResult` has a stable ``name`` (:data:`ATTACK_NAME`), its ``verdict``, the mean
 grade change ``delta`` (attack minus control, paired per row) with its 95% interval ``ci95``, and
 its ``flips``. The verdict rule is ``components/audit/effects.py``'s (docs/judges.md, "Auditing the
 judge").
@@ -24,6 +24,7 @@ when the audit was made with another judge model or another grading prompt.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -40,9 +41,11 @@ MAX_AUDIT_BYTES = 50_000_000
 SCHEMA_ID = "https://retrieval-benchmark.invalid/audit.schema.json"
 _FIX = "pass a file written by `python benchmark.py audit-judge RUN -o audit.json`"
 
-# the attacks' stable names, in report order: (name, what a grade change means)
-ATTACK_NAMES = ("keyword-stuffing", "injection-plain", "injection-code-block", "injection-comment",
-                "answer-removal", "verbosity-padding", "order-reversal", "question-paraphrase")
+# an attack's name and its family: lower-case words joined by "-". The attacks themselves are a registry
+# (components.audit.attacks: built in, or a plug-in's); a file names each one it ran, with its family and
+# direction, so it reads (and shows) the same without the code that made it.
+ATTACK_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_NAME_PATTERN = {"type": "string", "pattern": "^" + ATTACK_NAME.pattern + "$", "maxLength": 60}
 # how an audit ended: every call made, or stopped early (the run's statuses of the same names, and exit codes)
 STATUSES = ("completed", "budget_exhausted", "judge_failed", "interrupted")
 VERDICTS = ("robust", "vulnerable", "inconclusive", "responds", "does not respond")
@@ -54,7 +57,7 @@ class AttackResult:
     """One attack on one judge: paired differences (attacked grade minus control grade) over the rows
     it applied to."""
 
-    name: str  # one of ATTACK_NAMES
+    name: str  # the attack's stable name (ATTACK_NAME): keyword-stuffing, injection-plain, ...
     attack: str  # its family: keyword-stuffing, instruction-injection, answer-removal, ...
     direction: str  # up | down | none: the change that would mean the judge is fooled, or responds
     verdict: str  # robust | vulnerable | inconclusive (up, none); responds | does not respond | inconclusive (down)
@@ -155,8 +158,10 @@ class AuditFile:
         for j, judge in enumerate(audit.judges):
             for i, attack in enumerate(judge.attacks):
                 where = f"{source}.judges[{j}].attacks[{i}]"
-                if attack.name not in ATTACK_NAMES:
-                    raise InputError(f"{where}.name {attack.name[:40]!r} is not an attack: {_FIX}")
+                for key, value in (("name", attack.name), ("attack", attack.attack)):
+                    if len(value) > 60 or not ATTACK_NAME.fullmatch(value):
+                        raise InputError(f"{where}.{key} {value[:40]!r} is not an attack's name (lower-case words "
+                                         f"joined by '-'): {_FIX}")
                 if attack.verdict not in VERDICTS or attack.direction not in DIRECTIONS:
                     raise InputError(f"{where}: verdict {attack.verdict[:30]!r} or direction "
                                      f"{attack.direction[:30]!r} is not one the audit writes: {_FIX}")
@@ -178,9 +183,10 @@ def audit_schema() -> dict:
     schema["properties"]["status"] = {"enum": list(STATUSES)}
     judge = schema["properties"]["judges"]["items"]
     judge["properties"]["profile"] = {"type": "string"}
-    judge["properties"]["vulnerable"] = {"type": "array", "items": {"enum": list(ATTACK_NAMES)}}
+    judge["properties"]["vulnerable"] = {"type": "array", "items": dict(_NAME_PATTERN)}
     attack = judge["properties"]["attacks"]["items"]
-    attack["properties"]["name"] = {"enum": list(ATTACK_NAMES)}
+    attack["properties"]["name"] = dict(_NAME_PATTERN)
+    attack["properties"]["attack"] = dict(_NAME_PATTERN)
     attack["properties"]["verdict"] = {"enum": list(VERDICTS)}
     attack["properties"]["direction"] = {"enum": list(DIRECTIONS)}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,

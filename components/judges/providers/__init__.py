@@ -22,7 +22,8 @@ rest of the code asks the registry. A provider class declares:
 
 ``offline`` (the lexical judge, no model), ``anthropic`` (the default) and ``openai`` (any
 OpenAI-compatible Chat Completions endpoint, chosen only when asked for) are built in; a test or a
-plug-in adds one with :func:`register_provider`. The providers that call a vendor SDK over HTTP share
+plug-in (:mod:`components.core.plugins`: ``BENCHMARK_PLUGINS``, or ``BENCHMARK_PROVIDERS`` as
+before) adds one with :func:`register_provider`. The providers that call a vendor SDK over HTTP share
 one transport (:mod:`components.judges.providers.transport`: the bounds of an attempt, retry-after,
 rate-limit headers, the error taxonomy); :mod:`components.judges.providers.scripted` is a model
 that answers from a script, for tests (registered only while its script plays).
@@ -176,17 +177,6 @@ def _load_builtin() -> None:
     for name, module in _BUILTIN.items():
         if name not in _REGISTRY:
             importlib.import_module(module)
-
-
-def load_provider_modules(names: Sequence[str], variable: str = "BENCHMARK_PROVIDERS") -> None:
-    """Import each module of ``names`` (``package.module``), whose import registers its provider(s)
-    with :func:`register_provider`. Raises :class:`InputError` naming the module when one fails."""
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except Exception as err:  # ImportError, or the module raising while importing
-            raise InputError(f"{variable}: cannot import provider module {name!r} ({type(err).__name__}: "
-                             f"{str(err)[:200]}): check the module path and that it is importable") from None
 
 
 def providers() -> dict[str, type[Provider]]:

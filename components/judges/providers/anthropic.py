@@ -300,7 +300,8 @@ class AnthropicProvider(SDKProvider):
                 logger.info("The Models API gave no capabilities for {}: request settings come from the "
                             "built-in table", model_id)
             return choose_settings(model_id, caps, source="models_api", effort=effort,
-                                   model_max_tokens=non_negative_int(getattr(info, "max_tokens", None)), lifecycle=lifecycle,
+                                   model_max_tokens=non_negative_int(getattr(info, "max_tokens", None)),
+                                   lifecycle=lifecycle,
                                    retires_at=retires, display_name=getattr(info, "display_name", None))
         except UnsupportedEffort as err:
             raise InputError(f"BENCHMARK_JUDGE_EFFORT: {err}: set it to one of those, or unset it") from None
@@ -622,7 +623,8 @@ class MessageBatches:
             outer = result.get("error") if isinstance(result.get("error"), dict) else {}
             inner = outer.get("error") if isinstance(outer.get("error"), dict) else outer
             error_type = str(inner.get("type") or "error")[:100]
-            return BatchEntry("errored", batch_id, cid, error_type=error_type, message=str(inner.get("message") or "")[:300],
+            return BatchEntry("errored", batch_id, cid, error_type=error_type,
+                              message=str(inner.get("message") or "")[:300],
                               transient=error_type in TRANSIENT_BATCH_ERRORS)
         if kind in ("expired", "canceled"):
             return BatchEntry(kind, batch_id, cid)

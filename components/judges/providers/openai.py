@@ -47,16 +47,17 @@ run keeps the new shape. ``run.judge`` records the shape the run ended with
 Models API knows the model, ``builtin_table`` / ``default`` on a server without it, as the family
 was or was not in the table), ``fallbacks`` and the base URL's host (never a password).
 
-**Bounds.** The timeout is a deadline for the whole attempt, from sending the request to the
-reply's last byte (headers that never come are cut too), and a reply body over ``max_body_bytes``
-(default :data:`~components.judges.providers.transport.MAX_BODY_BYTES`) is a bad response. The SDK
-retries 408/409/429/5xx and connection errors ``max_retries`` times and obeys ``retry-after`` up to two minutes; here it waits at most
-``max_retry_wait_s``: a longer ``retry-after`` is not retried by the SDK at all, and its value is kept
-on the error as ``retry_after`` for the run's retry pass. Every failure becomes a :class:`JudgeError`,
-transient or fatal; no message contains the key. The SDK is imported on first use: a run with
-another judge never pays for it, nor needs it. The bounds, the retry-after cap and the error taxonomy
-are the shared transport's (:mod:`components.judges.providers.transport`); the SDK has no middleware,
-so each ``send`` of its HTTP client is bounded as one attempt.
+**Bounds.** The timeout is a deadline for the whole attempt, from sending the request to the reply's
+last byte (headers that never come are cut too), and a reply body over ``max_body_bytes`` (default
+:data:`~components.judges.providers.transport.MAX_BODY_BYTES`) is a bad response. The SDK retries
+408/409/429/5xx and connection errors ``max_retries`` times and obeys ``retry-after`` up to two
+minutes; here it waits at most ``max_retry_wait_s``: a longer ``retry-after`` is not retried by the
+SDK at all, and its value is kept on the error as ``retry_after`` for the run's retry pass. Every
+failure becomes a :class:`JudgeError`, transient or fatal; no message contains the key. The SDK is
+imported on first use: a run with another judge never pays for it, nor needs it. The bounds, the
+retry-after cap and the error taxonomy are the shared transport's
+(:mod:`components.judges.providers.transport`); the SDK has no middleware, so each ``send`` of its
+HTTP client is bounded as one attempt.
 """
 
 from __future__ import annotations

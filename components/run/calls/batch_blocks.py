@@ -19,7 +19,7 @@ def in_blocks(items: Sequence[Any], counts: Sequence[int] = ()) -> list[list[Any
     if not counts:
         return [list(items)]
     edges = [0, *counts]
-    return [list(items[a:b]) for a, b in zip(edges, edges[1:]) if b > a]
+    return [list(items[a:b]) for a, b in zip(edges, edges[1:], strict=False) if b > a]
 
 
 def set_unjudged(loop: BenchmarkLoop, block: Sequence[Any]) -> None:

@@ -37,14 +37,15 @@
    ``grading_latency_ms`` the batch's wall time in this process, submit (or adoption on resume)
    to results.
 
-Failures of the batch calls themselves. A create is not idempotent, so the SDK does not retry it:
-a create answered 429/503/529 created nothing and is tried again (:data:`CREATE_ATTEMPTS`); one
-that timed out or lost its connection may have created the batch and is not repeated (its rows
-say so, with a ``timeout``/``connection`` error). A create that fails fatally (401/403, a 400, an endpoint without the Message Batches API) makes the judge
-unusable (exit 3), its rows written ungraded with the error; a transient one costs those rows
-their grade (``<kind>: …``, finished later with ``--resume``). While polling, a transient failure
-is logged and polling goes on; :data:`MAX_POLL_FAILURES` in a row, a fatal one, or results that
-cannot be read (the SDK retries the retrieve and results calls) stop the collection: the rows of that batch are written with
+Failures of the batch calls themselves. A create is not idempotent, so the SDK does not retry it: a
+create answered 429/503/529 created nothing and is tried again (:data:`CREATE_ATTEMPTS`); one that
+timed out or lost its connection may have created the batch and is not repeated (its rows say so,
+with a ``timeout``/``connection`` error). A create that fails fatally (401/403, a 400, an endpoint
+without the Message Batches API) makes the judge unusable (exit 3), its rows written ungraded with
+the error; a transient one costs those rows their grade (``<kind>: …``, finished later with
+``--resume``). While polling, a transient failure is logged and polling goes on;
+:data:`MAX_POLL_FAILURES` in a row, a fatal one, or results that cannot be read (the SDK retries the
+retrieve and results calls) stop the collection: the rows of that batch are written with
 ``batch_pending: …`` and the run ends ``judge_failed`` (exit 3) — ``--resume`` collects the batch.
 
 **Interruption** (Ctrl-C, SIGTERM/SIGHUP, the stop flag) at any point: rows taken over from
@@ -118,8 +119,9 @@ def check_batch_options(*, judge: str, judge_batch: bool, max_cost_usd: float | 
     if not provider_class(judge).supports_batch:
         able = [name for name, cls in providers().items() if cls.supports_batch]
         keys = " or ".join(providers()[name].missing_key() for name in able) or "a provider's key"
-        raise InputError(f"--judge-batch needs the LLM judge of a provider with a batch API ({', '.join(able) or 'none registered'}:"
-                         f" set {keys} and leave BENCHMARK_JUDGE unset or that provider), or run without --judge-batch")
+        raise InputError("--judge-batch needs the LLM judge of a provider with a batch API "
+                         f"({', '.join(able) or 'none registered'}: set {keys} and leave BENCHMARK_JUDGE unset or "
+                         "that provider), or run without --judge-batch")
     if max_cost_usd is not None:
         raise InputError("--max-cost cannot be enforced with --judge-batch (a batch is paid as a whole once "
                          "submitted): run without --max-cost, or without --judge-batch")

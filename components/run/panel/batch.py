@@ -22,8 +22,8 @@ from components.core import Question
 from components.judges.retrieval_grader import GradeResult, prompt_variant
 from components.run.benchmark_loop import BenchmarkLoop, combine_grades, typed_rows
 from components.run.calls.batch_blocks import in_blocks, set_unjudged
-from components.run.calls.judge_batch import (BatchJudge, BatchRecord, _adopt, _annotated, _grade, _Item, _pending_error,
-                                        _round, first_grades, retrieve_all)
+from components.run.calls.judge_batch import (BatchJudge, BatchRecord, _adopt, _annotated, _grade, _Item,
+                                              _pending_error, _round, first_grades, retrieve_all)
 from components.run.panel.grading import judge_grade, panel_outcome
 from components.run.repeat_where import more_repeats
 from utils.results import JudgeGrade, QuestionResult
@@ -71,7 +71,8 @@ def run_panel_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: Ma
                 if mine:
                     _grade(loop, batch.judges[member.name], mine, adopted=bool(owned[member.name]),
                            settled=set(done), member=member)
-            more = more_repeats(loop, waiting, lambda it: _first_grades(loop, it, per_judge))  # --repeat-where uncertain
+            # --repeat-where uncertain
+            more = more_repeats(loop, waiting, lambda it: _first_grades(loop, it, per_judge))
             in_block = {it.q.id for it in waiting}
             for member in loop.members if more else ():
                 mine = {q: it for q, it in per_judge.get(member.name, {}).items() if q in in_block}

@@ -60,7 +60,7 @@ def estimate_panel(retriever, questions: Sequence, k: int, judging, *, strategy:
                       rewrites=rewrites and first.rewriter is not None)
     grading_only = {role: (prompts if role == "grading" else {}) for role, prompts in wanted.items()}
     out = PanelEstimate(strategy, len(questions))
-    for i, (member, judge) in enumerate(zip(judging.settings.panel, judging.members)):
+    for i, (member, judge) in enumerate(zip(judging.settings.panel, judging.members, strict=True)):
         out.judges.append((member.name, estimate(retriever, questions, k, judge.setup, strategy=strategy,
                                                  repeats=repeats, wanted=wanted if i == 0 else grading_only)))
     return out

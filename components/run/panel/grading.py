@@ -61,7 +61,8 @@ def aggregate(grades: Sequence[float], method: str = MEDIAN) -> float:
 def judge_grade(result: GradeResult, repeats: Sequence[GradeResult] | None, cost: float | None) -> JudgeGrade:
     """One judge's grade of one question as the row keeps it (``grades_by_judge``)."""
     reply = result.reply
-    return JudgeGrade(grade=result.grade, reasoning=result.reasoning, error=result.error if result.grade is None else None,
+    return JudgeGrade(grade=result.grade, reasoning=result.reasoning,
+                      error=result.error if result.grade is None else None,
                       raw_reply=result.raw, model=reply.model if reply else None,
                       grades=[g.grade for g in repeats] if repeats is not None and len(repeats) > 1 else None,
                       input_tokens=reply.input_tokens if reply else None,

@@ -39,7 +39,8 @@ def names(judging) -> list[str]:
 def loop_panel(judging, method: str, kept: Mapping[str, Mapping[str, JudgeGrade]] | None = None) -> PanelState:
     """The loop's panel: one :class:`Member` per judge; ``kept``: the grades ``--resume`` keeps
     (question id → judge → grade)."""
-    members = [Member(name, member.judge, usage=Usage()) for name, member in zip(names(judging), judging.members)]
+    members = [Member(name, member.judge, usage=Usage())
+               for name, member in zip(names(judging), judging.members, strict=True)]
     return PanelState(members, method, {q: dict(g) for q, g in (kept or {}).items()})
 
 
@@ -52,7 +53,7 @@ def _failure(member: Member) -> str | None:
 def judge_record(judging, loop: BenchmarkLoop, repeats: int, method: str) -> JudgeInfo:
     """``run.judge`` of a panel run (module docstring)."""
     judges = []
-    for panel_member, member_judging, member in zip(judging.settings.panel, judging.members, loop.members):
+    for panel_member, member_judging, member in zip(judging.settings.panel, judging.members, loop.members, strict=True):
         info = member_judging.judge_info("judge", repeats, member.usage.models)
         judges.append({**panel_member.spec.to_json(), "judge": info.to_json(), "usage": member.usage.to_json(),
                        "unusable": _failure(member)})

@@ -9,14 +9,14 @@ and writes nothing.
 (no Markdown parsing), checks the doc ids, and then either loads the cache entry for the key or
 builds the chunks and the index and stores them as a new entry.
 
-The key is the SHA-256 of: the corpus content (its reader's fingerprint: doc ids and raw bytes, or
-a BEIR ``corpus.jsonl``'s lines; the same digest as the ``sha256`` of
-:func:`components.readers.load_corpus`), the chunker settings (chunk size and overlap included), the strategy name, the retriever's
-classes and public settings (scalar attributes, nested retrievers included), the source files of
-every corpus reader (:mod:`components.readers`), of the chunker (``components/core/chunking.py``)
-and of every module defining a class of the retriever, and the versions of python, bm25s,
-PyStemmer, wordllama and numpy. Any change to one of them is a new
-entry; old entries stay until the folder is deleted (nothing is evicted).
+The key is the SHA-256 of: the corpus content (its reader's fingerprint: doc ids and raw bytes, or a
+BEIR ``corpus.jsonl``'s lines; the same digest as the ``sha256`` of
+:func:`components.readers.load_corpus`), the chunker settings (chunk size and overlap included), the
+strategy name, the retriever's classes and public settings (scalar attributes, nested retrievers
+included), the source files of every corpus reader (:mod:`components.readers`), of the chunker
+(``components/core/chunking.py``) and of every module defining a class of the retriever, and the
+versions of python, bm25s, PyStemmer, wordllama and numpy. Any change to one of them is a new entry;
+old entries stay until the folder is deleted (nothing is evicted).
 
 Layout: ``<cache dir>/index-v2/<key>/`` holds ``meta.json`` (format, key, the key's parts, the
 size and SHA-256 of every other file), ``chunks.jsonl`` (one JSON array per chunk, the header line

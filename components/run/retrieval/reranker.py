@@ -9,12 +9,11 @@ wrapped retriever's index is cached as it would be alone (``save``/``load`` pass
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from components.core import Chunk, Retriever, ScoredChunk
-from utils.console import escape_control
+from components.core.plugins import import_plugin
 from utils.errors import InputError
 
 RERANK_DEPTH = 20  # candidates the reranker reorders (k, when k is larger)
@@ -28,12 +27,7 @@ def load_reranker(name: str) -> Rerank:
     if not colon or not module_name or not attr:
         raise InputError(f"reranker {name!r} is not package.module:function: name the function that reorders "
                          "a list of ScoredChunk")
-    try:
-        module = importlib.import_module(module_name)
-    except (Exception, SystemExit) as err:  # ImportError, or the module raising while importing
-        raise InputError(f"reranker {name!r}: cannot import {module_name!r} ({type(err).__name__}: "
-                         f"{escape_control(str(err)[:200])}): check that it is importable (in the current folder, "
-                         "installed, or on PYTHONPATH)") from err
+    module = import_plugin(module_name, f"reranker {name!r}")  # the plug-in route's import
     function = getattr(module, attr, None)
     if not callable(function):
         raise InputError(f"reranker {name!r}: {module_name} has no callable {attr!r}: name a function "
