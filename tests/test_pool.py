@@ -8,15 +8,18 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 
-from components.judges.chunk_relevance import RELEVANCE_PROMPT, RELEVANCE_PROMPT_SHA256
-from components.judges.providers.scripted import fail, play
+from components.judges.providers.scripted import fail, play, reply
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
-from components.pool.store import JudgmentStore
+from components.pool import store as store_module
+from components.pool.store import JudgeKey, JudgmentStore, judgment_key, pair_key
+from components.readers import load_questions
 from tests.conftest import clean_env, run_cli
+from utils.pricing import Price
 from utils.results import JudgeInfo, QuestionResult, RetrievedItem, RunInfo, RunResult
 
 SCRIPTED = {"BENCHMARK_JUDGE": "scripted"}
@@ -65,12 +68,12 @@ def runs(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def chunks_shown(prompt: str) -> list[str]:
-    return re.findall(r"\[CHUNK \d+/\d+ doc_id=(\S+) chunk_id=(\S+)\]\n(.*?)\n\[END CHUNK", prompt, re.S)
+    return re.findall(r"\[CHUNK \d+/\d+ doc_id=(\S+) chunk_id=(\S+)\]\n(.*?)\n\[END CHUNK", prompt, re.DOTALL)
 
 
 def reading_judge(prompt: str) -> str:
     """3 for a chunk that holds the expected answer, else 0."""
-    expected = re.search(r"^EXPECTED ANSWER \(ground truth\): (.*)$", prompt, re.M).group(1)
+    expected = re.search(r"^EXPECTED ANSWER \(ground truth\): (.*)$", prompt, re.MULTILINE).group(1)
     return json.dumps([3 if expected in text.replace("│ ", "") else 0 for _, _, text in chunks_shown(prompt)])
 
 
@@ -146,3 +149,232 @@ def test_a_judge_that_says_3_to_everything_raises_no_gold_error_and_is_named(tmp
     assert figures["gold_error_candidates"] == []
     assert figures["lenient_judges"] == {"scripted/scripted-1": {"relevant": 25, "labels": 25}}
     assert "Judge scripted/scripted-1 labels everything relevant (25 of 25 labels are 2 or 3)" in done.stderr
+
+
+def test_accepted_false_negatives_are_written_as_extra_needles_beside_the_input(tmp_path: Path):
+    a, b, _ = runs(tmp_path)
+    with play(reading_judge):
+        done = pool(a, b, "-o", tmp_path / "out", "--depth", "5", "--store", tmp_path / "s.sqlite",
+                    "--accept-false-negatives")
+    assert done.code == 0, done.stderr
+    reviewed = load_questions(tmp_path / "out" / "questions.reviewed.json")
+    needles = {q.id: list(q.needle_doc_ids) for q in reviewed.questions}
+    assert needles == {"q0": ["doc0"], "q1": ["doc1", "dup1"], "q2": ["doc2"], "q3": ["doc3"]}
+    lines = [json.loads(x) for x in (tmp_path / "out" / "provenance.jsonl").read_text().splitlines()]
+    assert len(lines) == 25
+    first = next(x for x in lines if (x["question_id"], x["doc_id"]) == ("q1", "dup1"))
+    assert first["label"] == 3 and first["chunk_id"] == "dup1#0"
+    assert first["given_by"]["kind"] == "judge" and first["given_by"]["judge"] == "scripted/scripted-1"
+    assert len(first["given_by"]["prompt_sha256"]) == 64
+    assert first["votes"]["scripted/scripted-1"]["label"] == 3 and first["date"]
+    chunk_qrels = (tmp_path / "out" / "qrels.chunks.tsv").read_text()
+    assert "q1\t0\tdup1#0\t3\n" in chunk_qrels and "q3\t0\tdoc3#0\t0\n" in chunk_qrels
+
+
+def test_a_panel_labels_with_its_lowest_vote(tmp_path: Path):
+    """The scripted judge says 3 to everything; the offline judge reads the text: only the chunks both
+    label >= 2 are relevant, so the duplicate is the one false-negative candidate."""
+    a, b, _ = runs(tmp_path)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("doc0", "doc1", "doc2", "doc3", "dup1", *FILLER):
+        (docs / f"{name}.md").write_text(f"# {name}\n\n{text_of(name).split(chr(10) * 2)[-1]}\n")
+    with play(lambda prompt: json.dumps([3] * len(chunks_shown(prompt)))) as script:
+        done = pool(a, b, "-o", tmp_path / "out", "--depth", "5", "--store", tmp_path / "s.sqlite",
+                    "--judges", "offline,scripted", "--corpus", docs)
+    assert done.code == 0, done.stderr
+    figures = read_pool(tmp_path / "out")
+    assert [(c["question_id"], c["doc_id"]) for c in figures["false_negative_candidates"]] == [("q1", "dup1")]
+    assert figures["false_negative_candidates"][0]["votes"] == {"offline": 3, "scripted": 3}
+    assert figures["judge_calls"] == len(script.prompts) == N_QUESTIONS  # the offline judge calls no model
+    qrels = (tmp_path / "out" / "qrels.tsv").read_text()
+    assert "q0\tdoc0\t3" in qrels.replace("\t0\t", "\t") and "q0\t0\tfiller0\t0\n" in qrels
+    offline = next(j for j in figures["judges"] if j["name"] == "offline")
+    assert len(offline["corpus_fingerprint"]) == 64 and offline["calls"] == 0
+
+    # the offline judge's key holds the corpus: another corpus, its judgments are not reused
+    (docs / "filler0.md").write_text("# filler0\n\nOther words entirely.\n")
+    with play(lambda prompt: json.dumps([3] * len(chunks_shown(prompt)))) as script:
+        again = pool(a, b, "-o", tmp_path / "out2", "--depth", "5", "--store", tmp_path / "s.sqlite",
+                     "--judges", "offline,scripted", "--corpus", docs)
+    assert again.code == 0, again.stderr
+    figures = read_pool(tmp_path / "out2")
+    assert script.prompts == [] and figures["judged"] == figures["pairs"]  # the scripted votes came from the store
+    assert "24 judgment(s) by offline written with another prompt or over another corpus are not reused" in again.stderr
+
+
+def test_a_trec_run_needs_the_corpus_and_is_judged_by_document(tmp_path: Path):
+    a, _, _ = runs(tmp_path)
+    trec_run = tmp_path / "other.trec"
+    trec_run.write_text("".join(f"q{i} Q0 filler7 1 2.0 other\nq{i} Q0 doc{i} 2 1.0 other\n" for i in range(4)))
+    with play(reading_judge):
+        refused = pool(a, trec_run, "-o", tmp_path / "out", "--store", tmp_path / "s.sqlite")
+    assert refused.code == 2
+    assert "other.trec is a TREC run, which names documents without their text: give the corpus" in refused.stderr
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("doc0", "doc1", "doc2", "doc3", "filler7"):
+        (docs / f"{name}.md").write_text(f"# {name}\n\n{text_of(name).split(chr(10) * 2)[-1]}\n")
+    with play(reading_judge):
+        done = pool(a, trec_run, "-o", tmp_path / "out", "--depth", "5", "--store", tmp_path / "s.sqlite",
+                    "--corpus", docs)
+    assert done.code == 0, done.stderr
+    figures = read_pool(tmp_path / "out")
+    assert figures["pairs"] == 4 * 5 + 4 * 2  # A's, and each question's two whole documents
+    chunk_qrels = (tmp_path / "out" / "qrels.chunks.tsv").read_text()
+    assert "q0\t0\tdoc0\t3\n" in chunk_qrels and "q0\t0\tfiller7\t0\n" in chunk_qrels
+
+
+# --------------------------------------------------------------------------- the store
+
+def test_the_store_survives_ctrl_c_and_serves_what_was_answered(tmp_path: Path):
+    a, b, _ = runs(tmp_path)
+    store = tmp_path / "s.sqlite"
+    with play(reading_judge, reading_judge, KeyboardInterrupt()) as script:
+        stopped = pool(a, b, "-o", tmp_path / "out", "--depth", "5", "--store", store)
+    assert stopped.code == 130, stopped.stderr
+    figures = read_pool(tmp_path / "out")
+    assert figures["status"] == "interrupted" and len(script.prompts) == 3
+    assert figures["judged"] == 6 + 7  # q0's and q1's pairs, labelled before the interrupt
+    with JudgmentStore(store) as held:
+        assert held.count() == 6 + 6  # q1's duplicate is one judgment
+    with play(reading_judge) as script:
+        done = pool(a, b, "-o", tmp_path / "out", "--depth", "5", "--store", store)
+    assert done.code == 0 and len(script.prompts) == 2  # q2 and q3 only
+    assert read_pool(tmp_path / "out")["from_store"] == 13
+
+
+def test_max_cost_stops_the_calls_and_keeps_what_was_labelled(tmp_path: Path):
+    a, b, _ = runs(tmp_path)
+    price = Price(input_per_mtok=1000.0, output_per_mtok=1000.0)  # $0.001 a token
+
+    def priced(prompt: str):  # 100 tokens in, 10 out: $0.11 a call
+        return reply(reading_judge(prompt), input_tokens=100, output_tokens=10)
+
+    # the worst case of a call: its prompt (~430-490 tokens) and the 50-token cap, ~$0.48-0.54: with
+    # $0.65, call 2 fits ($0.11 spent + its worst case), call 3 does not ($0.22 + ~$0.48)
+    with play(priced, output_cap=50, price=price) as script:
+        estimate = pool(a, b, "-o", tmp_path / "out", "--store", tmp_path / "s.sqlite", "--depth", "5",
+                        "--estimate")
+        assert estimate.code == 0 and script.prompts == []
+        assert "Pool estimate: 25 pair(s)" in estimate.stdout and "0 judgment(s) from the store, 4 call(s)" in \
+            estimate.stdout
+        assert not (tmp_path / "out").exists() and not (tmp_path / "s.sqlite").exists()
+        spent = pool(a, b, "-o", tmp_path / "out", "--store", tmp_path / "s.sqlite", "--depth", "5",
+                     "--max-cost", "0.65")
+    assert spent.code == 4, spent.stderr
+    figures = read_pool(tmp_path / "out")
+    assert figures["status"] == "budget_exhausted" and "--max-cost $0.65 reached" in figures["stopped"]
+    assert figures["judge_calls"] == len(script.prompts) == 2 and figures["cost_usd"] == 0.22
+    assert figures["judged"] == 6 + 7 and (tmp_path / "out" / "qrels.tsv").read_text().count("\n") == 6 + 7
+
+
+def test_concurrent_calls_and_two_processes_share_one_store(tmp_path: Path):
+    a, b, _ = runs(tmp_path)
+    store = tmp_path / "s.sqlite"
+    with play(reading_judge) as script:
+        done = pool(a, b, "-o", tmp_path / "out", "--depth", "5", "--store", store, "--concurrency", "4")
+    assert done.code == 0 and len(script.prompts) == 4
+    assert (tmp_path / "out" / "qrels.tsv").read_text().count("\t3\n") == 3 + 1  # doc0-2 and dup1
+    judge = JudgeKey("p", "m", "", "h")
+    stores = [JudgmentStore(store), JudgmentStore(store)]  # two connections: as two processes
+
+    def write(n: int) -> None:
+        for i in range(100):
+            key = judgment_key(f"question {n}", None, f"chunk {i}", judge)
+            stores[n].put(key, pair_key(f"question {n}", None, f"chunk {i}", judge), i % 4, judge, "2026-01-01")
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(stores[0].judgments_of(judge)) == 200
+    for s in stores:
+        s.close()
+    assert sqlite3.connect(store).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_store_of_another_prompt_is_not_reused_and_says_how_many(tmp_path: Path):
+    a, b, _ = runs(tmp_path)
+    store = tmp_path / "s.sqlite"
+    with play(reading_judge):
+        assert pool(a, b, "-o", tmp_path / "out", "--depth", "5", "--store", store).code == 0
+    db = sqlite3.connect(store)
+    db.execute("UPDATE judgments SET prompt_sha256 = 'an older prompt', key = 'old-' || key")
+    db.commit()
+    db.close()
+    with play(reading_judge) as script:
+        again = pool(a, b, "-o", tmp_path / "out", "--depth", "5", "--store", store)
+    assert again.code == 0 and len(script.prompts) == 4
+    assert "24 judgment(s) by scripted/scripted-1 written with another prompt are not reused" in again.stderr
+    assert read_pool(tmp_path / "out")["judges"][0]["skipped_other_prompt"] == 24
+
+
+@pytest.mark.parametrize("kind", ["not a store", "corrupt", "locked"])
+def test_a_store_that_cannot_serve_is_refused_with_exit_2(tmp_path: Path, kind: str, monkeypatch):
+    a, b, _ = runs(tmp_path)
+    store = tmp_path / "s.sqlite"
+    holder = None
+    if kind == "not a store":
+        db = sqlite3.connect(store)
+        db.execute("CREATE TABLE notes (text TEXT)")
+        db.commit()
+        db.close()
+    elif kind == "corrupt":
+        store.write_bytes(b"SQLite format 3\x00" + b"\x07" * 4000)
+    else:
+        with play(reading_judge):
+            assert pool(a, b, "-o", tmp_path / "warm", "--depth", "5", "--store", store).code == 0
+        monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 200)
+        holder = sqlite3.connect(store)
+        holder.execute("BEGIN IMMEDIATE")
+    before = store.read_bytes()
+    with play(reading_judge) as script:
+        refused = pool(a, b, "-o", tmp_path / "out", "--depth", "5", "--store", store)
+    if holder is not None:
+        holder.rollback()
+        holder.close()
+    assert refused.code == 2 and script.prompts == []
+    expected = {"not a store": "is not a judgment store", "corrupt": "cannot be read as a judgment store",
+                "locked": "is locked by another process"}[kind]
+    errors = [line for line in refused.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and expected in errors[0], refused.stderr
+    assert store.read_bytes() == before and not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- bad input
+
+def test_runs_over_different_questions_are_refused_naming_the_first_difference(tmp_path: Path):
+    a, _, _ = runs(tmp_path)
+    short = run_file(tmp_path / "short.json", {i: ["doc0"] for i in range(N_QUESTIONS)}, "S")
+    data = json.loads(short.read_text())
+    data["results"] = [r for r in data["results"] if r["question_id"] != "q2"]
+    short.write_text(json.dumps(data))
+    with play(reading_judge):
+        refused = pool(a, short, "-o", tmp_path / "out", "--store", tmp_path / "s.sqlite")
+    assert refused.code == 2
+    assert "the runs are over different question sets: " in refused.stderr
+    assert "short.json has no question 'q2', which " in refused.stderr
+    assert not (tmp_path / "s.sqlite").exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("depth", ["0", "-3"])
+def test_a_depth_below_1_is_refused(tmp_path: Path, depth: str):
+    a, b, _ = runs(tmp_path)
+    with play(reading_judge):
+        refused = pool(a, b, "-o", tmp_path / "out", "--depth", depth, "--store", tmp_path / "s.sqlite")
+    assert refused.code == 2 and f"--depth {depth} is not a whole number of at least 1" in refused.stderr
+
+
+def test_a_failed_call_leaves_its_pairs_unlabelled_with_the_reason(tmp_path: Path):
+    a, b, _ = runs(tmp_path)
+    with play(reading_judge, "no list here", fail("overloaded"), reading_judge) as script:
+        done = pool(a, b, "-o", tmp_path / "out", "--depth", "5", "--store", tmp_path / "s.sqlite")
+    assert done.code == 0 and len(script.prompts) == 4
+    figures = read_pool(tmp_path / "out")
+    assert figures["unlabelled"] == 7 + 6 and figures["judged"] == 12
+    assert figures["judged"] + figures["from_store"] + figures["unlabelled"] == figures["pairs"]
+    reasons = {f["question_id"]: (f["error"], f["raw_reply"]) for f in figures["failures"]}
+    assert reasons["q1"] == ("unparseable: no JSON list in reply", "no list here")
+    assert reasons["q2"][0].startswith("overloaded:") and reasons["q2"][1] is None

@@ -212,7 +212,7 @@ def run_judging(plans: Sequence[JudgePlan], store: JudgmentStore, *, budget: Bud
 
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="pool-judge")
     try:
-        pending = {pool.submit(work, job) for job in jobs[:max(1, concurrency) * 2]}
+        pending = {pool.submit(work, job) for job in jobs[:max(1, concurrency)]}
         queued = iter(jobs[len(pending):])
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)

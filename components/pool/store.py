@@ -146,11 +146,13 @@ class JudgmentStore:
             raise InputError(f"--store {self.path} is a judgment store of version {meta.get('version')}, which this "
                              f"version does not read ({VERSION}): give another path")
         db.execute("PRAGMA journal_mode = WAL")
+        db.execute("BEGIN IMMEDIATE")  # can it be written? A lock held past the busy timeout is refused now,
+        db.execute("COMMIT")  # before any judge call is paid for
 
     def _refusal(self, err: sqlite3.Error) -> InputError:
         text = str(err)
         if "locked" in text or "busy" in text:
-            return InputError(f"--store {self.path} is locked by another process (waited {BUSY_TIMEOUT_MS // 1000} "
+            return InputError(f"--store {self.path} is locked by another process (waited {BUSY_TIMEOUT_MS / 1000:g} "
                               "s): let it finish, or give another --store; nothing was changed")
         return InputError(f"--store {self.path} cannot be read as a judgment store ({text}): it may be damaged: "
                           "give another --store; the file was not changed")
