@@ -378,3 +378,51 @@ def test_a_failed_call_leaves_its_pairs_unlabelled_with_the_reason(tmp_path: Pat
     reasons = {f["question_id"]: (f["error"], f["raw_reply"]) for f in figures["failures"]}
     assert reasons["q1"] == ("unparseable: no JSON list in reply", "no list here")
     assert reasons["q2"][0].startswith("overloaded:") and reasons["q2"][1] is None
+
+
+# --------------------------------------------------------------------------- grades are not cached
+
+def test_a_graded_run_never_opens_the_store(tmp_path: Path, monkeypatch):
+    """The same graded run twice, a warm store in the state folder: the same judge calls both times."""
+    env = clean_env(BENCHMARK_JUDGE="scripted", XDG_STATE_HOME=str(tmp_path / "state"))
+    questions = Path(__file__).resolve().parents[1] / "examples" / "recorded_retrievals.json"
+
+    def judge(prompt: str) -> str:
+        if "RELEVANCE SCALE" in prompt:
+            return json.dumps([3] * len(chunks_shown(prompt)))
+        return json.dumps({"grade": 7, "reasoning": "scripted"})
+
+    def graded_run(name: str) -> int:
+        with play(judge) as script:
+            done = run_cli("--strategy", "recorded", "--questions", str(questions), "--output",
+                           str(tmp_path / name), env=env)
+        assert done.code == 0, done.stderr
+        return len(script.prompts)
+
+    first = graded_run("r1.json")
+    assert first == 4  # one grade per question
+    with play(judge):
+        assert pool(tmp_path / "r1.json", "-o", tmp_path / "pooled", env=env).code == 0
+    store = tmp_path / "state" / "retrieval-benchmark" / "judgments.sqlite"
+    with JudgmentStore(store) as warm:
+        assert warm.count() > 0
+    before = store.read_bytes()
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("a run opened the judgment store")
+
+    monkeypatch.setattr(store_module.JudgmentStore, "__init__", refuse)
+    assert graded_run("r2.json") == first
+    assert graded_run("r3.json") == first
+    assert store.read_bytes() == before
+
+
+def test_the_api_pools_as_the_command_does(tmp_path: Path):
+    from components import api
+
+    a, b, _ = runs(tmp_path)
+    with play(reading_judge) as script:
+        figures = api.pool([a, b], tmp_path / "out", depth=5, judge="scripted", store=tmp_path / "s.sqlite")
+    assert figures["pairs"] == 25 and figures["judge_calls"] == len(script.prompts) == 4
+    assert [(c["question_id"], c["doc_id"]) for c in figures["gold_error_candidates"]] == [("q3", "doc3")]
+    assert json.loads((tmp_path / "out" / "pool.json").read_text())["pairs"] == 25
