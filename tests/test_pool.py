@@ -282,7 +282,7 @@ def test_concurrent_calls_and_two_processes_share_one_store(tmp_path: Path):
     def write(n: int) -> None:
         for i in range(100):
             key = judgment_key(f"question {n}", None, f"chunk {i}", judge)
-            stores[n].put(key, pair_key(f"question {n}", None, f"chunk {i}", judge), i % 4, judge, "2026-01-01")
+            stores[n].put(judge, [(key, pair_key(f"question {n}", None, f"chunk {i}", judge), i % 4)], "2026-01-01")
 
     threads = [threading.Thread(target=write, args=(n,)) for n in (0, 1)]
     for t in threads:

@@ -22,6 +22,7 @@ from components.pool.review import Candidate
 from components.pool.runs import PoolQuestion
 from utils.files.output import write_json_atomic, write_text_atomic
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
 QRELS, CHUNK_QRELS, PROVENANCE, POOL_JSON, REVIEWED = ("qrels.tsv", "qrels.chunks.tsv", "provenance.jsonl",
                                                        "pool.json", "questions.reviewed.json")
 
@@ -53,12 +54,12 @@ def provenance_text(labels: Sequence[PairLabel], judges: Sequence[PoolJudge]) ->
     for x in labels:
         if x.label is None:
             continue
-        lines.append(json.dumps({
+        lines.append(_ENCODER.encode({
             "question_id": x.pair.question.id, "doc_id": x.pair.item.doc_id, "chunk_id": x.pair.item.chunk_id,
             "label": x.label, "given_by": _given_by(x, judges),
             "votes": {name: {"label": v.label, "date": v.created_at, "from_store": v.from_store}
                       for name, v in x.votes.items()},
-            "date": x.created_at}, ensure_ascii=False))
+            "date": x.created_at}))
     return "".join(line + "\n" for line in lines)
 
 

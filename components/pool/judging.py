@@ -129,10 +129,11 @@ def plan_judging(pairs: Sequence[Pair], judges: Sequence[PoolJudge], store: Judg
     plans = []
     for judge in judges:
         stored = store.judgments_of(judge.key("reference"))
+        variants = {True: judge.key("reference"), False: judge.key(None)}  # with an expected answer, or without
         keys, served, pending = [], {}, {}
         for pair in pairs:
             q = pair.question
-            jk = judge.key(q.expected_answer)
+            jk = variants[bool(q.expected_answer)]
             key = judgment_key(q.question, q.expected_answer, pair.item.index_text, jk)
             keys.append(key)
             if key in stored:
@@ -185,11 +186,10 @@ def _make(call: Call, rater, store: JudgmentStore, tally: JudgeTally, failures: 
         with lock:
             failures.append(Failure(call.judge.name, q.id, len(call.entries), result.error or "unscored", result.raw))
         return
-    jk = call.judge.key(q.expected_answer)
-    for (key, pkey, _), label in zip(call.entries, result.scores, strict=True):
-        store.put(key, pkey, label, jk, made)
-        with lock:
-            tally.made[key] = Vote(label, False, made)
+    labelled = [(key, pkey, label) for (key, pkey, _), label in zip(call.entries, result.scores, strict=True)]
+    store.put(call.judge.key(q.expected_answer), labelled, made)
+    with lock:
+        tally.made.update((key, Vote(label, False, made)) for key, _, label in labelled)
 
 
 def run_judging(plans: Sequence[JudgePlan], store: JudgmentStore, *, budget: Budget | None = None,

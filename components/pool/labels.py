@@ -21,38 +21,34 @@ from components.pool.runs import Pair
 
 @dataclass(frozen=True)
 class PairLabel:
+    """One pair and its judges' votes (judge name → vote; a judge without a vote is absent), its label
+    (None: a judge did not vote) and whether every vote came from the store."""
+
     pair: Pair
-    votes: dict[str, Vote]  # judge name → vote; a judge without a vote is absent
-    judges: int  # how many judges were asked
+    votes: dict[str, Vote]
+    label: int | None
+    from_store: bool
+    created_at: str | None
 
     @property
     def complete(self) -> bool:
-        return len(self.votes) == self.judges
-
-    @property
-    def label(self) -> int | None:
-        return min(v.label for v in self.votes.values()) if self.complete else None
-
-    @property
-    def from_store(self) -> bool:
-        return self.complete and all(v.from_store for v in self.votes.values())
-
-    @property
-    def created_at(self) -> str | None:
-        return max(v.created_at for v in self.votes.values()) if self.votes else None
+        return self.label is not None
 
 
 def pair_labels(pairs: Sequence[Pair], plans: Sequence[JudgePlan], outcome: Outcome) -> list[PairLabel]:
     """Every pair with its judges' votes (the store's, then this pool's calls')."""
+    sources = [(plan.judge.name, plan.keys, plan.served, outcome.tallies[plan.judge.name].made) for plan in plans]
     out = []
     for i, pair in enumerate(pairs):
         votes = {}
-        for plan in plans:
-            key = plan.keys[i]
-            vote = plan.served.get(key) or outcome.tallies[plan.judge.name].made.get(key)
+        for name, keys, served, made in sources:
+            vote = served.get(keys[i]) or made.get(keys[i])
             if vote is not None:
-                votes[plan.judge.name] = vote
-        out.append(PairLabel(pair, votes, len(plans)))
+                votes[name] = vote
+        complete = len(votes) == len(sources)
+        out.append(PairLabel(pair, votes, min(v.label for v in votes.values()) if complete else None,
+                             complete and all(v.from_store for v in votes.values()),
+                             max(v.created_at for v in votes.values()) if votes else None))
     return out
 
 

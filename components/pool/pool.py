@@ -17,6 +17,7 @@ labelled, with ``status`` and ``stopped`` saying why.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +30,10 @@ from components.pool.estimate import estimate_pool, estimate_table, total_usd
 from components.pool.judges import PoolJudge, pool_judges
 from components.pool.judging import CHUNKS_PER_CALL, HIDDEN, SHUFFLE_SEED, now, plan_judging, run_judging
 from components.pool.labels import counts, document_labels, pair_labels
-from components.pool.runs import build_pool, check_depth, fingerprint_of, load_runs, pool_questions
+from components.pool.runs import RESULTS, build_pool, check_depth, fingerprint_of, load_runs, pool_questions
 from components.pool.store import JudgmentStore, default_store
 from utils.errors import InputError
+from utils.results import BUILTIN_PREFIX
 
 DEFAULT_DEPTH = 10
 
@@ -73,7 +75,6 @@ def _corpus_chunks(corpus: str | Path | None, recorded: str | None) -> Callable[
     def load() -> tuple[list, str]:
         from components.core.chunking import Chunking, chunk_corpus
         from components.readers import load_corpus
-        from utils.results import BUILTIN_PREFIX
 
         source = corpus if corpus is not None else recorded
         if source is not None and not str(source).startswith(BUILTIN_PREFIX) and not Path(source).exists():
@@ -115,14 +116,13 @@ def run_pool(request: PoolRequest, settings: Settings, env: Mapping[str, str], *
              progress: Callable[[int], object] | None = None) -> PoolResult:
     """The pool of ``request`` (module docstring). Raises :class:`InputError` before any call."""
     depth = check_depth(request.depth)
-    runs = load_runs(request.runs, corpus=request.corpus, secrets=secrets)
+    runs = load_runs(request.runs, corpus=request.corpus)
     questions = pool_questions(runs, request.questions)
     pairs = build_pool(runs, questions, depth)
-    recorded = [r.result.run.corpus.path for r in runs if r.result is not None and r.result.run.corpus.path]
+    recorded = [r.corpus for r in runs if r.corpus and not r.corpus.startswith(BUILTIN_PREFIX)]
     folder = _outputs(request, settings, recorded)
     judges = pool_judges(settings, env, request.judges,
-                         _corpus_chunks(request.corpus, next((r.result.run.corpus.source for r in runs
-                                                              if r.result is not None), None)))
+                         _corpus_chunks(request.corpus, next((r.corpus for r in runs if r.kind == RESULTS), None)))
     store_path = Path(request.store) if request.store is not None else default_store(settings.state_dir)
     if request.estimate and not store_path.exists():
         store_path = Path(":memory:")  # an estimate creates nothing
@@ -173,6 +173,7 @@ def _summary(runs, questions, judges, plans, outcome, labels, found, store_path:
     costs = [outcome.tallies[j.name].cost_usd(j.calls_models) for j in judges]
     lenient = review.lenient_judges(labels)
     by_doc = document_labels(labels)
+    given = Counter(x.label for x in labels)
     return {
         **figures,
         "judge_calls": sum(t.calls for t in outcome.tallies.values()),
@@ -182,7 +183,7 @@ def _summary(runs, questions, judges, plans, outcome, labels, found, store_path:
         "status": outcome.status, "stopped": outcome.stopped, "created_at": now(),
         "depth": depth, "questions": len(questions),
         "documents": sum(len(d) for d in by_doc.values()),
-        "labels": {str(g): sum(1 for x in labels if x.label == g) for g in range(4)},
+        "labels": {str(g): given.get(g, 0) for g in range(4)},
         "runs": [{"source": r.source, "kind": r.kind} for r in runs],
         "judges": [{**j.to_json(), "calls": outcome.tallies[j.name].calls,
                     "labelled": len(outcome.tallies[j.name].made), "from_store": len(p.served),

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from utils.errors import InputError
 from utils.records import trec
-from utils.results import RunResult, load_run, read_json_file
+from utils.results import READABLE_SCHEMAS, read_json_file
 
 RESULTS, TREC = "results", "trec"
 
@@ -44,12 +44,14 @@ class PoolItem:
 
 @dataclass(frozen=True)
 class PoolRun:
-    """One run: where it came from, its kind (``results`` or ``trec``), and per question its items, best first."""
+    """One run: where it came from, its kind (``results`` or ``trec``), per question its items (best
+    first), and for a results file its questions and the corpus it recorded (``run.corpus.source``)."""
 
     source: str
     kind: str
     items: dict[str, list[PoolItem]]
-    result: RunResult | None = field(default=None, repr=False)
+    questions: list[PoolQuestion] | None = None
+    corpus: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,28 +64,91 @@ class Pair:
     rank: int
 
 
-def read_run(path: str | Path, secrets: Sequence[str] = ()) -> RunResult | trec.Ranking:
-    """A results file, or the rankings of a TREC run or a ranx JSON run. Raises :class:`InputError`."""
+_FIX = "pass a results file written by benchmark.py"
+
+
+def _text(value: object, where: str, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{where} is {type(value).__name__}, not text: {_FIX}")
+    return value
+
+
+def _question(raw: object, where: str) -> tuple[PoolQuestion, list]:
+    if not isinstance(raw, dict) or not isinstance(raw.get("question_id"), str) or not raw["question_id"]:
+        raise InputError(f"{where} has no question_id: {_FIX}")
+    needles = raw.get("needle_doc_ids") or ([raw["needle_doc_id"]] if raw.get("needle_doc_id") else [])
+    if not isinstance(needles, list) or not all(isinstance(d, str) for d in needles):
+        raise InputError(f"{where}.needle_doc_ids is not a list of document ids: {_FIX}")
+    retrieved = raw.get("retrieved") or []
+    if not isinstance(retrieved, list):
+        raise InputError(f"{where}.retrieved is not a list: {_FIX}")
+    question = PoolQuestion(raw["question_id"], _text(raw.get("question", ""), f"{where}.question") or "",
+                            _text(raw.get("expected_answer"), f"{where}.expected_answer", optional=True),
+                            tuple(needles))
+    return question, retrieved
+
+
+def _item(raw: object, where: str) -> PoolItem:
+    if not isinstance(raw, dict):
+        raise InputError(f"{where} is not an object: {_FIX}")
+    doc = _text(raw.get("doc_id"), f"{where}.doc_id")
+    chunk = _text(raw.get("chunk_id") or doc, f"{where}.chunk_id")
+    text = raw.get("text")
+    if text is None:
+        raise InputError(f"{where}: the run was written without the chunks' text (--no-text), which the judges "
+                         "read: run the benchmark again without --no-text, or give its TREC run with --corpus")
+    return PoolItem(doc, chunk, _text(text, f"{where}.text"))
+
+
+def _results_run(doc: dict, source: str) -> PoolRun:
+    """The questions and items of a results file, only the fields the pool reads checked (a pool of
+    two 1,000-question files reads them in well under a second)."""
+    version = doc.get("schema_version", 1)
+    if version not in READABLE_SCHEMAS or isinstance(version, bool):
+        raise InputError(f"{source}: schema_version {version!r} is not one this version reads "
+                         f"({', '.join(map(str, READABLE_SCHEMAS))}): {_FIX}")
+    questions, items = [], {}
+    for i, raw in enumerate(doc["results"]):
+        where = f"{source}: results[{i}]"
+        question, retrieved = _question(raw, where)
+        if question.id in items:
+            raise InputError(f"{source}: question id {question.id!r} appears twice: {_FIX}")
+        questions.append(question)
+        ranked = [_item(x, f"{where}.retrieved[{j}]") for j, x in enumerate(retrieved)]
+        items[question.id] = [x for _, x in sorted(enumerate(ranked), key=lambda jx: _rank(retrieved[jx[0]], jx[0]))]
+    run = doc.get("run") if isinstance(doc.get("run"), dict) else {}
+    corpus = run.get("corpus") if isinstance(run.get("corpus"), dict) else {}
+    source_corpus = corpus.get("source") if isinstance(corpus.get("source"), str) else None
+    return PoolRun(source, RESULTS, items, questions, source_corpus)
+
+
+def _rank(raw: dict, position: int) -> tuple[int, int]:
+    rank = raw.get("rank")
+    return (rank if isinstance(rank, int) and not isinstance(rank, bool) else position + 1, position)
+
+
+def read_run(path: str | Path) -> PoolRun | trec.Ranking:
+    """A results file's questions and items, or the rankings of a TREC run or a ranx JSON run.
+    Raises :class:`InputError`."""
     path = Path(path)
-    if path.suffix.lower() == ".json":
-        doc = read_json_file(path)
-        if trec.is_ranx_run(doc):
-            return trec.ranx_run(doc, str(path))
-        return RunResult.from_json(doc, str(path), secrets=secrets)
-    try:
-        return load_run(path, secrets)
-    except InputError:
+    if path.suffix.lower() != ".json" and _first_byte(path) not in (b"{", b"["):
         return trec.read_trec_run(path)
+    doc = read_json_file(path)
+    if trec.is_ranx_run(doc):
+        return trec.ranx_run(doc, str(path))
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise InputError(f"{path}: not a results file (no \"results\" list): {_FIX}")
+    return _results_run(doc, str(path))
 
 
-def _results_items(result: RunResult, source: str) -> dict[str, list[PoolItem]]:
-    items = {}
-    for row in result.rows:
-        if any(item.text is None for item in row.retrieved):
-            raise InputError(f"{source}: the run was written without the chunks' text (--no-text), which the judges "
-                             "read: run the benchmark again without --no-text, or give its TREC run with --corpus")
-        items[row.question_id] = [PoolItem(i.doc_id, i.chunk_id, i.text or "") for i in row.retrieved]
-    return items
+def _first_byte(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    except OSError:
+        return b""
 
 
 def _trec_items(ranking: trec.Ranking, documents: dict[str, str], source: str) -> dict[str, list[PoolItem]]:
@@ -103,14 +168,13 @@ def _documents(corpus: str | Path | None) -> dict[str, str]:
     return {d.doc_id: f"{d.title}\n\n{d.text}" for d in load_corpus(corpus).documents}
 
 
-def load_runs(paths: Sequence[str | Path], *, corpus: str | Path | None = None,
-              secrets: Sequence[str] = ()) -> list[PoolRun]:
+def load_runs(paths: Sequence[str | Path], *, corpus: str | Path | None = None) -> list[PoolRun]:
     """Every run of ``paths``; a TREC run needs ``corpus``. Raises :class:`InputError`."""
     runs, documents = [], None
     for path in paths:
-        loaded = read_run(path, secrets)
-        if isinstance(loaded, RunResult):
-            runs.append(PoolRun(str(path), RESULTS, _results_items(loaded, str(path)), loaded))
+        loaded = read_run(path)
+        if isinstance(loaded, PoolRun):
+            runs.append(loaded)
             continue
         if corpus is None:
             raise InputError(f"{path} is a TREC run, which names documents without their text: give the corpus they "
@@ -124,9 +188,7 @@ def pool_questions(runs: Sequence[PoolRun], questions: str | Path | None = None)
     """The questions of the pool, checked the same across runs (module docstring)."""
     results = [r for r in runs if r.kind == RESULTS]
     if results:
-        first = results[0]
-        out = [PoolQuestion(r.question_id, r.question, r.expected_answer, tuple(r.needle_doc_ids))
-               for r in first.result.rows]
+        out = list(results[0].questions or [])
     elif questions is not None:
         from components.readers import load_questions
 

@@ -84,8 +84,11 @@ def public_url(url: str | None) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def _digest(values: Iterable[str]) -> str:
-    return hashlib.sha256(json.dumps(list(values), ensure_ascii=False).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_ENCODER.encode(list(values)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def pair_key(question: str, expected_answer: str | None, chunk_text: str, judge: JudgeKey) -> str:
@@ -134,6 +137,7 @@ class JudgmentStore:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if app == 0 and not tables:  # a new (or empty) file: made a store
             db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             db.executescript(_SCHEMA)
             db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)", (FORMAT, str(VERSION)))
@@ -146,6 +150,7 @@ class JudgmentStore:
             raise InputError(f"--store {self.path} is a judgment store of version {meta.get('version')}, which this "
                              f"version does not read ({VERSION}): give another path")
         db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")  # with WAL: a commit survives the process ending (Ctrl-C)
         db.execute("BEGIN IMMEDIATE")  # can it be written? A lock held past the busy timeout is refused now,
         db.execute("COMMIT")  # before any judge call is paid for
 
@@ -198,8 +203,19 @@ class JudgmentStore:
 
     # ------------------------------------------------------------------ writing
 
-    def put(self, key: str, pair: str, label: int, judge: JudgeKey, created_at: str) -> None:
-        """Keep one judgment, committed at once (an existing key is kept as it was)."""
-        self._run("INSERT OR IGNORE INTO judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  (key, pair, label, judge.provider, judge.model, judge.base_url, judge.prompt_sha256,
-                   judge.fingerprint, created_at))
+    def put(self, judge: JudgeKey, judgments: Iterable[tuple[str, str, int]], created_at: str) -> None:
+        """Keep ``judgments`` (key, pair key, label) of one call, committed together at once (a key the
+        store holds already is kept as it was)."""
+        rows = [(key, pair, label, judge.provider, judge.model, judge.base_url, judge.prompt_sha256, judge.fingerprint,
+                 created_at) for key, pair, label in judgments]
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")  # one transaction: all of the call's labels, or none
+                try:
+                    self._db.executemany("INSERT OR IGNORE INTO judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as err:
+                raise self._refusal(err) from None
