@@ -426,3 +426,32 @@ def test_the_api_pools_as_the_command_does(tmp_path: Path):
     assert figures["pairs"] == 25 and figures["judge_calls"] == len(script.prompts) == 4
     assert [(c["question_id"], c["doc_id"]) for c in figures["gold_error_candidates"]] == [("q3", "doc3")]
     assert json.loads((tmp_path / "out" / "pool.json").read_text())["pairs"] == 25
+
+
+def test_a_loopback_judge_is_called_once_per_pair_and_its_endpoint_is_part_of_the_key(tmp_path: Path):
+    """The done-when with a real provider over HTTP: the openai judge against a loopback server."""
+    from tests.loopback_openai import OpenAILoopback, Reply
+    from tests.test_openai_provider import openai_env
+
+    a, b, _ = runs(tmp_path)
+    store = tmp_path / "s.sqlite"
+
+    def answer(_n: int, body: dict) -> Reply:
+        return Reply(reading_judge(body["messages"][-1]["content"]))
+
+    with OpenAILoopback(answer) as server:
+        env = openai_env(server.url, "llama-3.1-8b-instruct")
+        first = pool(a, b, "-o", tmp_path / "p1", "--depth", "5", "--store", store, env=env)
+        assert first.code == 0, first.stderr
+        assert len(server.requests) == N_QUESTIONS
+        second = pool(a, b, "-o", tmp_path / "p2", "--depth", "5", "--store", store, env=env)
+        assert second.code == 0 and len(server.requests) == N_QUESTIONS  # not one more
+    assert read_pool(tmp_path / "p2")["judge_calls"] == 0
+    assert (tmp_path / "p2" / "qrels.tsv").read_bytes() == (tmp_path / "p1" / "qrels.tsv").read_bytes()
+    judge = read_pool(tmp_path / "p1")["judges"][0]
+    assert (judge["provider"], judge["model"], judge["base_url"]) == ("openai", "llama-3.1-8b-instruct", server.url)
+    with OpenAILoopback(answer) as other:  # the same model at another endpoint is another judge
+        third = pool(a, b, "-o", tmp_path / "p3", "--depth", "5", "--store", store,
+                     env=openai_env(other.url, "llama-3.1-8b-instruct"))
+        assert third.code == 0 and len(other.requests) == N_QUESTIONS
+    assert (tmp_path / "p3" / "qrels.tsv").read_bytes() == (tmp_path / "p1" / "qrels.tsv").read_bytes()

@@ -21,6 +21,7 @@ from components.pool.labels import PairLabel, document_labels
 from components.pool.review import Candidate
 from components.pool.runs import PoolQuestion
 from utils.files.output import write_json_atomic, write_text_atomic
+from utils.redaction import Redactor
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
 QRELS, CHUNK_QRELS, PROVENANCE, POOL_JSON, REVIEWED = ("qrels.tsv", "qrels.chunks.tsv", "provenance.jsonl",
@@ -85,7 +86,7 @@ def write_pool(folder: Path, labels: Sequence[PairLabel], questions: Sequence[Po
     folder.mkdir(parents=True, exist_ok=True)
     write_text_atomic(folder / QRELS, qrels_text(labels, questions))
     write_text_atomic(folder / CHUNK_QRELS, chunk_qrels_text(labels, questions))
-    write_text_atomic(folder / PROVENANCE, provenance_text(labels, judges))
+    write_text_atomic(folder / PROVENANCE, Redactor(secrets)(provenance_text(labels, judges)))  # judge names
     write_json_atomic(folder / POOL_JSON, summary, secrets)
     if accepted is not None:
         write_json_atomic(folder / REVIEWED, reviewed_questions(questions, accepted), secrets)
