@@ -7,8 +7,10 @@ half of each question's chunks shared by the two runs, so ~15,000 distinct pairs
 temporary folder. A first ``pool`` fills a new store (a scripted judge, in process: no network);
 then ``python benchmark.py pool A B -o DIR --depth 10 --store STORE`` is timed in a fresh child
 process, ``--repeat`` times: wall time of the whole process (start-up included), the imports
-``main()`` makes (timed apart: the start-up), and the time ``main()`` then took (the pool's work). The median CPU time (user + sys) of the child is beside the wall time: on a shared machine the
-wall time also counts the time other tenants held the CPU. Each timed pool must make 0 judge calls. Results to ``bench/out/pool_speed.json``.
+``main()`` makes (timed apart: the start-up), and the time ``main()`` then took (the pool's work).
+The median CPU time (user + sys) of the child is beside the wall time: on a shared machine the wall
+time also counts the time other tenants held the CPU. Each timed pool must make 0 judge calls.
+Results to ``bench/out/pool_speed.json``.
 """
 
 from __future__ import annotations

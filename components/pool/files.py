@@ -30,7 +30,8 @@ QRELS, CHUNK_QRELS, PROVENANCE, POOL_JSON, REVIEWED = ("qrels.tsv", "qrels.chunk
 
 def qrels_text(labels: Sequence[PairLabel], questions: Sequence[PoolQuestion]) -> str:
     by_doc = document_labels(labels)
-    return "".join(f"{q.id}\t0\t{doc}\t{by_doc[q.id][doc]}\n" for q in questions for doc in sorted(by_doc.get(q.id, {})))
+    return "".join(f"{q.id}\t0\t{doc}\t{by_doc[q.id][doc]}\n"
+                   for q in questions for doc in sorted(by_doc.get(q.id, {})))
 
 
 def chunk_qrels_text(labels: Sequence[PairLabel], questions: Sequence[PoolQuestion]) -> str:

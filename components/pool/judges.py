@@ -47,7 +47,9 @@ class PoolJudge:
 
     @property
     def model(self) -> str:
-        return self.setup.judge.model if self.setup.judge is not None else getattr(self.relevance, "model", self.provider)
+        if self.setup.judge is not None:
+            return self.setup.judge.model
+        return getattr(self.relevance, "model", self.provider)
 
     @property
     def base_url(self) -> str:

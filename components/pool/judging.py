@@ -154,7 +154,8 @@ def _calls(judge: PoolJudge, pending: dict, seed: int) -> list[Call]:
     calls = []
     for qid, (q, entries) in by_question.items():
         random.Random(f"{seed}:{qid}").shuffle(entries)
-        calls += [Call(judge, q, tuple(entries[i:i + CHUNKS_PER_CALL])) for i in range(0, len(entries), CHUNKS_PER_CALL)]
+        calls += [Call(judge, q, tuple(entries[i:i + CHUNKS_PER_CALL]))
+                  for i in range(0, len(entries), CHUNKS_PER_CALL)]
     return calls
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from components.judges.settings import Settings
 from components.pool import files, review
 from components.pool.estimate import estimate_pool, estimate_table, total_usd
 from components.pool.judges import PoolJudge, pool_judges
-from components.pool.judging import CHUNKS_PER_CALL, HIDDEN, SHUFFLE_SEED, now, plan_judging, run_judging
+from components.pool.judging import CHUNKS_PER_CALL, HIDDEN, SHUFFLE_SEED, Outcome, now, plan_judging, run_judging
 from components.pool.labels import counts, document_labels, pair_labels
 from components.pool.runs import RESULTS, build_pool, check_depth, fingerprint_of, load_runs, pool_questions
 from components.pool.store import JudgmentStore, default_store
@@ -131,18 +132,7 @@ def run_pool(request: PoolRequest, settings: Settings, env: Mapping[str, str], *
         estimates = estimate_pool(plans)
         if request.estimate:
             return PoolResult({"pairs": len(pairs)}, None, estimate_table(len(pairs), estimates))
-        for plan in plans:
-            if plan.skipped_other_prompt:
-                logger.warning("{}: {} judgment(s) by {} written with another prompt{} are not reused", store_path,
-                               plan.skipped_other_prompt, plan.judge.name,
-                               "" if plan.judge.calls_models else " or over another corpus")
-        budget = _budget(request, judges)
-        _warn_over_budget(request, estimates)
-        total = sum(len(p.calls) for p in plans)
-        bar = progress(total) if progress is not None and total else None
-        with bar if bar is not None else _Nothing():
-            outcome = run_judging(plans, store, budget=budget, concurrency=request.concurrency,
-                                  on_call=(lambda: (on_call(), bar.advance())) if bar is not None else on_call)
+        outcome = _judge(request, plans, estimates, store, store_path, judges, on_call, progress)
     labels = pair_labels(pairs, plans, outcome)
     found = review.false_negatives(labels)
     summary = _summary(runs, questions, judges, plans, outcome, labels, found, store_path, depth)
@@ -152,12 +142,21 @@ def run_pool(request: PoolRequest, settings: Settings, env: Mapping[str, str], *
     return PoolResult(summary, folder)
 
 
-class _Nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+def _judge(request: PoolRequest, plans, estimates, store: JudgmentStore, store_path: Path, judges, on_call,
+           progress) -> Outcome:
+    """The calls of ``plans``: the skipped judgments said, the budget checked, a progress line."""
+    for plan in plans:
+        if plan.skipped_other_prompt:
+            logger.warning("{}: {} judgment(s) by {} written with another prompt{} are not reused", store_path,
+                           plan.skipped_other_prompt, plan.judge.name,
+                           "" if plan.judge.calls_models else " or over another corpus")
+    budget = _budget(request, judges)
+    _warn_over_budget(request, estimates)
+    total = sum(len(p.calls) for p in plans)
+    bar = progress(total) if progress is not None and total else None
+    with bar if bar is not None else nullcontext():
+        return run_judging(plans, store, budget=budget, concurrency=request.concurrency,
+                           on_call=(lambda: (on_call(), bar.advance())) if bar is not None else on_call)
 
 
 def _warn_over_budget(request: PoolRequest, estimates) -> None:
