@@ -455,3 +455,20 @@ def test_a_loopback_judge_is_called_once_per_pair_and_its_endpoint_is_part_of_th
                      env=openai_env(other.url, "llama-3.1-8b-instruct"))
         assert third.code == 0 and len(other.requests) == N_QUESTIONS
     assert (tmp_path / "p3" / "qrels.tsv").read_bytes() == (tmp_path / "p1" / "qrels.tsv").read_bytes()
+
+
+def test_the_output_folder_may_not_hold_an_input_nor_be_in_the_corpus(tmp_path: Path):
+    a, b, _ = runs(tmp_path)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "doc0.md").write_text("# doc0\n\ntext\n")
+    taken = tmp_path / "out"
+    taken.mkdir()
+    run_as_input = taken / "pool.json"
+    run_as_input.write_bytes(a.read_bytes())
+    with play(reading_judge) as script:
+        inside = pool(a, b, "-o", docs / "labels", "--corpus", docs, "--store", tmp_path / "s.sqlite")
+        over = pool(run_as_input, b, "-o", taken, "--store", tmp_path / "s.sqlite")
+    assert inside.code == 2 and "inside the corpus folder" in inside.stderr
+    assert over.code == 2 and "pool.json is a run (" in over.stderr
+    assert script.prompts == [] and run_as_input.read_bytes() == a.read_bytes()
