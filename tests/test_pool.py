@@ -295,6 +295,25 @@ def test_concurrent_calls_and_two_processes_share_one_store(tmp_path: Path):
     assert sqlite3.connect(store).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_two_processes_write_one_store_at_once(tmp_path: Path):
+    import subprocess
+    import sys
+
+    store = tmp_path / "s.sqlite"
+    JudgmentStore(store).close()
+    code = ("import sys\nfrom components.pool.store import JudgeKey, JudgmentStore, judgment_key, pair_key\n"
+            "judge = JudgeKey('p', 'm', '', 'h')\nn = sys.argv[2]\n"
+            "with JudgmentStore(sys.argv[1]) as s:\n"
+            "    for i in range(150):\n"
+            "        s.put(judge, [(judgment_key(n, None, str(i), judge), pair_key(n, None, str(i), judge), 1)], 'd')\n")
+    root = Path(__file__).resolve().parents[1]
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(store), f"q{n}"], cwd=root,
+                              env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}) for n in (0, 1)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    with JudgmentStore(store) as held:
+        assert held.count() == 300
+
+
 def test_a_store_of_another_prompt_is_not_reused_and_says_how_many(tmp_path: Path):
     a, b, _ = runs(tmp_path)
     store = tmp_path / "s.sqlite"
@@ -422,7 +441,9 @@ def test_the_api_pools_as_the_command_does(tmp_path: Path):
 
     a, b, _ = runs(tmp_path)
     with play(reading_judge) as script:
-        figures = api.pool([a, b], tmp_path / "out", depth=5, judge="scripted", store=tmp_path / "s.sqlite")
+        done = api.pool([a, b], tmp_path / "out", depth=5, judge="scripted", store=tmp_path / "s.sqlite")
+    figures = done.summary
+    assert done.folder == tmp_path / "out" and done.status == "completed"
     assert figures["pairs"] == 25 and figures["judge_calls"] == len(script.prompts) == 4
     assert [(c["question_id"], c["doc_id"]) for c in figures["gold_error_candidates"]] == [("q3", "doc3")]
     assert json.loads((tmp_path / "out" / "pool.json").read_text())["pairs"] == 25
