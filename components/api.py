@@ -60,7 +60,7 @@ from utils.results import QuestionResult, RunInfo, RunResult, load_run
 
 __all__ = [
     "evaluate", "compare", "report", "load_run", "check_gate", "export_trec", "load_queries",
-    "audit_judge", "read_audit", "AuditFile",
+    "audit_judge", "read_audit", "AuditFile", "pool",
     "RunResult", "RunInfo", "QuestionResult", "Comparison", "GateResult",
     "Retriever", "ScoredChunk", "Chunk", "Document", "Corpus", "Question",
     "Metric", "metrics", "register_metric",
@@ -226,3 +226,22 @@ def audit_judge(run: RunResult | str | os.PathLike, *, sample: int | None = None
     return _audit_judge(_as_result(run), sample=sample, seed=seed, attacks=attacks, judges=judges,
                         env=dict(os.environ), settings=_settings(judge, settings) if judges is None else None,
                         max_cost_usd=max_cost_usd, corpus=corpus)
+
+
+def pool(runs: Sequence[str | os.PathLike], output: str | os.PathLike, *, depth: int = 10,
+         judge: str | None = None, judges: Sequence[str | Mapping] | str | None = None,
+         store: str | os.PathLike | None = None, corpus: str | os.PathLike | None = None,
+         questions: str | os.PathLike | None = None, max_cost_usd: float | None = None,
+         accept_false_negatives: bool = False):
+    """Relevance labels for the union of the top ``depth`` items of ``runs`` (results files, or TREC
+    runs with ``corpus``), each (question, chunk) judged once by ``judge`` or the panel ``judges``
+    and kept in the judgment ``store`` (default: the state folder's); writes ``output``/qrels.tsv,
+    qrels.chunks.tsv, provenance.jsonl and pool.json (docs/pool.md). Returns the
+    :class:`~components.pool.pool.PoolResult`: ``summary`` (pool.json's figures and review), ``folder``.
+    Raises :class:`InputError` for bad input, before any call."""
+    from components.pool.pool import PoolRequest, run_pool
+
+    request = PoolRequest(runs=list(runs), output=output, depth=depth, judges=judges, store=store, corpus=corpus,
+                          questions=questions, max_cost_usd=max_cost_usd,
+                          accept_false_negatives=accept_false_negatives)
+    return run_pool(request, _settings(judge, None), dict(os.environ))

@@ -395,7 +395,7 @@ def test_the_options_page_gives_each_commands_real_default_output():
         else:
             assert rows[command].startswith(f"`{action.default}`"), (command, rows[command], action.default)
         checked.append(command)
-    assert sorted(checked) == ["audit-judge", "export-dataset", "export-run", "label", "report", "validate"]
+    assert sorted(checked) == ["audit-judge", "export-dataset", "export-run", "label", "pool", "report", "validate"]
 
 
 @pytest.mark.slow  # the import path of a real process (benchmark.entry), where utils.py could shadow the benchmark's

@@ -51,6 +51,7 @@ from components.analysis.gate import GateResult, check_gate
 from components.analysis.paired import (ALPHA, NOT_COMPARABLE, POWER, MetricResult, PairComparison, QuestionChange,
                                         QuestionView, RunSummary, verdict)
 from components.analysis.panel import reconcile
+from components.analysis.qrels_scoring import qrels_table, score_runs
 from components.analysis.recommendations import best_columns, recommend_runs
 from components.analysis.run_files import read_run_or_ranking, resolve_run
 from utils import metrics as M
@@ -621,13 +622,14 @@ def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: 
         raise InputError("the gate (--fail-on, --margin, --fail-on-regressions) judges results files against the "
                          "baseline: give at least two results files")
     judgments = trec.read_qrels(qrels) if qrels is not None else None
-    if judgments is not None and not systems:
-        raise InputError("--qrels judges TREC or ranx runs, and no RUN is one: drop --qrels or add a run file")
     comparison = compare_runs(results, default_labels(results, labels), sources=sources, alpha=alpha,
                               metrics=metrics, systems=systems, qrels=judgments)
     for warning in comparison.warnings:
         logger.debug("compare warning: {}", warning)
     sys.stdout.write(format_comparison(comparison, top=top, bold=sys.stdout.isatty()))
+    against = score_runs(results, default_labels(results, labels), systems, judgments) if judgments else None
+    if against is not None:  # every run rescored against the qrels: components/analysis/qrels_scoring.py
+        sys.stdout.write("\n" + qrels_table(against, str(qrels)))
     result = comparison.gate(worse=worse, margins=margins, regressions=regressions, min_overlap=min_overlap,
                              require_agreement=require_agreement) if gating else None
     if result is not None:
@@ -637,6 +639,8 @@ def compare_files(runs: Sequence[str], *, qrels: Path | None = None, json_path: 
         data = comparison.to_json()
         if result is not None:
             data["gate"] = result.to_json()
+        if against is not None:
+            data["against_qrels"] = {"qrels": str(qrels), "runs": [score.to_json() for score in against]}
         # strict JSON, the environment's secrets redacted, written whole or not at all
         write_json_atomic(json_path, data, secrets)
         logger.info("Comparison written to {}", json_path)

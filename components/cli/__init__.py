@@ -51,6 +51,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "prediction-powered estimates of the run"),
     "audit-judge": ("components.cli.audit_judge", "can a retrieval fool the judge? keyword stuffing, injected "
                     "instructions, padding... graded against an unedited control, per attack a verdict"),
+    "pool": ("components.cli.pool", "relevance labels for the union of runs' top items, judged once and kept in a "
+             "judgment store: qrels, false-negative and gold-error candidates"),
 }
 
 EPILOG = """\
