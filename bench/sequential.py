@@ -26,7 +26,11 @@ Student's t and Hall's skewness-corrected t). Judging stops when every gated met
    the needle's rank and its weight, totals = grade × weight, pass = total ≥ the mark), the shift of
    the new strategy set so that the mean grade moves by 1.5 × its MDE; α split across the metrics.
    Agreement with full grading at α per metric (what ``compare`` does) and at α/m.
-4. **The confidence sequence** of ``--target-ci``: grades judged until the half-width of the mean
+4. **The default gate**: with no ``--fail-on`` the run gates the primary metric, the mean grade, alone
+   (``components.run.adaptive.PRIMARY``). Grade pairs with a true difference of ±1.5 × the grade's MDE
+   (half the runs better, half worse): the mean share of judge calls (target: at most 60%); with no
+   difference, the share of runs declaring one (target: at most α + 2 SE).
+5. **The confidence sequence** of ``--target-ci``: grades judged until the half-width of the mean
    grade's interval is at most 0.4, ``--cs-reps`` runs (each interval is computed afresh after
    every block, which is slow).
 
@@ -298,6 +302,26 @@ def default_metrics(args, metrics: list[str]) -> dict:
     return out
 
 
+def default_gate(args) -> dict:
+    """The default gate (the primary metric alone) at ±1.5 MDE of the grade, half the runs each way, and
+    with no difference."""
+    design = Q.plan(args.questions, alpha=ALPHA, metrics=1)
+    shift = calibrated_shift(args.seed, args.questions)
+    half = args.reps // 2
+    rng = np.random.default_rng([args.seed, 50])
+    better = grade_pairs(rng, (half, args.questions), shift)["grade"]
+    worse = grade_pairs(rng, (args.reps - half, args.questions), -shift)["grade"]
+    moved = run_sequential([np.vstack([better, worse])], [SPANS["grade"]], design, procedure_interval)
+    null_pairs = grade_pairs(np.random.default_rng([args.seed, 51]), (args.reps, args.questions), 0.0)["grade"]
+    null = run_sequential([null_pairs], [SPANS["grade"]], design, procedure_interval)
+    fp = float((null.verdict[:, 0] != 0).mean())
+    expected = np.concatenate([np.ones(half, dtype=int), -np.ones(args.reps - half, dtype=int)])
+    return {"gated": "grade", "latent shift": shift, "calls used at ±1.5 MDE": float(moved.used.mean()),
+            "right direction at ±1.5 MDE": float((moved.verdict[:, 0] == expected).mean()),
+            "false positives, no difference": fp, "false positives SE": math.sqrt(fp * (1 - fp) / args.reps),
+            "calls used, no difference": float(null.used.mean())}
+
+
 def target_ci(args) -> dict:
     """Baseline grades judged block by block until the confidence sequence's half-width is ≤ TARGET_W."""
     counts = Q.look_counts(args.questions)
@@ -330,16 +354,20 @@ def main() -> int:
     p.add_argument("--flips", type=int, default=4000, help="sign patterns of the sign-flip candidate")
     p.add_argument("--cs-reps", type=int, default=200, help="runs of the confidence-sequence cell (0: skip)")
     p.add_argument("--json", help="write the figures to this file")
+    p.add_argument("--default-only", action="store_true", help="only the default gate (section 4)")
     args = p.parse_args()
     started = time.perf_counter()
     design = Q.plan(args.questions, alpha=ALPHA)
     print(f"python -m bench.sequential --reps {args.reps} --questions {args.questions} --seed {args.seed} "
-          f"--flips {args.flips} --cs-reps {args.cs_reps}")
+          f"--flips {args.flips} --cs-reps {args.cs_reps}" + (" --default-only" if args.default_only else ""))
     print(f"N = {args.questions} in {design.looks} looks at {list(design.counts)}; α = {ALPHA} two-sided; "
           f"one metric's boundaries {[round(c, 3) for c in design.bounds]}")
     figures: dict = {"command": sys.argv, "seed": args.seed, "reps": args.reps, "questions": args.questions,
                      "counts": list(design.counts)}
 
+    if args.default_only:
+        _print_default_gate(args, figures)
+        return _finish(args, figures, started)
     rows = remedies(args, design)
     figures["remedies"] = rows
     print("\n1. Remedies, gating the mean grade (false positives: share of runs declaring a difference that is "
@@ -378,12 +406,27 @@ def main() -> int:
                   f"{_pct(r['calls used'])}, every interval covers {_pct(r['coverage, every metric at once'])}, "
                   f"every verdict agrees {_pct(r['agreement, every metric'])}\n      {per}")
 
+    _print_default_gate(args, figures)
     if args.cs_reps:
         out = target_ci(args)
         figures["target ci"] = out
-        print(f"\n4. --target-ci {TARGET_W} on the mean grade ({out['runs']} runs, betting confidence sequence): calls "
+        print(f"\n5. --target-ci {TARGET_W} on the mean grade ({out['runs']} runs, betting confidence sequence): calls "
               f"{_pct(out['calls used'])}, target reached {_pct(out['target reached'])}, coverage at the stop "
               f"{_pct(out['coverage at the stop'])} (true mean {out['true mean grade']:.3f})")
+    return _finish(args, figures, started)
+
+
+def _print_default_gate(args, figures: dict) -> None:
+    out = default_gate(args)
+    figures["default gate"] = out
+    print(f"\n4. The default gate, the mean grade alone (no --fail-on): at ±1.5 MDE of the grade (half the runs "
+          f"better, half worse) calls {_pct(out['calls used at ±1.5 MDE'])} (target ≤ 60%), right verdict "
+          f"{_pct(out['right direction at ±1.5 MDE'])}; no difference: false positives "
+          f"{out['false positives, no difference']:.4f} ± {out['false positives SE']:.4f} SE (target ≤ "
+          f"{ALPHA} + 2 SE), calls {_pct(out['calls used, no difference'])}")
+
+
+def _finish(args, figures: dict, started: float) -> int:
     elapsed = time.perf_counter() - started
     figures["seconds"] = elapsed
     print(f"\n{elapsed:.0f} s")

@@ -56,7 +56,7 @@ def test_a_clear_win_stops_early_and_records_its_calls(baseline):
     assert record["mode"] == "until_decided" and record["decided"] and record["seed"] == 0 and record["block"] == 5
     assert record["decided_after"] < N and calls == record["judged"] == record["decided_after"]
     assert record["calls"] == {"spent": calls, "saved": N - calls, "full": N}
-    assert set(record["metrics"]) == {"avg_llm_grade", "avg_total_score", "pass_rate_7"}  # the default gated ones
+    assert set(record["metrics"]) == {"avg_llm_grade"}  # the default gate: the primary metric, the mean grade, alone
     for entry in record["metrics"].values():
         assert entry["verdict"] == "better" and entry["decided"] and entry["interval"][0] > 0
     assert "Lan-DeMets" in record["procedure"] and "Bonferroni" in record["procedure"]

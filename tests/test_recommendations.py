@@ -17,10 +17,12 @@ from tests.test_compare import A, B, results
 
 
 def test_hand_computed_recommendations():
-    # nDCG 0.8 / 0.8 / 0.4; MRR breaks the tie; latencies 10 / 30 / 2 ms
+    # nDCG 0.8 / 0.8 / 0.4; MRR breaks the tie; latencies 10 / 30 / 2 ms, each pair apart on all 6 questions
+    # (the paired sign-flip test's p is 2/64 < .05, so the differences are real, not noise)
     ndcg = [[0.8, 0.8], [1.0, 0.6], [0.4, 0.4]]
     mrr = [[0.5, 0.5], [1.0, 0.5], [0.2, 0.2]]
-    latency = [[9.0, 10.0, 11.0], [30.0, 30.0, 31.0], [1.0, 2.0, 50.0]]
+    latency = [[9.0, 10.0, 10.0, 10.0, 11.0, 12.0], [30.0, 30.0, 30.0, 30.0, 31.0, 32.0],
+               [1.0, 2.0, 2.0, 2.0, 3.0, 4.0]]
     recs = recommend(["a", "b", "c"], ndcg, mrr, latency, 5)
     picks = {p.kind: p.label for p in recs.picks}
     assert picks == {"best_quality": "b", "fastest": "c", "best_balance": "a"}  # b: tie on nDCG, higher MRR
@@ -41,20 +43,23 @@ def test_hand_computed_recommendations():
 def test_equal_latencies_and_no_timings():
     recs = recommend(["a", "b"], [[0.5], [1.0]], [[0.5], [1.0]], [[3.0], [3.0]], 5)
     assert [c.speed for c in recs.candidates] == [1.0, 1.0]  # no spread: every run is as fast
-    assert {p.kind: p.label for p in recs.picks} == {"best_quality": "b", "fastest": "a", "best_balance": "b"}
+    # equally fast: the fastest pick is the better quality, and says why (it was the first run, "a")
+    assert {p.kind: p.label for p in recs.picks} == {"best_quality": "b", "fastest": "b", "best_balance": "b"}
+    assert recs.picks[1].note.startswith("the runs are equally fast: their latency differences are within noise")
     untimed = recommend(["a", "b"], [[0.5], [1.0]], [[0.5], [1.0]], [[0.0], [0.0]], 5)  # a file without timings
     assert [p.kind for p in untimed.picks] == ["best_quality"]
     assert recommend(["a"], [[1.0]], [[1.0]], [[1.0]], 5) is None
 
 
 def test_a_note_where_the_quality_difference_is_not_significant():
-    few = recommend(["a", "b"], [[1.0, 1.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 1.0]], [[5.0], [1.0]], 5)
+    slow_fast = [[5.0] * 6, [1.0] * 6]  # b really faster (p 2/64); one question's latency alone is never
+    few = recommend(["a", "b"], [[1.0, 1.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 1.0]], slow_fast, 5)
     best, fastest = few.picks[0], few.picks[1]
     assert best.label == "a" and "not significantly higher than that of b (compare: no detectable difference)" \
         in best.note
     assert fastest.label == "b" and "not significantly lower than that of a, the best quality" in fastest.note
     many = 30  # every question better by 1: p < .05, so no note
-    clear = recommend(["a", "b"], [[1.0] * many, [0.0] * many], [[1.0] * many, [0.0] * many], [[5.0], [1.0]], 5)
+    clear = recommend(["a", "b"], [[1.0] * many, [0.0] * many], [[1.0] * many, [0.0] * many], slow_fast, 5)
     assert [p.note for p in clear.picks] == [None, None, None]
 
 
@@ -107,8 +112,12 @@ def test_recommendations_after_a_run_of_several_strategies(tmp_path: Path):
 
 
 def test_compare_of_several_files_recommends(tmp_path: Path):
-    timed = [dict(r, latency_ms=ms) for r, ms in zip(A["results"], (4.0, 5.0, 6.0, 7.0), strict=True)]
-    fast = [dict(r, latency_ms=0.5) for r in B["results"]]
+    # 4 questions cannot show a latency difference (the paired test's smallest p is 2/16): the same rows
+    # twice over, under other ids, make 8 (p 2/256)
+    twice = [dict(r, question_id=r["question_id"] + s) for s in ("", "b") for r in A["results"]]
+    twice_new = [dict(r, question_id=r["question_id"] + s) for s in ("", "b") for r in B["results"]]
+    timed = [dict(r, latency_ms=ms) for r, ms in zip(twice, (4.0, 5.0, 6.0, 7.0) * 2, strict=True)]
+    fast = [dict(r, latency_ms=0.5) for r in twice_new]
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(results(timed, "base")))
     b.write_text(json.dumps(results(fast, "new")))
@@ -120,6 +129,36 @@ def test_compare_of_several_files_recommends(tmp_path: Path):
                                "mrr": pytest.approx(0.8333333), "median_latency_ms": 0.5}
     assert recs["candidates"][0]["median_latency_ms"] == 5.5
     assert "fastest       new" in run.stdout
+
+
+def test_latency_noise_picks_nothing():
+    """Four identical retrievers timed with jitter, and a clearly worse one 0.05 ms faster: no run is faster
+    beyond noise, so "fastest" and the balance's speed term pick on quality, and the line says the runs are
+    equally fast."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    n = 40
+    base = rng.uniform(0.55, 0.70, n)
+    latency = [list(base + rng.normal(0, 0.07, n)) for _ in range(4)] + [list(base - 0.05)]
+    good, worse = [1.0] * 20 + [0.0] * 20, [0.0] * 40
+    ndcg = [good] * 4 + [worse]
+    recs = recommend(["a", "b", "c", "d", "worse"], ndcg, ndcg, latency, 5)
+    picks = {p.kind: p for p in recs.picks}
+    assert picks["fastest"].label != "worse" and picks["best_balance"].label != "worse"
+    assert picks["fastest"].note.startswith("the runs are equally fast")
+    assert {c.speed for c in recs.candidates} == {1.0}
+
+
+def test_a_real_latency_difference_still_counts():
+    from components.analysis.recommendations import really_slower
+
+    fast = [1.0, 1.1, 0.9, 1.0, 1.2, 1.0, 0.95, 1.05]
+    assert really_slower([x * 1.5 for x in fast], fast)  # 50 % slower on every question: p 2/256
+    assert not really_slower([x * 1.05 for x in fast], fast)  # under the 10 % gap, however consistent
+    assert not really_slower([x + 0.4 * (-1) ** i for i, x in enumerate(fast)], fast)  # no consistent direction
+    with pytest.raises(ValueError, match="same questions"):
+        really_slower([1.0], fast)
 
 
 def test_no_recommendations_beside_only_rank_only_systems():

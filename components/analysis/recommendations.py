@@ -2,10 +2,18 @@
 of several results files): three recommendations, each with its figures.
 
 - **best quality**: the highest nDCG@k, ties broken by MRR;
-- **fastest**: the lowest median retrieval latency (of the rows' unrounded ``latency_ms``);
+- **fastest**: the lowest median retrieval latency (of the rows' unrounded ``latency_ms``), when it
+  is faster than noise (below); otherwise the runs are *equally fast* and the pick among them is the
+  best quality, which the recommendation says;
 - **best balance**: the highest balance = (quality + speed) / 2, with quality = nDCG@k / the best
   nDCG@k and speed = 1 − (latency − the lowest) / (the highest − the lowest) (1 for every run when
-  their latencies are equal; quality 0 for every run when no run has an nDCG above 0).
+  their latencies are equal; quality 0 for every run when no run has an nDCG above 0). A run whose
+  latency does not really differ from the fastest's counts the fastest's latency here (speed 1).
+
+A latency difference is *real* (:func:`really_slower`) when the slower run's median latency is at
+least :data:`LATENCY_MIN_GAP` (10 %) above the faster one's **and** the paired sign-flip test on the
+per-question latencies (the test compare uses, at α) rejects "equally fast". A gap of a few hundredths
+of a millisecond between identical retrievers is timing noise: it picks nothing.
 
 The figures are over the questions the runs share (compare's questions); rank-only reference
 systems are not candidates. Where a recommended run's nDCG@k is not significantly different from
@@ -29,6 +37,7 @@ from components.stats import statistics as S
 from components.analysis.paired import ALPHA, SAME, verdict as verdict_of
 
 QUALITY, TIE_BREAK = "ndcg_at_k", "mrr"
+LATENCY_MIN_GAP = 0.10  # a median latency at least 10 % above another's, and a paired test at α: really slower
 KINDS = {"best_quality": "best quality", "fastest": "fastest", "best_balance": "best balance"}
 _EPS = 1e-12
 
@@ -115,18 +124,48 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return float(np.mean(present)) if present else None
 
 
+def really_slower(slow: Sequence[float], fast: Sequence[float], *, alpha: float = ALPHA,
+                  seed: int = S.PERMUTATION_SEED) -> bool:
+    """Whether per-question latencies ``slow`` are really above ``fast`` (the same questions, in the same
+    order): the median at least :data:`LATENCY_MIN_GAP` higher and the paired sign-flip test's p below
+    ``alpha`` (module docstring). Raises ValueError when the two are not paired (different lengths)."""
+    if len(slow) != len(fast):
+        raise ValueError(f"latencies of {len(slow)} and {len(fast)} questions: pass the same questions' latencies")
+    low, high = _median(fast), _median(slow)
+    if low is None or high is None or high < low * (1 + LATENCY_MIN_GAP) or high - low <= _EPS:
+        return False
+    (p,) = S.sign_flip_tests(np.asarray(slow, dtype=float) - np.asarray(fast, dtype=float), seed=seed)
+    return p is not None and p < alpha
+
+
+def _equally_fast(medians: Sequence[float | None], latencies: Sequence[Sequence[float]], alpha: float,
+                  seed: int) -> set[int]:
+    """The runs whose latency does not really differ from the fastest run's (the fastest among them)."""
+    timed = [i for i, m in enumerate(medians) if m is not None]
+    if not timed:
+        return set()
+    fastest = min(timed, key=lambda i: medians[i])
+    return {i for i in timed
+            if i == fastest or not really_slower(latencies[i], latencies[fastest], alpha=alpha, seed=seed)}
+
+
 def candidates(labels: Sequence[str], ndcg: Sequence[Sequence[float | None]], mrr: Sequence[Sequence[float | None]],
-               latencies: Sequence[Sequence[float]]) -> list[Candidate]:
-    """Each run's means, median latency and normalised quality, speed and balance."""
+               latencies: Sequence[Sequence[float]], *, alpha: float = ALPHA,
+               seed: int = S.PERMUTATION_SEED) -> list[Candidate]:
+    """Each run's means, median latency and normalised quality, speed and balance (a run equally fast as
+    the fastest counts the fastest's latency in its speed)."""
     means = [_mean(v) for v in ndcg]
     medians = [_median(v) for v in latencies]
     best = max((m for m in means if m is not None), default=None)
+    same = _equally_fast(medians, latencies, alpha, seed)
     timed = [m for m in medians if m is not None]
-    low, high = (min(timed), max(timed)) if timed else (None, None)
+    low = min(timed) if timed else None
+    effective = [low if i in same else m for i, m in enumerate(medians)]
+    high = max((m for m in effective if m is not None), default=None)
     out = []
-    for label, q, r, lat in zip(labels, means, mrr, medians, strict=True):
+    for label, q, r, lat, eff in zip(labels, means, mrr, medians, effective, strict=True):
         quality = None if q is None or best is None else (q / best if best > 0 else 0.0)
-        speed = None if lat is None else (1.0 if high - low <= _EPS else 1.0 - (lat - low) / (high - low))
+        speed = None if lat is None else (1.0 if high - low <= _EPS else 1.0 - (eff - low) / (high - low))
         balance = None if quality is None or speed is None else (quality + speed) / 2
         out.append(Candidate(label, q, _mean(r), lat, quality, speed, balance))
     return out
@@ -152,7 +191,9 @@ def recommend(labels: Sequence[str], ndcg: Sequence[Sequence[float | None]], mrr
     fewer than two runs."""
     if len(labels) < 2:
         return None
-    cands = candidates(labels, ndcg, mrr, latencies)
+    cands = candidates(labels, ndcg, mrr, latencies, alpha=alpha, seed=seed)
+    same_speed = [cands[i] for i in sorted(_equally_fast([c.median_latency_ms for c in cands], latencies, alpha,
+                                                           seed))]
     result = Recommendations(k, cands)
     index = {label: i for i, label in enumerate(labels)}
 
@@ -171,6 +212,9 @@ def recommend(labels: Sequence[str], ndcg: Sequence[Sequence[float | None]], mrr
 
     quality = _first(cands, lambda c: None if c.ndcg is None else (c.ndcg, c.mrr if c.mrr is not None else -1.0))
     fastest = _first(cands, lambda c: None if c.median_latency_ms is None else -c.median_latency_ms)
+    if len(same_speed) > 1:  # no run faster beyond noise: the best quality among the equally fast
+        fastest = _first(same_speed, lambda c: (c.ndcg if c.ndcg is not None else -1.0,
+                                                c.mrr if c.mrr is not None else -1.0))
     balance = _first(cands, lambda c: c.balance)
     if quality is not None:
         alike = [c.label for c in cands if c is not quality and same_quality(quality.label, c.label)]
@@ -181,11 +225,22 @@ def recommend(labels: Sequence[str], ndcg: Sequence[Sequence[float | None]], mrr
         if pick is None:
             continue
         note = None
+        if kind == "fastest" and len(same_speed) > 1:
+            others = ", ".join(c.label for c in same_speed if c is not pick)
+            result.picks.append(Recommendation(kind, pick.label, _equally_fast_note(others, len(same_speed) == len(
+                [c for c in cands if c.median_latency_ms is not None]), k)))
+            continue
         if quality is not None and pick is not quality and same_quality(quality.label, pick.label):
             note = (f"its nDCG@{k} is not significantly lower than that of {quality.label}, the best quality "
                     f"(compare: {SAME})")
         result.picks.append(Recommendation(kind, pick.label, note))
     return result
+
+
+def _equally_fast_note(others: str, every_run: bool, k: int) -> str:
+    who = "the runs are equally fast" if every_run else f"equally fast as {others}"
+    return (f"{who}: their latency differences are within noise (under {LATENCY_MIN_GAP:.0%} or not significant "
+            f"by the paired test), so the pick among them is the best nDCG@{k}")
 
 
 def best_columns(values: Sequence[float | None], lower_is_better: bool = False) -> set[int]:

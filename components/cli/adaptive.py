@@ -15,8 +15,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "in blocks, and judging stops once every gated metric that uses grades is decided "
                         "(group-sequential test; docs/compare.md#judging-until-the-verdict-is-known)")
     p.add_argument("--fail-on", default=None, metavar="worse[:METRICS]",
-                   help="with --until-decided: the metrics gated (as for compare; default: grade, total and the pass "
-                        "rate), and exit 6 when one is decided worse")
+                   help="with --until-decided: the metrics gated (as for compare; default: the primary metric, the "
+                        "mean grade, alone), and exit 6 when one is decided worse")
     p.add_argument("--margin", action="append", default=[], metavar="METRIC=MARGIN",
                    help="with --until-decided: non-inferiority margins (as for compare, repeatable): exit 6 when the "
                         "metric is not shown non-inferior")
