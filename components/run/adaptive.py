@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import os
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -329,6 +329,16 @@ class Adaptive:
                            "prices them (their requests built, output tokens assumed)",
         }
 
+    def section(self, rows: Sequence[QuestionResult], spent: Mapping[str, Any], price: Callable[[set[str]], dict], *,
+                selected: Sequence[Question], kept: Collection[str], status: str) -> dict:
+        """The results' ``adaptive`` block of a run whose rows are ``rows``: :meth:`record` with the
+        questions left unjudged and those this session did not pay for priced by ``price`` (ids →
+        {calls, cost_usd}); ``kept``: the ids of the rows ``--resume`` took over."""
+        skipped = {r.question_id for r in rows if M.not_judged(r)}
+        paid = {r.question_id for r in rows if r.llm_grade is not None and r.question_id not in kept}
+        unpaid = {q.id for q in selected} - paid - skipped  # kept by --resume, not graded, or never reached
+        return self.record(rows, spent, price(skipped), price(unpaid), status=status, resumed=len(kept))
+
     def _verdicts(self, completed: bool) -> dict:
         raise NotImplementedError
 
@@ -477,10 +487,39 @@ def resume_options(recorded: Mapping | None, given: set[str] | frozenset[str]) -
     return out
 
 
-def start(req: Request, questions: Sequence[Question], k: int, settings=None, setups: Sequence = ()) -> Adaptive:
-    """The adaptive state of a run of ``questions`` (the baseline checked first, with the judges of
-    ``settings``/``setups`` when given)."""
-    check_baseline(req, [q.id for q in questions], k, judges_now(settings, setups) if setups else None)
+class JudgeEvery:
+    """The plan of a run that judges every question (no ``--until-decided``, no ``--target-ci``): the
+    null plan, with the hooks of :class:`Adaptive` doing nothing — the questions in their own order,
+    every one judged, no ``adaptive`` section."""
+
+    counts: tuple[int, ...] = ()  # one block: the whole run
+
+    def __init__(self, questions: Sequence[Question]) -> None:
+        self.order = list(questions)
+
+    def unjudged(self, q: Question) -> str | None:
+        return None
+
+    def on_row(self, then: Callable | None) -> Callable | None:
+        return then
+
+    def in_question_order(self, rows: Sequence[QuestionResult], questions: Sequence[Question]) -> list[QuestionResult]:
+        return list(rows)  # judged in question order already
+
+    def section(self, rows: Sequence[QuestionResult], spent: Mapping[str, Any], price: Callable[[set[str]], dict], *,
+                selected: Sequence[Question], kept: Collection[str], status: str) -> None:
+        return None
+
+
+Plan = Adaptive | JudgeEvery
+
+
+def start(req: Request | None, questions: Sequence[Question], k: int, judges: list | None = None) -> Plan:
+    """The plan of a run of ``questions``: :class:`JudgeEvery` without a request; else the adaptive
+    state, the baseline checked first (against ``judges``, :func:`judges_now`, when given)."""
+    if req is None:
+        return JudgeEvery(questions)
+    check_baseline(req, [q.id for q in questions], k, judges)
     return (UntilDecided if req.baseline is not None else TargetCI)(req, questions, k)
 
 

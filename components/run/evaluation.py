@@ -48,7 +48,7 @@ from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check
 from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
 from utils.errors import InputError
 from utils.console import escape_control
-from utils.metrics import PASS_MARK, not_judged
+from utils.metrics import PASS_MARK
 from utils.results import RETRIEVAL_ERROR, CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
 from utils.records.versions import package_versions
 
@@ -265,18 +265,17 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         rewriter = QueryRewriter(setup.rewriter_provider.model(setup.rewriter))
     if judging.members and order_check:
         raise InputError("--order-check is not made with a panel of judges: run it with one judge")
-    plan = adaptive_run.start(adaptive, selected, k, judging.settings, [j.setup for j in judging.members] or [setup]) \
-        if adaptive is not None else None  # the baseline checked before any judge call
+    plan = adaptive_run.start(adaptive, selected, k,  # the baseline checked before any judge call
+                              adaptive_run.judges_now(judging.settings, [j.setup for j in judging.members] or [setup]))
     loop = BenchmarkLoop(prepared.retriever, judging.judge, k=k, rewriter=rewriter, should_stop=should_stop,
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
                          repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
                          retry_wait_max_s=settings.retry_wait_max_s,
-                         on_row=plan.on_row(on_row) if plan is not None else on_row, concurrency=concurrency,
+                         on_row=plan.on_row(on_row), concurrency=concurrency,
                          order_check=order_check_sample(selected, order_check, order_check_seed),
                          retrieval_timeout=retrieval_timeout,
                          panel=panel_run.loop_panel(judging, panel_aggregate, context.panel_kept)
-                         if judging.members else None, repeat_rule=rule,
-                         **({"unjudged": plan.unjudged} if plan is not None else {}))
+                         if judging.members else None, repeat_rule=rule, unjudged=plan.unjudged)
     started = now()
     status = "completed"
     try:
@@ -285,11 +284,10 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
             from components.run.panel.batch import run_panel_batch
 
             (run_panel_batch if judging.members else run_batch)(
-                loop, plan.order if plan is not None else selected, context.done, context.batch,
-                context.previous_batches, grouped=context.grouped or contextlib.nullcontext,
-                blocks=plan.counts if plan is not None else ())
+                loop, plan.order, context.done, context.batch,
+                context.previous_batches, grouped=context.grouped or contextlib.nullcontext, blocks=plan.counts)
         else:
-            loop.run(plan.order if plan is not None else selected, context.done)
+            loop.run(plan.order, context.done)
         if not should_stop() and context.batch is None:
             loop.retry_transient()
     except KeyboardInterrupt:
@@ -350,23 +348,18 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
         judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None,
         configuration=context.configuration or (strategy.configuration if strategy is not None else None),
         question_set=qset.about or None)
-    rows = plan.in_question_order(loop.results, selected) if plan is not None else loop.results
+    rows = plan.in_question_order(loop.results, selected)
     result = build_report(run, rows, index_time_s=round(prepared.index_s, 3), group_by=group_by,
                           relevance=judging.relevance is not None, diagnosed=judging.diagnoser is not None)
     if judging.members:
         result.panel = panel_run.section(judging, loop, result.rows, k)
         for line in panel_run.unusable_lines(loop, result.rows):
             logger.warning("{}", line)
-    if plan is not None:
-        skipped = {r.question_id for r in result.rows if not_judged(r)}
-        paid = {r.question_id for r in result.rows if r.llm_grade is not None and r.question_id not in context.done}
-        unpaid = {q.id for q in selected} - paid - skipped  # kept by --resume, not graded, or never reached
-        pricing = (selected, prepared.retriever, k, judging, judge_repeats)
-        result.adaptive = plan.record(
-            result.rows, {"calls": loop.judge_usage.calls, "cost_usd": loop.judge_usage.cost_usd},
-            adaptive_run.priced(skipped, *pricing, batch=context.batch is not None),
-            adaptive_run.priced(unpaid, *pricing, batch=context.batch is not None),
-            status=status, resumed=len(context.done))
+    result.adaptive = plan.section(
+        result.rows, {"calls": loop.judge_usage.calls, "cost_usd": loop.judge_usage.cost_usd},
+        lambda ids: adaptive_run.priced(ids, selected, prepared.retriever, k, judging, judge_repeats,
+                                        batch=context.batch is not None),
+        selected=selected, kept=context.done.keys(), status=status)
     if failure is not None and not (judging.members and loop.rewriter_failure is None):  # a panel said so above
         logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
                      "query rewriter", failure)
