@@ -180,14 +180,6 @@ def _judges_of(info) -> list[tuple[str | None, str, str | None]]:
     return [(None, info.provider, info.model)]
 
 
-def judges_now(settings, setups: Sequence) -> list[tuple[str | None, str, str | None]]:
-    """(name, provider, model) of each judge of this run (model None: the judge calls no model)."""
-    if settings.panel:
-        return [(m.name, m.spec.provider, m.spec.model) for m in settings.panel]
-    setup = setups[0]
-    return [(None, setup.judge_provider.name, setup.judge.model if setup.judge is not None else None)]
-
-
 def _same_judges(recorded: list, now: list) -> bool:
     if len(recorded) != len(now):
         return False
@@ -201,7 +193,7 @@ def _shown(judges: list) -> str:
 
 def check_baseline(req: Request, question_ids: Sequence[str], k: int, judges: list | None = None) -> None:
     """The baseline of ``--until-decided`` against this run: the same question ids, every one
-    graded, the same k, grading prompt and judge or panel (``judges``: :func:`judges_now`; None:
+    graded, the same k, grading prompt and judge or panel (``judges``: :meth:`components.run.judges.Judges.judges_now`; None:
     not checked yet). Raises :class:`InputError` naming the difference."""
     base = req.baseline
     if base is None:
@@ -516,7 +508,7 @@ Plan = Adaptive | JudgeEvery
 
 def start(req: Request | None, questions: Sequence[Question], k: int, judges: list | None = None) -> Plan:
     """The plan of a run of ``questions``: :class:`JudgeEvery` without a request; else the adaptive
-    state, the baseline checked first (against ``judges``, :func:`judges_now`, when given)."""
+    state, the baseline checked first (against ``judges``, :meth:`components.run.judges.Judges.judges_now`, when given)."""
     if req is None:
         return JudgeEvery(questions)
     check_baseline(req, [q.id for q in questions], k, judges)
@@ -531,13 +523,5 @@ def priced(ids: set[str], questions: Sequence[Question], retriever, k: int, judg
     todo = [q for q in questions if q.id in ids]
     if not todo:
         return {"calls": 0, "cost_usd": 0.0}
-    relevance = judging.relevance is not None
-    if judging.members:
-        from components.run.panel.estimate import estimate_panel
-
-        est = estimate_panel(retriever, todo, k, judging, repeats=repeats, relevance=relevance)
-    else:
-        from components.run.estimate import estimate
-
-        est = estimate(retriever, todo, k, judging.setup, repeats=repeats, relevance=relevance)
+    est = judging.kind.estimate(retriever, todo, k, judging, repeats=repeats, relevance=judging.relevance is not None)
     return {"calls": sum(r.calls for r in est.roles), "cost_usd": est.usd_batch if batch else est.usd}

@@ -45,8 +45,8 @@ from components.judges.settings import Settings
 from components.readers import load_questions
 from components.run import repeat_where
 from components.run import adaptive as adaptive_run
-from components.run.panel import run as panel_run
-from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
+from components.run.evaluation import (Judging, RunContext, check_budget, evaluate, judges_kind, prepare,
+                                       selected_questions)
 from components.run.file_names import strategy_file_names, strategy_results_path
 from components.run.journal import Journal, read_rows
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
@@ -346,13 +346,13 @@ class BenchmarkRun:
             raise InputError("--resume continues one run: give the one --strategy it was run with")
         else:
             previous = {strategies[0].name: (o.resume, read_rows(o.resume))} if o.resume else {}
-        setups = panel_run.check_judges(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
+        kind = judges_kind(settings)
+        setups = kind.check(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
         if o.adaptive is not None:  # the baseline, before any work (components/run/adaptive.py)
-            adaptive_run.check_baseline(o.adaptive, [q.id for q in questions], o.k,
-                                        adaptive_run.judges_now(settings, setups))
+            adaptive_run.check_baseline(o.adaptive, [q.id for q in questions], o.k, kind.judges_now(settings, setups))
         if o.max_cost_usd is not None:  # a budget that cannot pay for one call is refused before any work
             check_budget(o.max_cost_usd, setups, rewrites=any(s.rewrites_queries for s in strategies),
-                         names=[m.name for m in settings.panel] if settings.panel else ())
+                         names=kind.budget_names(settings))
         return strategies, qset, questions, previous, setups
 
     # ------------------------------------------------------------------ the whole command
@@ -360,8 +360,7 @@ class BenchmarkRun:
     def execute(self) -> list[RunResult]:
         strategies, qset, questions, previous, setups = self._prepare()
         setup = setups[0]
-        for line in panel_run.console_lines(self.settings, setups, self.o.panel_aggregate) if self.settings.panel \
-                else [setup.console_line(self.settings)]:
+        for line in judges_kind(self.settings).console_lines(self.settings, setups, self.o.panel_aggregate):
             logger.info("{}", line)
         labels = unique_labels([s.name for s in strategies])
         file_names = dict(zip(labels, strategy_file_names(labels), strict=True))
@@ -424,27 +423,21 @@ class BenchmarkRun:
     def _estimate(self, strategy: Strategy, label: str, prepared, judging: Judging, questions: list, previous):
         """The cost estimate of this strategy's run (components/run/estimate.py): its requests built,
         nothing sent to the judge; the rows ``--resume`` keeps are left out."""
-        from components.run.estimate import estimate
         from components.run.evaluation import order_check_sample
 
         kept = set(self._kept(previous[1][1])[0]) if previous else set()
         todo = [q for q in questions if q.id not in kept]
-        if judging.members:
-            from components.run.panel.estimate import estimate_panel
-
-            return estimate_panel(prepared.retriever, todo, self.o.k, judging, strategy=label,
-                                  repeats=self.o.judge_repeats, relevance=judging.relevance is not None,
-                                  rewrites=strategy.rewrites_queries)
-        return estimate(prepared.retriever, todo, self.o.k, judging.setup, strategy=label,
-                        repeats=self.o.judge_repeats, order_check=order_check_sample(questions, self.o.order_check),
-                        relevance=judging.relevance is not None, rewrites=strategy.rewrites_queries)
+        return judging.kind.estimate(prepared.retriever, todo, self.o.k, judging, strategy=label,
+                                     repeats=self.o.judge_repeats,
+                                     order_check=order_check_sample(questions, self.o.order_check),
+                                     relevance=judging.relevance is not None, rewrites=strategy.rewrites_queries)
 
     def _run_strategy(self, strategy: Strategy, label: str, prepared, judging: Judging, qset: QuestionSet,
                       questions: list, previous, *, several: bool, max_cost: float | None,
                       file_name: str) -> RunResult:
         """``previous``: ``(--resume file, what it holds)`` of this strategy, or None."""
         o = self.o
-        if max_cost is not None and any(j.setup.calls_models for j in judging.members or [judging]):
+        if max_cost is not None and any(j.setup.calls_models for j in judging.seats):
             # before the first judge call
             self._check_budget(strategy, label, prepared, judging, questions, previous, max_cost)
         runs_dir = o.output.parent / RUNS_FOLDER
@@ -459,7 +452,7 @@ class BenchmarkRun:
                     "repeats": o.judge_repeats, "repeat_where": o.repeat_where,
                     "selection": {"limit": o.limit, "ids": o.ids},
                     "configuration": strategy.configuration, "output": os.path.abspath(o.output),
-                    **(panel_run.identity(self.settings, o.panel_aggregate) if judging.members else {}),
+                    **judging.kind.identity(self.settings, o.panel_aggregate),
                     **({"adaptive": o.adaptive.identity()} if o.adaptive is not None else {})}
         done, previous_batches = self._resumed(identity, previous, questions)
         journal_path = runs_dir / f"{run_id}.journal.jsonl"
@@ -476,19 +469,13 @@ class BenchmarkRun:
                 return BatchJudge(setup.judge_provider.batch_api(setup.judge), should_stop=self.should_stop,
                                   record=journal.append, deferred=self.deferred_signals,
                                   schedule=PollSchedule(max_s=self.settings.batch_poll_max_s), judge=name)
-            if judging.members:  # a panel: each judge's own batches (components/run/panel/batch.py)
-                from components.run.panel.batch import PanelBatch
-
-                batch = PanelBatch({m.name: engine(j.setup, m.name)
-                                    for m, j in zip(self.settings.panel, judging.members)})
-            else:
-                batch = engine(judging.setup)
+            batch = judging.kind.batch(judging, self.settings, engine)  # a panel: each judge's own batches
         context = RunContext(
             id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir),
             output=os.path.abspath(o.output), done=done,
             resumed_from=str(previous[0]) if previous else None, batch=batch, previous_batches=previous_batches,
             grouped=journal.grouped, questions_file=str(o.questions), quick=o.limit == 5 and not o.ids,
-            panel_kept=self._kept(previous[1][1])[1] if previous and judging.members else {},
+            panel_kept=self._kept(previous[1][1])[1] if previous else {},
             selection={"limit": o.limit, "ids": o.ids,
                        **({"order_check": {"sample": o.order_check, "seed": 0}} if o.order_check else {})},
             log_file=str(o.log_file) if o.log_file else None, configuration=strategy.configuration)
@@ -524,7 +511,7 @@ class BenchmarkRun:
         calls = sum(r.calls for r in est.roles)
         prompt = sum(r.input_tokens for r in est.roles) // calls if calls else 0
         worst = [worst_usd(s.judge_provider.model(s.judge), prompt)  # the dearest judge's call, a panel's too
-                 for s in [j.setup for j in judging.members] or [judging.setup] if s.judge is not None]
+                 for s in [j.setup for j in judging.seats] if s.judge is not None]
         reserve = max(worst) if calls and worst else None
         warning = over_budget(est, max_cost, reserve)
         if warning:
@@ -535,10 +522,8 @@ class BenchmarkRun:
 
     def _kept(self, rows: dict) -> tuple[dict, dict]:
         """``--resume``: the rows taken over as they are (graded; in a panel, by every judge) and, in a
-        panel, the grades kept of the others (:func:`components.run.panel.run.kept_grades`)."""
-        if self.settings.panel:
-            return panel_run.kept_grades(rows, [m.name for m in self.settings.panel])
-        return {qid: row for qid, row in rows.items() if row.llm_grade is not None}, {}
+        panel, the grades kept of the others (:meth:`components.run.panel.judges.Panel.kept`)."""
+        return judges_kind(self.settings).kept(rows, self.settings)
 
     def _resumed(self, identity: dict, previous, questions: list) -> tuple[dict[str, QuestionResult], list]:
         """With ``--resume``: the rows kept (the graded ones) and the batches recorded, once the file
