@@ -99,6 +99,35 @@ class Request:
             return {"target_ci": dict(self.targets), "seed": self.seed}
         return {"until_decided": self.baseline_file, "gated": dict(self.gated), "gate": self.gate, "seed": self.seed}
 
+    def journal(self) -> dict:
+        """What the journal's header adds to the resume identity."""
+        return {"adaptive": self.identity()}
+
+    def plan(self, questions: Sequence[Question], k: int, judges: list | None = None) -> Adaptive:
+        """The adaptive state of a run of ``questions``, the baseline checked first (against ``judges``)."""
+        check_baseline(self, [q.id for q in questions], k, judges)
+        return (UntilDecided if self.baseline is not None else TargetCI)(self, questions, k)
+
+
+@dataclass(frozen=True)
+class JudgeAll:
+    """The request of a run that judges every question (no ``--until-decided``, no ``--target-ci``):
+    the null request, whose plan is :class:`JudgeEvery`."""
+
+    baseline: None = None
+
+    def identity(self) -> None:
+        return None
+
+    def journal(self) -> dict:
+        return {}
+
+    def plan(self, questions: Sequence[Question], k: int, judges: list | None = None) -> JudgeEvery:
+        return JudgeEvery(questions)
+
+
+JUDGE_ALL = JudgeAll()
+
 
 def parse_target_ci(text: str | float | Mapping[str, float]) -> dict[str, float]:
     """``--target-ci``: ``0.3`` (the mean grade's half-width) or ``grade=0.3,pass7=5`` (each metric
@@ -174,9 +203,9 @@ def _baseline(value: RunResult | str | os.PathLike | Mapping) -> tuple[RunResult
 
 def _judges_of(info) -> list[tuple[str | None, str, str | None]]:
     """(name, provider, model) of each judge a results file recorded (a panel: its judges)."""
-    panel = info.details.get("judges")
-    if isinstance(panel, list) and panel:
-        return [(j.get("name"), j.get("provider"), j.get("model")) for j in panel if isinstance(j, Mapping)]
+    listed = info.details.get("judges")
+    if isinstance(listed, list) and listed:
+        return [(j.get("name"), j.get("provider"), j.get("model")) for j in listed if isinstance(j, Mapping)]
     return [(None, info.provider, info.model)]
 
 
@@ -506,13 +535,11 @@ class JudgeEvery:
 Plan = Adaptive | JudgeEvery
 
 
-def start(req: Request | None, questions: Sequence[Question], k: int, judges: list | None = None) -> Plan:
-    """The plan of a run of ``questions``: :class:`JudgeEvery` without a request; else the adaptive
-    state, the baseline checked first (against ``judges``, :meth:`components.run.judges.Judges.judges_now`, when given)."""
-    if req is None:
-        return JudgeEvery(questions)
-    check_baseline(req, [q.id for q in questions], k, judges)
-    return (UntilDecided if req.baseline is not None else TargetCI)(req, questions, k)
+def start(req: Request | JudgeAll | None, questions: Sequence[Question], k: int, judges: list | None = None) -> Plan:
+    """The plan of a run of ``questions``: :class:`JudgeEvery` without a request (None: :data:`JUDGE_ALL`);
+    else the adaptive state, the baseline checked first (against ``judges``,
+    :meth:`components.run.judges.Judges.judges_now`, when given)."""
+    return (req or JUDGE_ALL).plan(questions, k, judges)
 
 
 def priced(ids: set[str], questions: Sequence[Question], retriever, k: int, judging, repeats: int,

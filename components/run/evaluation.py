@@ -34,23 +34,19 @@ from components.core.questions import check_needles
 from components.judges.chunk_relevance import RELEVANCE_PROMPT_SHA256
 from components.judges.providers import ModelChoice, provider_packages
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256
-from components.judges.panel import choose
 from components.judges.settings import Settings
 from components.judges.setup import JudgeSetup, make_judge, relevance_judge
 from components.readers import load_questions
 from components.readers.questions_json import parse_questions
 from components.run import adaptive as adaptive_run
 from components.run.benchmark_loop import BenchmarkLoop
-from components.run.calls.concurrency import check_concurrency
-from components.run.judges import Judges, OneJudge
-from components.run.panel.judges import Panel
-from components.run.repeat_where import ALL, repeat_rule
+from components.run.judges import Judges
+from components.run.panel.judges import judges_kind
 from components.run.retrieval.index_cache import PreparedIndex, prepare_index
-from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check_retrieval_timeout
+from components.run.spec import RunSpec
 from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
 from utils.errors import InputError
 from utils.console import escape_control
-from utils.metrics import PASS_MARK
 from utils.results import RETRIEVAL_ERROR, CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
 from utils.records.versions import package_versions
 
@@ -99,7 +95,7 @@ class Judging:
     @property
     def seats(self) -> list[Judging]:
         """Each judge's own ``Judging``, in order (the one judge: this one)."""
-        return self.members or [self]
+        return self.kind.seats(self)
 
     def annotate(self, q: Question, chunks: Sequence[Chunk], row: QuestionResult) -> dict:
         """What the diagnosis adds to a row: where the answer lived, and why a miss missed."""
@@ -149,12 +145,7 @@ class RunContext:
     selection: dict = field(default_factory=dict)
     log_file: str | None = None
     configuration: dict | None = None  # --suite: the configuration run (run.configuration)
-
-
-def judges_kind(settings: Settings) -> type[Judges]:
-    """The judge side ``settings`` name: :class:`Panel` for a panel of judges (``--judges``), else
-    :class:`OneJudge` (:func:`components.judges.panel.choose`: the one place the two are told apart)."""
-    return choose(settings, OneJudge, Panel)
+    checked: bool = False  # the run's spec was checked already (RunSpec.check), before any work
 
 
 def load_judging(settings: Settings, chunks: Sequence[Chunk], *, rewrites_queries: bool = False,
@@ -237,69 +228,66 @@ def _prepared(factory: Callable[[], Retriever], label: str, corpus: Any, cache_d
 
 
 def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: Any, corpus: Any = None, *,
-             k: int = 5, judging: Judging | None = None, settings: Settings | None = None, name: str | None = None,
-             judge_repeats: int = 1, chunk_relevance: bool | None = None, max_cost_usd: float | None = None,
-             group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: Path | None = None,
-             rewrites_queries: bool | None = None, concurrency: int = 1,
-             order_check: int | bool | None = None, order_check_seed: int = 0,
-             retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S, panel_aggregate: str = "median",
-             repeat_where: str = ALL, pass_marks: Sequence[float] = (PASS_MARK,),
+             spec: RunSpec | None = None, judging: Judging | None = None, settings: Settings | None = None,
+             name: str | None = None, rewrites_queries: bool | None = None,
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
-             should_stop: Callable[[], bool] | None = None, context: RunContext | None = None,
-             adaptive: Any = None) -> RunResult:
-    """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
+             should_stop: Callable[[], bool] | None = None, context: RunContext | None = None) -> RunResult:
+    """Evaluate ``retriever`` on ``questions`` over ``corpus`` with the options of ``spec`` and return
+    the typed result.
 
     See :func:`components.api.evaluate` for the arguments; ``judging`` (built once, see
     :func:`load_judging`) and ``context`` are how the command line shares its judge across
     strategies and adds its journal, resume and batch. Raises :class:`InputError` for bad input
-    (before any judge call); a KeyboardInterrupt during the loop ends the run ``interrupted``
-    with what was finished."""
+    (before any indexing or judge call: ``spec`` is checked first, unless ``context.checked``); a
+    KeyboardInterrupt during the loop ends the run ``interrupted`` with what was finished."""
     should_stop = should_stop or (lambda: False)
     context = context or RunContext()
-    check_concurrency(concurrency)
-    check_retrieval_timeout(retrieval_timeout)
-    rule = repeat_rule(repeat_where, judge_repeats, pass_marks, panel_aggregate)
-    qset, selected = questions_from(questions)
+    spec = spec or RunSpec()
     settings = settings or (judging.settings if judging is not None else Settings.from_env({}))
-    strategy, prepared, label = _strategy_index(retriever, qset, corpus, cache_dir, name)
+    if not context.checked:
+        spec.check(settings)
+    rule, k = spec.rule(), spec.k
+    qset, selected = questions_from(questions)
+    strategy, prepared, label = _strategy_index(retriever, qset, corpus, spec.cache_dir, name)
     rewrites = rewrites_queries if rewrites_queries is not None else bool(strategy and strategy.rewrites_queries)
     if judging is None:
-        judging = load_judging(settings, prepared.chunks, rewrites_queries=rewrites, chunk_relevance=chunk_relevance,
-                               diagnose=prepared.source != RECORDED_SOURCE)
+        judging = load_judging(settings, prepared.chunks, rewrites_queries=rewrites,
+                               chunk_relevance=spec.chunk_relevance, diagnose=prepared.source != RECORDED_SOURCE)
     kind = judging.kind
-    if max_cost_usd is not None:  # before the first call
-        check_budget(max_cost_usd, [j.setup for j in judging.seats], rewrites=rewrites,
+    if spec.max_cost_usd is not None:  # before the first call
+        check_budget(spec.max_cost_usd, [j.setup for j in judging.seats], rewrites=rewrites,
                      names=kind.budget_names(judging.settings))
     rewriter = _rewriter(judging.setup, rewrites)
-    kind.check_options(order_check=order_check)
-    plan = adaptive_run.start(adaptive, selected, k,  # the baseline checked before any judge call
+    plan = adaptive_run.start(spec.adaptive, selected, k,  # the baseline checked before any judge call
                               kind.judges_now(judging.settings, [j.setup for j in judging.seats]))
     loop = BenchmarkLoop(prepared.retriever, None, k=k, rewriter=rewriter, should_stop=should_stop,
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
-                         repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
+                         repeats=spec.judge_repeats, max_cost_usd=spec.max_cost_usd, keep_text=spec.keep_text,
                          retry_wait_max_s=settings.retry_wait_max_s, on_row=plan.on_row(on_row),
-                         concurrency=concurrency, order_check=order_check_sample(selected, order_check, order_check_seed),
-                         retrieval_timeout=retrieval_timeout, judges=kind.start(judging, panel_aggregate,
-                                                                                context.panel_kept),
+                         concurrency=spec.concurrency,
+                         order_check=order_check_sample(selected, spec.order_check, spec.order_check_seed),
+                         retrieval_timeout=spec.retrieval_timeout,
+                         judges=kind.start(judging, spec.panel_aggregate, context.panel_kept),
                          repeat_rule=rule, unjudged=plan.unjudged)
     started = now()
     status = _status(_drive(loop, plan, context, should_stop), loop, context, selected)
-    run = _run_info(loop, judging, context, rule, judge_repeats, rewriter is not None)
+    run = _run_info(loop, judging, context, rule, spec.judge_repeats, rewriter is not None)
     run = replace(run, started_at=started, finished_at=now(), status=status, strategy=label, k=k,
                   questions_file=context.questions_file or qset.path, questions_sha256=qset.sha256,
                   qrels_file=qset.qrels,
                   corpus=CorpusInfo(prepared.source, prepared.documents, len(prepared.chunks), prepared.sha256),
-                  max_cost_usd=max_cost_usd, index=prepared.index_info, question_set=qset.about or None,
-                  configuration=context.configuration or (strategy.configuration if strategy is not None else None))
+                  max_cost_usd=spec.max_cost_usd, index=prepared.index_info, question_set=qset.about or None,
+                  configuration=context.configuration or (strategy.configuration if strategy is not None else None),
+                  spec=spec.to_json())
     result = build_report(run, plan.in_question_order(loop.results, selected), index_time_s=round(prepared.index_s, 3),
-                          group_by=group_by, relevance=judging.relevance is not None,
+                          group_by=spec.group_by, relevance=judging.relevance is not None,
                           diagnosed=judging.diagnoser is not None)
     result.panel = loop.judges.section(result.rows, k)
     for line in loop.judges.unusable_lines(result.rows):
         logger.warning("{}", line)
     result.adaptive = plan.section(
         result.rows, {"calls": loop.judge_usage.calls, "cost_usd": loop.judge_usage.cost_usd},
-        lambda ids: adaptive_run.priced(ids, selected, prepared.retriever, k, judging, judge_repeats,
+        lambda ids: adaptive_run.priced(ids, selected, prepared.retriever, k, judging, spec.judge_repeats,
                                         batch=context.batch is not None),
         selected=selected, kept=context.done.keys(), status=status)
     failure = loop.judges.failure_to_log(loop)

@@ -116,15 +116,17 @@ class Judges:
 
     # ------------------------------------------------------------------ one question
 
-    def grade(self, loop, p: Partial, chunks: list[Chunk], members: Sequence[LoopJudge] | None = None) -> None:
-        """Every judge (or ``members``: the retry pass) grades ``p``, in order; a judge whose grade
-        ``--resume`` kept is not called. Under ``--repeat-where uncertain`` each judge grades once,
-        then again only when the rule asks. Then their grades become the question's (:meth:`settle`)
-        and, with ``--order-check``, the first judge grades the chunks in reverse order."""
+    def grade(self, loop, p: Partial, chunks: list[Chunk]) -> None:
+        """Every judge grades ``p``, in order; a judge whose grade ``--resume`` kept is not called
+        (:meth:`grade_by`)."""
         kept = self.resumed.get(p.q.id, {})
-        if members is None:
-            p.by_judge.update({m.name: kept[m.name] for m in self.members if m.name in kept})
-        todo = list(members) if members is not None else [m for m in self.members if m.name not in kept]
+        p.by_judge.update({m.name: kept[m.name] for m in self.members if m.name in kept})
+        self.grade_by(loop, p, chunks, [m for m in self.members if m.name not in kept])
+
+    def grade_by(self, loop, p: Partial, chunks: list[Chunk], todo: Sequence[LoopJudge]) -> None:
+        """The judges of ``todo`` grade ``p``, in order. Under ``--repeat-where uncertain`` each judge
+        grades once, then again only when the rule asks. Then their grades become the question's
+        (:meth:`settle`) and, with ``--order-check``, the first judge grades the chunks in reverse order."""
         grades = self.grade_lists(p, todo)
         costs = {m.name: self.calls(loop, p, chunks, loop.repeat_rule.first_calls(loop.repeats), grades[m.name], m)
                  for m in todo}
@@ -209,14 +211,14 @@ class Judges:
         return True
 
     def regrade(self, loop, p: Partial, chunks: list[Chunk]) -> bool:
-        """The retry pass's grading of ``p``; whether it brought a grade."""
-        members = self.retried(loop, p)
-        if not members:
+        """The retry pass's grading of ``p`` (by :meth:`retried`); whether it brought a grade."""
+        todo = self.retried(loop, p)
+        if not todo:
             return False
-        self.grade(loop, p, chunks, members)
-        return self.regraded(p, members)
+        self.grade_by(loop, p, chunks, todo)
+        return self.regraded(p, todo)
 
-    def regraded(self, p: Partial, members: Sequence[LoopJudge]) -> bool:
+    def regraded(self, p: Partial, todo: Sequence[LoopJudge]) -> bool:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ the run's record
@@ -268,7 +270,7 @@ class OneJudge(Judges):
     def can_retry(self) -> bool:
         return self.failure is None and self.rate_limited is None
 
-    def regraded(self, p: Partial, members: Sequence[LoopJudge]) -> bool:
+    def regraded(self, p: Partial, todo: Sequence[LoopJudge]) -> bool:
         return p.grade is not None and p.grade.grade is not None
 
     def run_judge(self, judging, repeats: int) -> JudgeInfo:
@@ -286,6 +288,11 @@ class OneJudge(Judges):
         from components.judges.setup import check_models
 
         return [check_models(settings, rewrites_queries=rewrites_queries)]
+
+    @staticmethod
+    def seats(judging) -> list:
+        """Each judge's own ``Judging`` (:class:`~components.run.evaluation.Judging`): the one judge's."""
+        return [judging]
 
     @staticmethod
     def budget_names(settings) -> list[str]:

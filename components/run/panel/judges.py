@@ -20,7 +20,8 @@ from components.analysis.panel import PANEL_PROVIDER
 from components.core import Chunk
 from components.judges.retrieval_grader import PROMPT_SHA256, REFERENCE_FREE_PROMPT_SHA256, GradeResult, prompt_variant
 from components.run.judge import LoopJudge
-from components.run.judges import Judges
+from components.judges.panel import choose
+from components.run.judges import Judges, OneJudge
 from components.run.panel.grading import MEDIAN, judge_grade, panel_outcome, transient
 from components.run.partial import Partial, combine_grades
 from utils.errors import InputError
@@ -61,8 +62,8 @@ class Panel(Judges):
     def wants_retry(self, loop, p: Partial, row: QuestionResult) -> bool:
         return bool(self.retried(loop, p))
 
-    def regraded(self, p: Partial, members: Sequence[LoopJudge]) -> bool:
-        return any(p.by_judge[m.name].grade is not None for m in members)
+    def regraded(self, p: Partial, todo: Sequence[LoopJudge]) -> bool:
+        return any(p.by_judge[m.name].grade is not None for m in todo)
 
     def run_judge(self, judging, repeats: int) -> JudgeInfo:
         judges = []
@@ -111,6 +112,10 @@ class Panel(Judges):
         return check_panel(settings, rewrites_queries=rewrites_queries)
 
     @staticmethod
+    def seats(judging) -> list:
+        return list(judging.members)
+
+    @staticmethod
     def budget_names(settings) -> list[str]:
         return [m.name for m in settings.panel]
 
@@ -118,7 +123,7 @@ class Panel(Judges):
     def check_options(*, order_check: object = None) -> None:
         """``--order-check`` is refused: it is made with one judge."""
         if order_check:
-            raise InputError("--order-check is not made with a panel of judges: run it with one judge")
+            raise InputError("--order-check is not made with a panel of judges (--judges): run it with one judge")
 
     @staticmethod
     def judges_now(settings, setups: Sequence) -> list[tuple[str | None, str, str | None]]:
@@ -145,11 +150,11 @@ class Panel(Judges):
         """``--resume`` of a panel run: ``(done, kept)`` — the rows every judge graded (taken over as
         they are) and, for the others, the grades of the judges that did grade them (question id →
         judge → grade: those judges are not called again)."""
-        judges = [m.name for m in settings.panel]
+        names = [m.name for m in settings.panel]
         done, kept = {}, {}
         for qid, row in rows.items():
-            graded = {n: g for n, g in (row.grades_by_judge or {}).items() if n in judges and g.grade is not None}
-            if len(graded) == len(judges):
+            graded = {n: g for n, g in (row.grades_by_judge or {}).items() if n in names and g.grade is not None}
+            if len(graded) == len(names):
                 done[qid] = row
             elif graded:
                 kept[qid] = graded
@@ -169,3 +174,10 @@ class Panel(Judges):
         from components.run.panel.batch import PanelBatch
 
         return PanelBatch({m.name: engine(j.setup, m.name) for m, j in zip(settings.panel, judging.members, strict=True)})
+
+
+def judges_kind(settings) -> type[Judges]:
+    """The judge side ``settings`` name: :class:`Panel` for a panel of judges (``--judges``), else
+    :class:`~components.run.judges.OneJudge` (:func:`components.judges.panel.choose`: the one place the
+    two are told apart)."""
+    return choose(settings, OneJudge, Panel)
