@@ -549,6 +549,7 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
         check_resume_repeats({}, done or {}, loop.repeats)
     loop.begin()
     loop.judges.batch_mode()
+    loop.judges.first.batch = judge  # the judge's own engine
     done = typed_rows(done)
     items: list[_Item] = []
     n = len(questions)

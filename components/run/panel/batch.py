@@ -55,6 +55,8 @@ def run_panel_batch(loop: Any, questions: Sequence[Question], done: Mapping | No
     as :func:`components.run.calls.judge_batch.run_batch` for one judge (``blocks`` too)."""
     loop.begin()
     loop.judges.batch_mode()
+    for member in loop.judges.members:  # each judge's own engine
+        member.batch = batch.judges[member.name]
     done = typed_rows(done)
     kept = loop.judges.resumed
     wanted = {q.id for q in questions if q.id not in done}
@@ -74,14 +76,14 @@ def run_panel_batch(loop: Any, questions: Sequence[Question], done: Mapping | No
                                 recovered=False) for it in waiting if member.name not in kept.get(it.q.id, {})]
                 per_judge.setdefault(member.name, {}).update({it.q.id: it for it in mine})
                 if mine:
-                    _grade(loop, batch.judges[member.name], mine, adopted=bool(owned[member.name]),
+                    _grade(loop, member.batch, mine, adopted=bool(owned[member.name]),
                            settled=set(done), member=member)
             more = more_repeats(loop, waiting, lambda it: _first_grades(loop, it, per_judge))  # --repeat-where uncertain
             in_block = {it.q.id for it in waiting}
             for member in loop.judges.members if more else ():
                 mine = {q: it for q, it in per_judge.get(member.name, {}).items() if q in in_block}
                 if any(q in mine for q in more):
-                    _round(loop, batch.judges[member.name], list(mine.values()), [mine[q] for q in more if q in mine],
+                    _round(loop, member.batch, list(mine.values()), [mine[q] for q in more if q in mine],
                            more, set(done), member)
             with grouped():
                 for it in block:
