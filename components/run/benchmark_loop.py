@@ -138,7 +138,7 @@ class BenchmarkLoop:
         self.longest_retry_after = 0.0
         self.concurrency = concurrency  # checked by the run's spec (RunSpec.check) before any work
         self.order_check = frozenset(order_check)  # question ids graded again with the chunks reversed
-        self.gate: Gate | None = None  # with concurrency > 1: every LLM call passes it (components/run/calls/concurrency.py)
+        self.gate: Gate | None = None  # concurrency > 1: every LLM call passes it (components/run/calls/concurrency.py)
         self._lock = threading.RLock()  # the loop's shared state, when judge calls run in worker threads
 
     @property

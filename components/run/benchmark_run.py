@@ -397,7 +397,8 @@ class BenchmarkRun:
         """Load, chunk and index through the index cache; the needles are checked before anything
         is chunked. Progress is drawn on a terminal while it takes more than 2 s."""
         with Progress("indexing", None, sys.stderr, delay=2.0) as bar, bar.heartbeat():
-            prepared, _ = prepare(source_for(strategy, qset, self.o.corpus), self.o.corpus, cache_dir=self.o.spec.cache_dir,
+            prepared, _ = prepare(source_for(strategy, qset, self.o.corpus), self.o.corpus,
+                                  cache_dir=self.o.spec.cache_dir,
                                   check_ids=lambda ids, source: check_needles(qset, ids, source))
         return prepared
 
@@ -426,7 +427,8 @@ class BenchmarkRun:
         run_id = new_run_id(file_name, runs_dir)
         judge_model = getattr(judging.judge, "model", judging.setup.judge_provider.name)
         identity = {"run_id": run_id, "questions_sha256": qset.sha256, "corpus_sha256": prepared.sha256,
-                    "strategy": strategy.name, "k": o.spec.k, "judge_model": judge_model, "prompt_sha256": PROMPT_SHA256,
+                    "strategy": strategy.name, "k": o.spec.k, "judge_model": judge_model,
+                    "prompt_sha256": PROMPT_SHA256,
                     "relevance_prompt_sha256": RELEVANCE_PROMPT_SHA256 if judging.relevance is not None else None,
                     "questions_file": qset.path, "qrels_file": qset.qrels, "corpus": prepared.source,
                     "judge_provider": judging.setup.judge_provider.name,

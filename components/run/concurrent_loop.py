@@ -1,4 +1,5 @@
-"""The question loop with up to ``--concurrency`` judge calls in flight (:class:`~components.run.calls.concurrency.Gate`).
+"""The question loop with up to ``--concurrency`` judge calls in flight
+(:class:`~components.run.calls.concurrency.Gate`).
 
 Retrieval stays in question order in the main thread; each question's judge calls (its grades,
 chunk relevance) run in a worker thread; with a rewriting strategy the next questions' rewrites run

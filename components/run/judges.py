@@ -278,7 +278,8 @@ class OneJudge(Judges):
 
     def price_notes(self, judging) -> list[str]:
         setup = judging.setup
-        return [setup.judge_provider.prices.note(self.run_judge(judging, 1).model) if setup.calls_models else None]
+        note = setup.judge_provider.prices.note(self.run_judge(judging, 1).model) if setup.calls_models else None
+        return [note] if note else []
 
     # ------------------------------------------------------------------ before the run (the settings' judge)
 

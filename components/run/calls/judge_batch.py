@@ -294,7 +294,8 @@ class BatchJudge:
         self.carried: list[BatchRecord] = []  # earlier batches this run does not collect, recorded as they were
         self._started: dict[str, float] = {}  # batch id → when it was submitted or adopted (monotonic)
 
-    def run(self, loop: BenchmarkLoop, questions: Sequence[Question], done: dict | None, previous: Sequence[object] = (),
+    def run(self, loop: BenchmarkLoop, questions: Sequence[Question], done: dict | None,
+            previous: Sequence[object] = (),
             grouped: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
             blocks: Sequence[int] = ()) -> list:
         """The run's questions graded through this engine (:func:`run_batch`)."""

@@ -78,7 +78,8 @@ def run_panel_batch(loop: Any, questions: Sequence[Question], done: Mapping | No
                 if mine:
                     _grade(loop, member.batch, mine, adopted=bool(owned[member.name]),
                            settled=set(done), member=member)
-            more = more_repeats(loop, waiting, lambda it: _first_grades(loop, it, per_judge))  # --repeat-where uncertain
+            # --repeat-where uncertain: the repeats the first grades ask for
+            more = more_repeats(loop, waiting, lambda it: _first_grades(loop, it, per_judge))
             in_block = {it.q.id for it in waiting}
             for member in loop.judges.members if more else ():
                 mine = {q: it for q, it in per_judge.get(member.name, {}).items() if q in in_block}

@@ -34,8 +34,8 @@ class Panel(Judges):
     @classmethod
     def start(cls, judging, method: str = MEDIAN, kept: Mapping | None = None) -> Panel:
         """The loop's panel: one judge per member of ``judging``; ``kept``: the grades ``--resume`` keeps."""
-        return cls([LoopJudge(m.name, j.judge) for m, j in zip(judging.settings.panel, judging.members, strict=True)], method,
-                   kept)
+        pairs = zip(judging.settings.panel, judging.members, strict=True)
+        return cls([LoopJudge(m.name, j.judge) for m, j in pairs], method, kept)
 
     def settle(self, p: Partial, todo: Sequence[LoopJudge], grades: Mapping[str | None, list[GradeResult]],
                costs: Mapping[str | None, float | None]) -> None:
@@ -67,7 +67,8 @@ class Panel(Judges):
 
     def run_judge(self, judging, repeats: int) -> JudgeInfo:
         judges = []
-        for panel_member, member_judging, member in zip(judging.settings.panel, judging.members, self.members, strict=True):
+        for panel_member, member_judging, member in zip(judging.settings.panel, judging.members, self.members,
+                                                        strict=True):
             info = member_judging.judge_info("judge", repeats, member.usage.models)
             judges.append({**panel_member.spec.to_json(), "judge": info.to_json(), "usage": member.usage.to_json(),
                            "unusable": member.unusable()})
@@ -76,7 +77,8 @@ class Panel(Judges):
                          judging.settings.judge_timeout,
                          f"a panel of {len(judges)} judge{'s' * (len(judges) != 1)} ({', '.join(names)}): llm_grade is "
                          f"their {self.method}, rounded half up; each judge's grade is in grades_by_judge",
-                         repeats=repeats, relevance_prompt_sha256=judging.judge_info("judge", repeats).relevance_prompt_sha256,
+                         repeats=repeats,
+                         relevance_prompt_sha256=judging.judge_info("judge", repeats).relevance_prompt_sha256,
                          reply_models=list(self.usage.models), details={"aggregate": self.method, "judges": judges})
 
     def section(self, rows: Sequence[QuestionResult], k: int) -> dict:
@@ -173,7 +175,8 @@ class Panel(Judges):
         """``--judge-batch``: each judge's own batches (:mod:`components.run.panel.batch`)."""
         from components.run.panel.batch import PanelBatch
 
-        return PanelBatch({m.name: engine(j.setup, m.name) for m, j in zip(settings.panel, judging.members, strict=True)})
+        pairs = zip(settings.panel, judging.members, strict=True)
+        return PanelBatch({m.name: engine(j.setup, m.name) for m, j in pairs})
 
 
 def judges_kind(settings) -> type[Judges]:
