@@ -6,9 +6,13 @@ an application enables them); what a caller wants to see or keep while it runs c
 callbacks — ``on_row(row, i, n)`` after each question, ``record(row_json)`` before that (the
 command line's journal), ``should_stop()`` asked before each retrieval and each judge call.
 
-The judge side of a run is a :class:`Judging` (provider setup, judge, chunk-relevance judge,
-diagnoser; with a panel of judges, one ``Judging`` per judge in ``members``:
-:mod:`components.run.panel.judges`), built once per corpus and reusable across strategies; the retrieval side a
+The run's options are one :class:`~components.run.spec.RunSpec`, checked before any work. The judge
+side of a run is a :class:`Judging` (provider setup, judge, chunk-relevance judge, diagnoser; with a
+panel of judges, one ``Judging`` per judge in ``members``), built once per corpus and reusable across
+strategies; its ``kind`` (:class:`~components.run.judges.OneJudge` or
+:class:`~components.run.panel.judges.Panel`) is what the run asks instead of whether there is a panel,
+and its plan (:mod:`components.run.adaptive`, :class:`~components.run.adaptive.JudgeEvery` when every
+question is judged) what it asks instead of whether there is one. The retrieval side is a
 :class:`~components.run.retrieval.index_cache.PreparedIndex` (chunks and an indexed retriever).
 """
 
