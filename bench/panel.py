@@ -38,7 +38,7 @@ def one(n: int, judges: int, concurrency: int, delay: float) -> dict:
     from components.readers.builtin import builtin_corpus
     from components.run.benchmark_loop import BenchmarkLoop
     from components.run.evaluation import Judging
-    from components.run.panel.run import check_judges, loop_panel
+    from components.run.panel.judges import Panel
     from tests.loopback import LoopbackServer, Reply
 
     logger.remove()
@@ -56,9 +56,9 @@ def one(n: int, judges: int, concurrency: int, delay: float) -> dict:
                                "base_url": server.url, "api_key_env": "BENCH_JUDGE_KEY"}
                               for j, server in enumerate(servers)])
         settings = panel_settings(specs, {"BENCH_JUDGE_KEY": "bench-key", "BENCHMARK_JUDGE_TIMEOUT": "30"})
-        setups = check_judges(settings)
+        setups = Panel.check(settings)
         judging = Judging.build(settings, setups[0], chunks, chunk_relevance=False, setups=setups)
-        loop = BenchmarkLoop(retriever, judging.judge, concurrency=concurrency, panel=loop_panel(judging, "median"))
+        loop = BenchmarkLoop(retriever, judging.judge, concurrency=concurrency, judges=Panel.start(judging, "median"))
         start = time.perf_counter()
         rows = loop.run(questions)
         wall = time.perf_counter() - start

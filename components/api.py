@@ -154,16 +154,17 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
     Returns a :class:`RunResult`: ``metrics``, ``ci95``, ``groups``, ``rows``, ``run``; it writes
     nothing (``result.save(path)`` does). Raises :class:`InputError` for bad input and
     :class:`JudgeError` when the judge cannot be reached at start-up."""
-    from components.judges.panel import check_aggregate
+    from components.run.spec import RunSpec
 
     _plugins()
-    return _evaluate(retriever, questions, corpus, k=k, settings=_settings(judge, settings, judges), name=name,
-                     judge_repeats=judge_repeats, chunk_relevance=chunk_relevance, max_cost_usd=max_cost_usd,
-                     group_by=group_by, keep_text=keep_text, cache_dir=Path(cache_dir) if cache_dir else None,
-                     concurrency=concurrency, order_check=order_check, retrieval_timeout=retrieval_timeout,
-                     on_row=on_row, should_stop=should_stop, panel_aggregate=check_aggregate(panel_aggregate),
-                     repeat_where=repeat_where,
-                     adaptive=adaptive_request(until_decided, fail_on=fail_on, margins=margins, target_ci=target_ci))
+    judges_settings = _settings(judge, settings, judges)
+    spec = RunSpec(k=k, judge_repeats=judge_repeats, repeat_where=repeat_where, chunk_relevance=chunk_relevance,
+                   max_cost_usd=max_cost_usd, group_by=tuple(group_by) if group_by is not None else None,
+                   keep_text=keep_text, cache_dir=Path(cache_dir) if cache_dir else None, concurrency=concurrency,
+                   order_check=order_check, retrieval_timeout=retrieval_timeout, panel_aggregate=panel_aggregate,
+                   adaptive=adaptive_request(until_decided, fail_on=fail_on, margins=margins, target_ci=target_ci))
+    return _evaluate(retriever, questions, corpus, spec=spec, settings=judges_settings, name=name, on_row=on_row,
+                     should_stop=should_stop)
 
 
 def _as_result(run: RunResult | str | os.PathLike | Mapping) -> RunResult:

@@ -293,6 +293,7 @@ class RunInfo:
     # embedding_model, reranker, parameters); null outside a suite
     configuration: dict | None = None
     question_set: dict | None = None  # the question set's own version, name and description (those it gives)
+    spec: dict | None = None  # the run's options as checked (components/run/spec.py RunSpec.to_json); null before
     extra: dict = field(default_factory=dict)  # fields of a file this version does not know, kept
 
     def to_json(self) -> dict:

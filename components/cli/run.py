@@ -211,24 +211,28 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None, suite
     :class:`InputError` for a bad ``--targets``)."""
     from components.analysis.targets import parse_targets
     from components.run.benchmark_run import RunOptions
+    from components.run.repeat_where import pass_marks
+    from components.run.spec import RunSpec
 
     if args.fail_on_targets and not args.targets:
         raise InputError("--fail-on-targets needs --targets METRIC=VALUE,... (e.g. hit@1=0.6,recall@5=0.9)")
-    return RunOptions(
-        strategies=comma_list(args.strategy) or [args.strategy],
-        questions=args.questions, qrels=args.qrels, split=args.split, corpus=args.corpus, output=args.output, k=args.k,
-        limit=5 if args.quick and args.limit is None else args.limit,
-        ids=comma_list(args.ids) if args.ids else None,
-        resume=args.resume, max_cost_usd=args.max_cost, judge_repeats=args.judge_repeats,
-        keep_text=not args.no_text, chunk_relevance=args.chunk_relevance, group_by=args.group_by,
+    targets = parse_targets(args.targets, args.k) if args.targets else []
+    spec = RunSpec(
+        k=args.k, judge_repeats=args.judge_repeats, repeat_where=args.repeat_where, pass_marks=pass_marks(targets),
+        chunk_relevance=args.chunk_relevance, max_cost_usd=args.max_cost,
+        group_by=tuple(args.group_by) if args.group_by else None, keep_text=not args.no_text,
         cache_dir=None if args.no_cache else (args.cache_dir or settings.cache_dir),
         judge_batch=args.judge_batch, concurrency=args.concurrency,
-        order_check=(args.order_check_sample or True) if args.order_check else None, log_file=log_path,
-        argv=list(args.argv), estimate=args.estimate, retrieval_timeout=args.retrieval_timeout or None,
-        targets=parse_targets(args.targets, args.k) if args.targets else [], suite=suite,
-        panel_aggregate=args.panel_aggregate or "median", repeat_where=args.repeat_where,
-        audit=read_audit(args.audit) if args.audit else None,
+        order_check=(args.order_check_sample or True) if args.order_check else None,
+        retrieval_timeout=args.retrieval_timeout or None, panel_aggregate=args.panel_aggregate or "median",
         adaptive=adaptive_request(args, len(suite.strategies) if suite is not None else len(comma_list(args.strategy))))
+    return RunOptions(
+        strategies=comma_list(args.strategy) or [args.strategy],
+        questions=args.questions, qrels=args.qrels, split=args.split, corpus=args.corpus, output=args.output, spec=spec,
+        limit=5 if args.quick and args.limit is None else args.limit,
+        ids=comma_list(args.ids) if args.ids else None, resume=args.resume, log_file=log_path,
+        argv=list(args.argv), estimate=args.estimate, targets=targets, suite=suite,
+        audit=read_audit(args.audit) if args.audit else None)
 
 
 def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: SignalGuard, state, suite) -> int:

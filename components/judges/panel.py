@@ -76,6 +76,17 @@ class PanelMember:
         return self.spec.name
 
 
+def choose(settings: Settings, one: object, panel: object) -> object:
+    """``panel`` when ``settings`` name a panel of judges (``--judges``, ``judges=``), else ``one``: the
+    one place a run's judge side is told apart (the engine then asks the object it chose)."""
+    return panel if settings.panel else one
+
+
+def judge_settings(settings: Settings) -> list[Settings]:
+    """The settings of each judge: a panel's judges', or the one judge's."""
+    return [m.settings for m in settings.panel] or [settings]
+
+
 def panel_file(value: object) -> Path | None:
     """The panel file a ``--judges`` value names (a path ending in ``.toml``), or None (specs)."""
     if not isinstance(value, (str, Path)):

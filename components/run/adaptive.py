@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import os
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +103,35 @@ class Request:
         if self.baseline is None:
             return {"target_ci": dict(self.targets), "seed": self.seed}
         return {"until_decided": self.baseline_file, "gated": dict(self.gated), "gate": self.gate, "seed": self.seed}
+
+    def journal(self) -> dict:
+        """What the journal's header adds to the resume identity."""
+        return {"adaptive": self.identity()}
+
+    def plan(self, questions: Sequence[Question], k: int, judges: list | None = None) -> Adaptive:
+        """The adaptive state of a run of ``questions``, the baseline checked first (against ``judges``)."""
+        check_baseline(self, [q.id for q in questions], k, judges)
+        return (UntilDecided if self.baseline is not None else TargetCI)(self, questions, k)
+
+
+@dataclass(frozen=True)
+class JudgeAll:
+    """The request of a run that judges every question (no ``--until-decided``, no ``--target-ci``):
+    the null request, whose plan is :class:`JudgeEvery`."""
+
+    baseline: None = None
+
+    def identity(self) -> None:
+        return None
+
+    def journal(self) -> dict:
+        return {}
+
+    def plan(self, questions: Sequence[Question], k: int, judges: list | None = None) -> JudgeEvery:
+        return JudgeEvery(questions)
+
+
+JUDGE_ALL = JudgeAll()
 
 
 def parse_target_ci(text: str | float | Mapping[str, float]) -> dict[str, float]:
@@ -180,18 +209,10 @@ def _baseline(value: RunResult | str | os.PathLike | Mapping) -> tuple[RunResult
 
 def _judges_of(info) -> list[tuple[str | None, str, str | None]]:
     """(name, provider, model) of each judge a results file recorded (a panel: its judges)."""
-    panel = info.details.get("judges")
-    if isinstance(panel, list) and panel:
-        return [(j.get("name"), j.get("provider"), j.get("model")) for j in panel if isinstance(j, Mapping)]
+    listed = info.details.get("judges")
+    if isinstance(listed, list) and listed:
+        return [(j.get("name"), j.get("provider"), j.get("model")) for j in listed if isinstance(j, Mapping)]
     return [(None, info.provider, info.model)]
-
-
-def judges_now(settings, setups: Sequence) -> list[tuple[str | None, str, str | None]]:
-    """(name, provider, model) of each judge of this run (model None: the judge calls no model)."""
-    if settings.panel:
-        return [(m.name, m.spec.provider, m.spec.model) for m in settings.panel]
-    setup = setups[0]
-    return [(None, setup.judge_provider.name, setup.judge.model if setup.judge is not None else None)]
 
 
 def _same_judges(recorded: list, now: list) -> bool:
@@ -208,7 +229,8 @@ def _shown(judges: list) -> str:
 
 def check_baseline(req: Request, question_ids: Sequence[str], k: int, judges: list | None = None) -> None:
     """The baseline of ``--until-decided`` against this run: the same question ids, every one
-    graded, the same k, grading prompt and judge or panel (``judges``: :func:`judges_now`; None:
+    graded, the same k, grading prompt and judge or panel (``judges``:
+    :meth:`components.run.judges.Judges.judges_now`; None:
     not checked yet). Raises :class:`InputError` naming the difference."""
     base = req.baseline
     if base is None:
@@ -335,6 +357,16 @@ class Adaptive:
                          + "; saved: the questions not judged, and full: every question, priced as --estimate "
                            "prices them (their requests built, output tokens assumed)",
         })
+
+    def section(self, rows: Sequence[QuestionResult], spent: Mapping[str, Any], price: Callable[[set[str]], dict], *,
+                selected: Sequence[Question], kept: Collection[str], status: str) -> dict:
+        """The results' ``adaptive`` block of a run whose rows are ``rows``: :meth:`record` with the
+        questions left unjudged and those this session did not pay for priced by ``price`` (ids →
+        {calls, cost_usd}); ``kept``: the ids of the rows ``--resume`` took over."""
+        skipped = {r.question_id for r in rows if M.not_judged(r)}
+        paid = {r.question_id for r in rows if r.llm_grade is not None and r.question_id not in kept}
+        unpaid = {q.id for q in selected} - paid - skipped  # kept by --resume, not graded, or never reached
+        return self.record(rows, spent, price(skipped), price(unpaid), status=status, resumed=len(kept))
 
     def _verdicts(self, completed: bool) -> dict:
         raise NotImplementedError
@@ -484,11 +516,38 @@ def resume_options(recorded: Mapping | None, given: set[str] | frozenset[str]) -
     return out
 
 
-def start(req: Request, questions: Sequence[Question], k: int, settings=None, setups: Sequence = ()) -> Adaptive:
-    """The adaptive state of a run of ``questions`` (the baseline checked first, with the judges of
-    ``settings``/``setups`` when given)."""
-    check_baseline(req, [q.id for q in questions], k, judges_now(settings, setups) if setups else None)
-    return (UntilDecided if req.baseline is not None else TargetCI)(req, questions, k)
+class JudgeEvery:
+    """The plan of a run that judges every question (no ``--until-decided``, no ``--target-ci``): the
+    null plan, with the hooks of :class:`Adaptive` doing nothing — the questions in their own order,
+    every one judged, no ``adaptive`` section."""
+
+    counts: tuple[int, ...] = ()  # one block: the whole run
+
+    def __init__(self, questions: Sequence[Question]) -> None:
+        self.order = list(questions)
+
+    def unjudged(self, q: Question) -> str | None:
+        return None
+
+    def on_row(self, then: Callable | None) -> Callable | None:
+        return then
+
+    def in_question_order(self, rows: Sequence[QuestionResult], questions: Sequence[Question]) -> list[QuestionResult]:
+        return list(rows)  # judged in question order already
+
+    def section(self, rows: Sequence[QuestionResult], spent: Mapping[str, Any], price: Callable[[set[str]], dict], *,
+                selected: Sequence[Question], kept: Collection[str], status: str) -> None:
+        return None
+
+
+Plan = Adaptive | JudgeEvery
+
+
+def start(req: Request | JudgeAll | None, questions: Sequence[Question], k: int, judges: list | None = None) -> Plan:
+    """The plan of a run of ``questions``: :class:`JudgeEvery` without a request (None: :data:`JUDGE_ALL`);
+    else the adaptive state, the baseline checked first (against ``judges``,
+    :meth:`components.run.judges.Judges.judges_now`, when given)."""
+    return (req or JUDGE_ALL).plan(questions, k, judges)
 
 
 def priced(ids: set[str], questions: Sequence[Question], retriever, k: int, judging, repeats: int,
@@ -499,13 +558,5 @@ def priced(ids: set[str], questions: Sequence[Question], retriever, k: int, judg
     todo = [q for q in questions if q.id in ids]
     if not todo:
         return {"calls": 0, "cost_usd": 0.0}
-    relevance = judging.relevance is not None
-    if judging.members:
-        from components.run.panel.estimate import estimate_panel
-
-        est = estimate_panel(retriever, todo, k, judging, repeats=repeats, relevance=relevance)
-    else:
-        from components.run.estimate import estimate
-
-        est = estimate(retriever, todo, k, judging.setup, repeats=repeats, relevance=relevance)
+    est = judging.kind.estimate(retriever, todo, k, judging, repeats=repeats, relevance=judging.relevance is not None)
     return {"calls": sum(r.calls for r in est.roles), "cost_usd": est.usd_batch if batch else est.usd}

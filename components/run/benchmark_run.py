@@ -29,7 +29,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -45,14 +45,14 @@ from components.judges.settings import Settings
 from components.readers import load_questions
 from components.run import repeat_where
 from components.run import adaptive as adaptive_run
-from components.run.panel import run as panel_run
-from components.run.evaluation import Judging, RunContext, check_budget, evaluate, prepare, selected_questions
+from components.run.evaluation import (Judging, RunContext, check_budget, evaluate, judges_kind, prepare,
+                                       selected_questions)
 from components.run.file_names import strategy_file_names, strategy_results_path
 from components.run.journal import Journal, read_rows
-from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
 from components.run.retrieval.suite import resume_files
-from components.run.calls.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
+from components.run.spec import RunSpec
+from components.run.calls.judge_batch import (BatchJudge, PollSchedule, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
 from utils.records.audit_file import AuditFile, audit_notes
 from utils.console import Progress, escape_control, question_line, summary_table
@@ -73,35 +73,23 @@ LEGEND = "legend: R3 ~ = needle at rank 3 (✓ rank 1, ✗ not retrieved); G8 = 
 
 @dataclass(frozen=True)
 class RunOptions:
+    """The command line's run: its options (``spec``: every option of each strategy's run,
+    :class:`~components.run.spec.RunSpec`) and what only a command has — files, strategies, selection."""
+
     strategies: list[str]
     questions: Path
     corpus: Path | None
     output: Path
+    spec: RunSpec = field(default_factory=RunSpec)
     qrels: Path | None = None  # BEIR queries: their qrels (default: the folder's qrels/<split>.tsv)
     split: str | None = None  # BEIR folder: qrels/<split>.tsv
-    k: int = 5
     limit: int | None = None
     ids: list[str] | None = None
     resume: Path | None = None
-    max_cost_usd: float | None = None
-    judge_repeats: int = 1
-    keep_text: bool = True
-    chunk_relevance: bool | None = None  # None: on with a judge that calls no model (free), off with an LLM judge
-    group_by: list[str] | None = None
-    cache_dir: Path | None = None  # the index cache; None = --no-cache
-    judge_batch: bool = False  # grade through the provider's batch API (components/run/calls/judge_batch.py)
-    concurrency: int = 1  # judge calls in flight at once (1: the sequential loop)
-    order_check: int | bool | None = None  # --order-check: True (all), a sample size, or None
     estimate: bool = False  # --estimate: print what the run would cost, grade nothing (components/run/estimate.py)
     targets: list = field(default_factory=list)  # --targets (components.analysis.targets.Target), checked after the run
-    retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S  # --retrieval-timeout; None: no deadline
-    # --suite: a components.run.retrieval.suite.Suite, whose configurations run instead of the strategies
-    suite: Any = None
-    panel_aggregate: str = "median"  # --panel-aggregate: a panel's grade of a question (with --judges)
-    repeat_where: str = "all"  # --repeat-where: which questions get the repeats (components/run/repeat_where.py)
-    # --audit: a judge audit, whose warnings follow the summary (utils.records.audit_file)
-    audit: AuditFile | None = None
-    adaptive: Any = None  # --until-decided / --target-ci: a components.run.adaptive.Request
+    suite: Any = None  # --suite: a components.run.retrieval.suite.Suite (its configurations run instead)
+    audit: AuditFile | None = None  # --audit: a judge audit, its warnings after the summary (utils.records.audit_file)
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
 
@@ -322,17 +310,7 @@ class BenchmarkRun:
         o, settings = self.o, self.settings
         if not o.estimate:  # an estimate writes nothing
             check_writable(o.output)
-        for judge in settings.panel or [settings]:  # every judge of a panel
-            check_batch_options(judge=getattr(judge, "settings", judge).judge, judge_batch=o.judge_batch,
-                                max_cost_usd=o.max_cost_usd, chunk_relevance=o.chunk_relevance)
-        if settings.panel and o.order_check:
-            raise InputError("--order-check is not made with a panel of judges (--judges): run it with one judge")
-        repeat_where.repeat_rule(o.repeat_where, o.judge_repeats)  # a bad --repeat-where: exit 2 before any work
-        if o.judge_batch and o.order_check:
-            raise InputError("--order-check is not sent through --judge-batch: run without one of them")
-        if o.judge_batch and o.concurrency > 1:
-            raise InputError("--concurrency does not apply to --judge-batch (the batch API grades in parallel "
-                             "itself): run without one of them")
+        o.spec.check(settings)  # every option, before any work
         named = o.suite.strategies if o.suite is not None else \
             [None if name == RECORDED else resolve_strategy(name) for name in o.strategies]  # None: recorded
         recorded = None in named
@@ -349,13 +327,14 @@ class BenchmarkRun:
             raise InputError("--resume continues one run: give the one --strategy it was run with")
         else:
             previous = {strategies[0].name: (o.resume, read_rows(o.resume))} if o.resume else {}
-        setups = panel_run.check_judges(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
-        if o.adaptive is not None:  # the baseline, before any work (components/run/adaptive.py)
-            adaptive_run.check_baseline(o.adaptive, [q.id for q in questions], o.k,
-                                        adaptive_run.judges_now(settings, setups))
-        if o.max_cost_usd is not None:  # a budget that cannot pay for one call is refused before any work
-            check_budget(o.max_cost_usd, setups, rewrites=any(s.rewrites_queries for s in strategies),
-                         names=[m.name for m in settings.panel] if settings.panel else ())
+        kind = judges_kind(settings)
+        setups = kind.check(settings, rewrites_queries=any(s.rewrites_queries for s in strategies))
+        # --until-decided's baseline, before any work (components/run/adaptive.py)
+        adaptive_run.check_baseline(o.spec.adaptive, [q.id for q in questions], o.spec.k,
+                                    kind.judges_now(settings, setups))
+        if o.spec.max_cost_usd is not None:  # a budget that cannot pay for one call is refused before any work
+            check_budget(o.spec.max_cost_usd, setups, rewrites=any(s.rewrites_queries for s in strategies),
+                         names=kind.budget_names(settings))
         return strategies, qset, questions, previous, setups
 
     # ------------------------------------------------------------------ the whole command
@@ -363,8 +342,7 @@ class BenchmarkRun:
     def execute(self) -> list[RunResult]:
         strategies, qset, questions, previous, setups = self._prepare()
         setup = setups[0]
-        for line in panel_run.console_lines(self.settings, setups, self.o.panel_aggregate) if self.settings.panel \
-                else [setup.console_line(self.settings)]:
+        for line in judges_kind(self.settings).console_lines(self.settings, setups, self.o.spec.panel_aggregate):
             logger.info("{}", line)
         labels = unique_labels([s.name for s in strategies])
         file_names = dict(zip(labels, strategy_file_names(labels), strict=True))
@@ -378,13 +356,13 @@ class BenchmarkRun:
                         "index cache {})", prepared.source, prepared.documents, len(prepared.chunks), prepared.load_s,
                         prepared.index_s, prepared.cache)
             if judged != (prepared.sha256, strategy.chunking):  # one judge and diagnoser per set of chunks
-                judging, judged = Judging.build(self.settings, setup, prepared.chunks, self.o.chunk_relevance,
+                judging, judged = Judging.build(self.settings, setup, prepared.chunks, self.o.spec.chunk_relevance,
                                                 diagnose=prepared.source != RECORDED_SOURCE, setups=setups), \
                     (prepared.sha256, strategy.chunking)
             resume = previous.get(label)
             if self.o.estimate:
                 sys.stdout.write(self._estimate(strategy, label, prepared, judging, questions, resume).table())
-                sys.stdout.write(repeat_where.estimate_note(self.o.repeat_where, self.o.judge_repeats))
+                sys.stdout.write(repeat_where.estimate_note(self.o.spec.repeat_where, self.o.spec.judge_repeats))
                 sys.stdout.flush()
                 continue
             results.append(self._run_strategy(strategy, label, prepared, judging, qset, questions, resume,
@@ -400,9 +378,9 @@ class BenchmarkRun:
     def _budget_left(self, results: list[RunResult]) -> float | None:
         """``--max-cost`` for the next strategy: the whole budget, or in a suite what the
         configurations run so far left of it (one budget for the suite)."""
-        if self.o.max_cost_usd is None or self.o.suite is None:
-            return self.o.max_cost_usd
-        return max(0.0, self.o.max_cost_usd - sum(r.run.cost_usd or 0.0 for r in results))
+        if self.o.spec.max_cost_usd is None or self.o.suite is None:
+            return self.o.spec.max_cost_usd
+        return max(0.0, self.o.spec.max_cost_usd - sum(r.run.cost_usd or 0.0 for r in results))
 
     def _compare(self, results: list[RunResult], labels: list[str]) -> None:
         from components.analysis.compare import compare_runs, format_comparison
@@ -420,34 +398,29 @@ class BenchmarkRun:
         """Load, chunk and index through the index cache; the needles are checked before anything
         is chunked. Progress is drawn on a terminal while it takes more than 2 s."""
         with Progress("indexing", None, sys.stderr, delay=2.0) as bar, bar.heartbeat():
-            prepared, _ = prepare(source_for(strategy, qset, self.o.corpus), self.o.corpus, cache_dir=self.o.cache_dir,
+            prepared, _ = prepare(source_for(strategy, qset, self.o.corpus), self.o.corpus,
+                                  cache_dir=self.o.spec.cache_dir,
                                   check_ids=lambda ids, source: check_needles(qset, ids, source))
         return prepared
 
     def _estimate(self, strategy: Strategy, label: str, prepared, judging: Judging, questions: list, previous):
         """The cost estimate of this strategy's run (components/run/estimate.py): its requests built,
         nothing sent to the judge; the rows ``--resume`` keeps are left out."""
-        from components.run.estimate import estimate
         from components.run.evaluation import order_check_sample
 
         kept = set(self._kept(previous[1][1])[0]) if previous else set()
         todo = [q for q in questions if q.id not in kept]
-        if judging.members:
-            from components.run.panel.estimate import estimate_panel
-
-            return estimate_panel(prepared.retriever, todo, self.o.k, judging, strategy=label,
-                                  repeats=self.o.judge_repeats, relevance=judging.relevance is not None,
-                                  rewrites=strategy.rewrites_queries)
-        return estimate(prepared.retriever, todo, self.o.k, judging.setup, strategy=label,
-                        repeats=self.o.judge_repeats, order_check=order_check_sample(questions, self.o.order_check),
-                        relevance=judging.relevance is not None, rewrites=strategy.rewrites_queries)
+        return judging.kind.estimate(prepared.retriever, todo, self.o.spec.k, judging, strategy=label,
+                                     repeats=self.o.spec.judge_repeats,
+                                     order_check=order_check_sample(questions, self.o.spec.order_check),
+                                     relevance=judging.relevance is not None, rewrites=strategy.rewrites_queries)
 
     def _run_strategy(self, strategy: Strategy, label: str, prepared, judging: Judging, qset: QuestionSet,
                       questions: list, previous, *, several: bool, max_cost: float | None,
                       file_name: str) -> RunResult:
         """``previous``: ``(--resume file, what it holds)`` of this strategy, or None."""
         o = self.o
-        if max_cost is not None and any(j.setup.calls_models for j in judging.members or [judging]):
+        if max_cost is not None and any(j.setup.calls_models for j in judging.seats):
             # before the first judge call
             self._check_budget(strategy, label, prepared, judging, questions, previous, max_cost)
         runs_dir = o.output.parent / RUNS_FOLDER
@@ -455,15 +428,16 @@ class BenchmarkRun:
         run_id = new_run_id(file_name, runs_dir)
         judge_model = getattr(judging.judge, "model", judging.setup.judge_provider.name)
         identity = {"run_id": run_id, "questions_sha256": qset.sha256, "corpus_sha256": prepared.sha256,
-                    "strategy": strategy.name, "k": o.k, "judge_model": judge_model, "prompt_sha256": PROMPT_SHA256,
+                    "strategy": strategy.name, "k": o.spec.k, "judge_model": judge_model,
+                    "prompt_sha256": PROMPT_SHA256,
                     "relevance_prompt_sha256": RELEVANCE_PROMPT_SHA256 if judging.relevance is not None else None,
                     "questions_file": qset.path, "qrels_file": qset.qrels, "corpus": prepared.source,
                     "judge_provider": judging.setup.judge_provider.name,
-                    "repeats": o.judge_repeats, "repeat_where": o.repeat_where,
+                    "repeats": o.spec.judge_repeats, "repeat_where": o.spec.repeat_where,
                     "selection": {"limit": o.limit, "ids": o.ids},
                     "configuration": strategy.configuration, "output": os.path.abspath(o.output),
-                    **(panel_run.identity(self.settings, o.panel_aggregate) if judging.members else {}),
-                    **({"adaptive": o.adaptive.identity()} if o.adaptive is not None else {})}
+                    **judging.kind.identity(self.settings, o.spec.panel_aggregate),
+                    **o.spec.adaptive.journal()}
         done, previous_batches = self._resumed(identity, previous, questions)
         journal_path = runs_dir / f"{run_id}.journal.jsonl"
         journal = Journal(journal_path, identity, self.secrets)
@@ -474,36 +448,25 @@ class BenchmarkRun:
             sys.stdout.flush()
         progress = Progress(label, len(questions), sys.stderr, unit="q")
         batch = None
-        if o.judge_batch:
+        if o.spec.judge_batch:
             def engine(setup, name=None) -> BatchJudge:
                 return BatchJudge(setup.judge_provider.batch_api(setup.judge), should_stop=self.should_stop,
                                   record=journal.append, deferred=self.deferred_signals,
                                   schedule=PollSchedule(max_s=self.settings.batch_poll_max_s), judge=name)
-            if judging.members:  # a panel: each judge's own batches (components/run/panel/batch.py)
-                from components.run.panel.batch import PanelBatch
-
-                batch = PanelBatch({m.name: engine(j.setup, m.name)
-                                    for m, j in zip(self.settings.panel, judging.members, strict=True)})
-            else:
-                batch = engine(judging.setup)
+            batch = judging.kind.batch(judging, self.settings, engine)  # a panel: each judge's own batches
         context = RunContext(
             id=run_id, record=journal.append, journal=str(journal_path), runs_dir=str(runs_dir),
             output=os.path.abspath(o.output), done=done,
             resumed_from=str(previous[0]) if previous else None, batch=batch, previous_batches=previous_batches,
             grouped=journal.grouped, questions_file=str(o.questions), quick=o.limit == 5 and not o.ids,
-            panel_kept=self._kept(previous[1][1])[1] if previous and judging.members else {},
+            panel_kept=self._kept(previous[1][1])[1] if previous else {},
             selection={"limit": o.limit, "ids": o.ids,
-                       **({"order_check": {"sample": o.order_check, "seed": 0}} if o.order_check else {})},
-            log_file=str(o.log_file) if o.log_file else None, configuration=strategy.configuration)
+                       **({"order_check": {"sample": o.spec.order_check, "seed": 0}} if o.spec.order_check else {})},
+            log_file=str(o.log_file) if o.log_file else None, configuration=strategy.configuration, checked=True)
         with progress:
-            result = evaluate(prepared, (qset, questions), k=o.k, judging=judging, settings=self.settings,
-                              name=strategy.name, judge_repeats=o.judge_repeats, max_cost_usd=max_cost,
-                              group_by=o.group_by, keep_text=o.keep_text, rewrites_queries=strategy.rewrites_queries,
-                              concurrency=o.concurrency, order_check=o.order_check,
-                              retrieval_timeout=o.retrieval_timeout, on_row=_row_printer(progress),
-                              should_stop=self.should_stop, context=context, panel_aggregate=o.panel_aggregate,
-                              repeat_where=o.repeat_where, pass_marks=repeat_where.pass_marks(o.targets),
-                              adaptive=o.adaptive)
+            result = evaluate(prepared, (qset, questions), spec=replace(o.spec, max_cost_usd=max_cost), judging=judging,
+                              settings=self.settings, name=strategy.name, rewrites_queries=strategy.rewrites_queries,
+                              on_row=_row_printer(progress), should_stop=self.should_stop, context=context)
         if o.targets:
             from components.analysis.targets import check_targets
 
@@ -527,7 +490,7 @@ class BenchmarkRun:
         calls = sum(r.calls for r in est.roles)
         prompt = sum(r.input_tokens for r in est.roles) // calls if calls else 0
         worst = [worst_usd(s.judge_provider.model(s.judge), prompt)  # the dearest judge's call, a panel's too
-                 for s in [j.setup for j in judging.members] or [judging.setup] if s.judge is not None]
+                 for s in [j.setup for j in judging.seats] if s.judge is not None]
         reserve = max(worst) if calls and worst else None
         warning = over_budget(est, max_cost, reserve)
         if warning:
@@ -538,10 +501,8 @@ class BenchmarkRun:
 
     def _kept(self, rows: dict) -> tuple[dict, dict]:
         """``--resume``: the rows taken over as they are (graded; in a panel, by every judge) and, in a
-        panel, the grades kept of the others (:func:`components.run.panel.run.kept_grades`)."""
-        if self.settings.panel:
-            return panel_run.kept_grades(rows, [m.name for m in self.settings.panel])
-        return {qid: row for qid, row in rows.items() if row.llm_grade is not None}, {}
+        panel, the grades kept of the others (:meth:`components.run.panel.judges.Panel.kept`)."""
+        return judges_kind(self.settings).kept(rows, self.settings)
 
     def _resumed(self, identity: dict, previous, questions: list) -> tuple[dict[str, QuestionResult], list]:
         """With ``--resume``: the rows kept (the graded ones) and the batches recorded, once the file
@@ -551,15 +512,15 @@ class BenchmarkRun:
         o = self.o
         path, (prev_run, prev_rows) = previous
         _check_resume(identity, identity_of(prev_run), path)
-        warn_uncollected(prev_run, o.judge_batch)
+        warn_uncollected(prev_run, o.spec.judge_batch)
         done, kept = self._kept(prev_rows)
         if kept:
             logger.info("Resuming {}: {} more row(s) keep the grades of the judges that graded them; the other judges "
                         "grade them now", path, len(kept))
-        if o.repeat_where == repeat_where.UNCERTAIN:  # its rows hold 1 or N grades: the recorded N is checked
-            repeat_where.check_resumed(identity_of(prev_run), o.judge_repeats, path)
+        if o.spec.repeat_where == repeat_where.UNCERTAIN:  # its rows hold 1 or N grades: the recorded N is checked
+            repeat_where.check_resumed(identity_of(prev_run), o.spec.judge_repeats, path)
         else:
-            check_resume_repeats(prev_run, done, o.judge_repeats, path)
+            check_resume_repeats(prev_run, done, o.spec.judge_repeats, path)
         logger.info("Resuming {}: {} graded row(s) kept as they are, {} question(s) to run", path, len(done),
                     sum(1 for q in questions if q.id not in done))
         return done, prev_run.get("judge_batch") or []

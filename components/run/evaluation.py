@@ -6,9 +6,13 @@ an application enables them); what a caller wants to see or keep while it runs c
 callbacks — ``on_row(row, i, n)`` after each question, ``record(row_json)`` before that (the
 command line's journal), ``should_stop()`` asked before each retrieval and each judge call.
 
-The judge side of a run is a :class:`Judging` (provider setup, judge, chunk-relevance judge,
-diagnoser; with a panel of judges, one ``Judging`` per judge in ``members``:
-:mod:`components.run.panel.run`), built once per corpus and reusable across strategies; the retrieval side a
+The run's options are one :class:`~components.run.spec.RunSpec`, checked before any work. The judge
+side of a run is a :class:`Judging` (provider setup, judge, chunk-relevance judge, diagnoser; with a
+panel of judges, one ``Judging`` per judge in ``members``), built once per corpus and reusable across
+strategies; its ``kind`` (:class:`~components.run.judges.OneJudge` or
+:class:`~components.run.panel.judges.Panel`) is what the run asks instead of whether there is a panel,
+and its plan (:mod:`components.run.adaptive`, :class:`~components.run.adaptive.JudgeEvery` when every
+question is judged) what it asks instead of whether there is one. The retrieval side is a
 :class:`~components.run.retrieval.index_cache.PreparedIndex` (chunks and an indexed retriever).
 """
 
@@ -40,15 +44,13 @@ from components.readers import load_questions
 from components.readers.questions_json import parse_questions
 from components.run import adaptive as adaptive_run
 from components.run.benchmark_loop import BenchmarkLoop
-from components.run.calls.concurrency import check_concurrency
-from components.run.panel import run as panel_run
-from components.run.repeat_where import ALL, repeat_rule
+from components.run.judges import Judges
+from components.run.panel.judges import judges_kind
 from components.run.retrieval.index_cache import PreparedIndex, prepare_index
-from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check_retrieval_timeout
+from components.run.spec import RunSpec
 from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
 from utils.errors import InputError
 from utils.console import escape_control
-from utils.metrics import PASS_MARK, not_judged
 from utils.results import RETRIEVAL_ERROR, CorpusInfo, JudgeInfo, QuestionResult, RunInfo, RunResult
 from utils.records.versions import package_versions
 
@@ -86,8 +88,18 @@ class Judging:
         relevance = relevance_judge(setup, judge) if wanted else None
         diagnoser = Diagnoser(chunks, stats=getattr(judge, "stats", None)) if diagnose else None
         members = [cls(m.settings, s, judge if i == 0 else make_judge(m.settings, chunks, s))
-                   for i, (m, s) in enumerate(zip(settings.panel, setups, strict=True))] if settings.panel else []
+                   for i, (m, s) in enumerate(zip(settings.panel, setups, strict=False))]  # a panel's (one judge: none)
         return cls(settings, setup, judge, relevance, diagnoser, members)
+
+    @property
+    def kind(self) -> type[Judges]:
+        """The run's judge side: :class:`OneJudge` or :class:`Panel` (:func:`judges_kind`)."""
+        return judges_kind(self.settings)
+
+    @property
+    def seats(self) -> list[Judging]:
+        """Each judge's own ``Judging``, in order (the one judge: this one)."""
+        return self.kind.seats(self)
 
     def annotate(self, q: Question, chunks: Sequence[Chunk], row: QuestionResult) -> dict:
         """What the diagnosis adds to a row: where the answer lived, and why a miss missed."""
@@ -137,12 +149,13 @@ class RunContext:
     selection: dict = field(default_factory=dict)
     log_file: str | None = None
     configuration: dict | None = None  # --suite: the configuration run (run.configuration)
+    checked: bool = False  # the run's spec was checked already (RunSpec.check), before any work
 
 
 def load_judging(settings: Settings, chunks: Sequence[Chunk], *, rewrites_queries: bool = False,
                  chunk_relevance: bool | None = None, diagnose: bool = True) -> Judging:
     """Check the models of ``settings`` (every judge of a panel) and build the judge side over ``chunks``."""
-    setups = panel_run.check_judges(settings, rewrites_queries=rewrites_queries)
+    setups = judges_kind(settings).check(settings, rewrites_queries=rewrites_queries)
     return Judging.build(settings, setups[0], chunks, chunk_relevance, diagnose=diagnose, setups=setups)
 
 
@@ -219,30 +232,78 @@ def _prepared(factory: Callable[[], Retriever], label: str, corpus: Any, cache_d
 
 
 def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: Any, corpus: Any = None, *,
-             k: int = 5, judging: Judging | None = None, settings: Settings | None = None, name: str | None = None,
-             judge_repeats: int = 1, chunk_relevance: bool | None = None, max_cost_usd: float | None = None,
-             group_by: Sequence[str] | None = None, keep_text: bool = True, cache_dir: Path | None = None,
-             rewrites_queries: bool | None = None, concurrency: int = 1,
-             order_check: int | bool | None = None, order_check_seed: int = 0,
-             retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S, panel_aggregate: str = "median",
-             repeat_where: str = ALL, pass_marks: Sequence[float] = (PASS_MARK,),
+             spec: RunSpec | None = None, judging: Judging | None = None, settings: Settings | None = None,
+             name: str | None = None, rewrites_queries: bool | None = None,
              on_row: Callable[[QuestionResult, int, int], None] | None = None,
-             should_stop: Callable[[], bool] | None = None, context: RunContext | None = None,
-             adaptive: Any = None) -> RunResult:
-    """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
+             should_stop: Callable[[], bool] | None = None, context: RunContext | None = None) -> RunResult:
+    """Evaluate ``retriever`` on ``questions`` over ``corpus`` with the options of ``spec`` and return
+    the typed result.
 
     See :func:`components.api.evaluate` for the arguments; ``judging`` (built once, see
     :func:`load_judging`) and ``context`` are how the command line shares its judge across
     strategies and adds its journal, resume and batch. Raises :class:`InputError` for bad input
-    (before any judge call); a KeyboardInterrupt during the loop ends the run ``interrupted``
-    with what was finished."""
+    (before any indexing or judge call: ``spec`` is checked first, unless ``context.checked``); a
+    KeyboardInterrupt during the loop ends the run ``interrupted`` with what was finished."""
     should_stop = should_stop or (lambda: False)
     context = context or RunContext()
-    check_concurrency(concurrency)
-    check_retrieval_timeout(retrieval_timeout)
-    rule = repeat_rule(repeat_where, judge_repeats, pass_marks, panel_aggregate)
-    qset, selected = questions_from(questions)
+    spec = spec or RunSpec()
     settings = settings or (judging.settings if judging is not None else Settings.from_env({}))
+    if not context.checked:
+        spec.check(settings)
+    rule, k = spec.rule(), spec.k
+    qset, selected = questions_from(questions)
+    strategy, prepared, label = _strategy_index(retriever, qset, corpus, spec.cache_dir, name)
+    rewrites = rewrites_queries if rewrites_queries is not None else bool(strategy and strategy.rewrites_queries)
+    if judging is None:
+        judging = load_judging(settings, prepared.chunks, rewrites_queries=rewrites,
+                               chunk_relevance=spec.chunk_relevance, diagnose=prepared.source != RECORDED_SOURCE)
+    kind = judging.kind
+    if spec.max_cost_usd is not None:  # before the first call
+        check_budget(spec.max_cost_usd, [j.setup for j in judging.seats], rewrites=rewrites,
+                     names=kind.budget_names(judging.settings))
+    rewriter = _rewriter(judging.setup, rewrites)
+    plan = adaptive_run.start(spec.adaptive, selected, k,  # the baseline checked before any judge call
+                              kind.judges_now(judging.settings, [j.setup for j in judging.seats]))
+    loop = BenchmarkLoop(prepared.retriever, None, k=k, rewriter=rewriter, should_stop=should_stop,
+                         record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
+                         repeats=spec.judge_repeats, max_cost_usd=spec.max_cost_usd, keep_text=spec.keep_text,
+                         retry_wait_max_s=settings.retry_wait_max_s, on_row=plan.on_row(on_row),
+                         concurrency=spec.concurrency,
+                         order_check=order_check_sample(selected, spec.order_check, spec.order_check_seed),
+                         retrieval_timeout=spec.retrieval_timeout,
+                         judges=kind.start(judging, spec.panel_aggregate, context.panel_kept),
+                         repeat_rule=rule, unjudged=plan.unjudged)
+    started = now()
+    status = _status(_drive(loop, plan, context, should_stop), loop, context, selected)
+    run = _run_info(loop, judging, context, rule, spec.judge_repeats, rewriter is not None)
+    run = replace(run, started_at=started, finished_at=now(), status=status, strategy=label, k=k,
+                  questions_file=context.questions_file or qset.path, questions_sha256=qset.sha256,
+                  qrels_file=qset.qrels,
+                  corpus=CorpusInfo(prepared.source, prepared.documents, len(prepared.chunks), prepared.sha256),
+                  max_cost_usd=spec.max_cost_usd, index=prepared.index_info, question_set=qset.about or None,
+                  configuration=context.configuration or (strategy.configuration if strategy is not None else None),
+                  spec=spec.to_json())
+    result = build_report(run, plan.in_question_order(loop.results, selected), index_time_s=round(prepared.index_s, 3),
+                          group_by=spec.group_by, relevance=judging.relevance is not None,
+                          diagnosed=judging.diagnoser is not None)
+    result.panel = loop.judges.section(result.rows, k)
+    for line in loop.judges.unusable_lines(result.rows):
+        logger.warning("{}", line)
+    result.adaptive = plan.section(
+        result.rows, {"calls": loop.judge_usage.calls, "cost_usd": loop.judge_usage.cost_usd},
+        lambda ids: adaptive_run.priced(ids, selected, prepared.retriever, k, judging, spec.judge_repeats,
+                                        batch=context.batch is not None),
+        selected=selected, kept=context.done.keys(), status=status)
+    failure = loop.judges.failure_to_log(loop)
+    if failure is not None:
+        logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
+                     "query rewriter", failure)
+    return result
+
+
+def _strategy_index(retriever: Any, qset: QuestionSet, corpus: Any, cache_dir: Path | None, name: str | None
+                    ) -> tuple[Strategy | None, PreparedIndex, str]:
+    """``(the strategy, or None for a retriever object; the prepared index; its label)``."""
     if isinstance(retriever, str) and retriever == RECORDED:
         retriever = recorded_strategy(qset)
     strategy = retriever if isinstance(retriever, Strategy) else (
@@ -250,127 +311,83 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     prepared, label = prepare(source_for(strategy, qset, corpus) if strategy is not None else retriever, corpus,
                               cache_dir=cache_dir, name=name or (strategy.name if strategy is not None else None),
                               check_ids=lambda ids, source: check_needles(qset, ids, source))
-    rewrites = rewrites_queries if rewrites_queries is not None else bool(strategy and strategy.rewrites_queries)
-    if judging is None:
-        judging = load_judging(settings, prepared.chunks, rewrites_queries=rewrites, chunk_relevance=chunk_relevance,
-                               diagnose=prepared.source != RECORDED_SOURCE)
-    setup = judging.setup
-    if max_cost_usd is not None:  # before the first call
-        check_budget(max_cost_usd, [j.setup for j in judging.members] or [setup], rewrites=rewrites,
-                     names=panel_run.names(judging) if judging.members else ())
-    rewriter = None
-    if rewrites and setup.rewriter is not None:
-        from components.run.calls.query_rewriter import QueryRewriter
+    return strategy, prepared, label
 
-        rewriter = QueryRewriter(setup.rewriter_provider.model(setup.rewriter))
-    if judging.members and order_check:
-        raise InputError("--order-check is not made with a panel of judges: run it with one judge")
-    plan = adaptive_run.start(adaptive, selected, k, judging.settings, [j.setup for j in judging.members] or [setup]) \
-        if adaptive is not None else None  # the baseline checked before any judge call
-    loop = BenchmarkLoop(prepared.retriever, judging.judge, k=k, rewriter=rewriter, should_stop=should_stop,
-                         record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
-                         repeats=judge_repeats, max_cost_usd=max_cost_usd, keep_text=keep_text,
-                         retry_wait_max_s=settings.retry_wait_max_s,
-                         on_row=plan.on_row(on_row) if plan is not None else on_row, concurrency=concurrency,
-                         order_check=order_check_sample(selected, order_check, order_check_seed),
-                         retrieval_timeout=retrieval_timeout,
-                         panel=panel_run.loop_panel(judging, panel_aggregate, context.panel_kept)
-                         if judging.members else None, repeat_rule=rule,
-                         **({"unjudged": plan.unjudged} if plan is not None else {}))
-    started = now()
-    status = "completed"
+
+def _rewriter(setup: JudgeSetup, rewrites: bool) -> Any:
+    """The query rewriter of a strategy that rewrites (None: it does not, or there is no rewriter model)."""
+    if not rewrites or setup.rewriter is None:
+        return None
+    from components.run.calls.query_rewriter import QueryRewriter
+
+    return QueryRewriter(setup.rewriter_provider.model(setup.rewriter))
+
+
+def _drive(loop: BenchmarkLoop, plan: Any, context: RunContext, should_stop: Callable[[], bool]) -> str:
+    """Every question of ``plan`` through ``loop`` (or its batch engine), then the retry pass;
+    ``completed``, or ``interrupted``."""
     try:
         if context.batch is not None:
-            from components.run.calls.judge_batch import run_batch
-            from components.run.panel.batch import run_panel_batch
-
-            (run_panel_batch if judging.members else run_batch)(
-                loop, plan.order if plan is not None else selected, context.done, context.batch,
-                context.previous_batches, grouped=context.grouped or contextlib.nullcontext,
-                blocks=plan.counts if plan is not None else ())
+            context.batch.run(loop, plan.order, context.done, context.previous_batches,
+                              grouped=context.grouped or contextlib.nullcontext, blocks=plan.counts)
         else:
-            loop.run(plan.order if plan is not None else selected, context.done)
-        if not should_stop() and context.batch is None:
-            loop.retry_transient()
+            loop.run(plan.order, context.done)
+            if not should_stop():
+                loop.retry_transient()
     except KeyboardInterrupt:
-        status = "interrupted"
-    if should_stop():
-        status = "interrupted"
+        return "interrupted"
+    return "interrupted" if should_stop() else "completed"
+
+
+def _status(status: str, loop: BenchmarkLoop, context: RunContext, selected: Sequence[Question]) -> str:
+    """The run's status once the loop is done (``run.status``; the exit code follows from it)."""
     ran = [r for r in loop.results if r.question_id not in context.done]  # this run's rows, not --resume's
     failed = [r.grade_error for r in ran if r.retrieval_failed]
     if status == "interrupted":
         logger.warning("Interrupted after {} of {} questions: writing what is done", len(loop.results), len(selected))
-    elif ran and len(failed) == len(ran):
-        status = "retrieval_failed"
+        return status
+    if ran and len(failed) == len(ran):
         logger.error("The retriever failed on every question ({}; first: {}): fix it and run again (traceback in "
                      "the log file)", len(ran), escape_control(failed[0][len(RETRIEVAL_ERROR) + 2:][:300]))
-    elif loop.judge_failure is not None or loop.rewriter_failure is not None:
-        status = "judge_failed"
-    elif loop.rate_limited is not None:
-        status = "rate_limited"
-    elif loop.budget_exhausted:
-        status = "budget_exhausted"
+        return "retrieval_failed"
+    if loop.judge_failure is not None or loop.rewriter_failure is not None:
+        return "judge_failed"
+    if loop.rate_limited is not None:
+        return "rate_limited"
+    return "budget_exhausted" if loop.budget_exhausted else status
+
+
+def _run_info(loop: BenchmarkLoop, judging: Judging, context: RunContext, rule: Any, repeats: int,
+              rewrites: bool) -> RunInfo:
+    """What ``run`` records of the judges, the rewriter, their usage and cost, and the context (the
+    question set, corpus and timing are filled in by :func:`evaluate`)."""
     if loop.budget is not None:
         loop.budget.report()
-    judge_info = panel_run.judge_record(judging, loop, judge_repeats, panel_aggregate) if judging.members else \
-        judging.judge_info("judge", judge_repeats, loop.judge_usage.models)
-    judge_info = replace(judge_info, repeat_where=rule.to_json())
+    judge_info = replace(loop.judges.run_judge(judging, repeats), repeat_where=rule.to_json())
     if context.batch is not None:
         judge_info = replace(judge_info, mode="batch")
     if loop.gate is not None:
         judge_info = replace(judge_info, concurrency=loop.gate.to_json())
-    rewriter_info = judging.judge_info("rewriter", 1, loop.rewriter_usage.models) if rewriter is not None else None
-    usage = {"judge": loop.judge_usage.to_json()}
-    if rewriter is not None:
-        usage["rewriter"] = loop.rewriter_usage.to_json()
+    setup = judging.setup
+    usage = {"judge": loop.judge_usage.to_json(), **({"rewriter": loop.rewriter_usage.to_json()} if rewrites else {})}
     costs = [u["cost_usd"] for u in usage.values()]
     priced = all(c is not None for c in costs)
     unreported = [f"the server sent no token usage for {u['unreported']} {role} call(s): cost unknown"
                   for role, u in usage.items() if u.get("unreported")]
-    cost_note = None if priced else "; ".join(
-        n for n in (*(panel_run.price_notes(judging) if judging.members else
-                      [setup.judge_provider.prices.note(judge_info.model) if setup.calls_models else None]),
-                    setup.rewriter_provider.prices.note(setup.rewriter.model) if rewriter is not None else None,
-                    *unreported)
-        if n)
+    notes = (*loop.judges.price_notes(judging),
+             setup.rewriter_provider.prices.note(setup.rewriter.model) if rewrites else None, *unreported)
     failure = loop.judge_failure or loop.rewriter_failure
-    run = RunInfo(
-        started_at=started, finished_at=now(), status=status, strategy=label, k=k,
-        quick=context.quick, questions_file=context.questions_file or qset.path, questions_sha256=qset.sha256,
-        qrels_file=qset.qrels,
-        corpus=CorpusInfo(prepared.source, prepared.documents, len(prepared.chunks), prepared.sha256),
-        judge=judge_info, python=platform.python_version(),
+    return RunInfo(
+        quick=context.quick, judge=judge_info, python=platform.python_version(),
         packages=package_versions((*provider_packages(), *PACKAGES)),
         judge_failure=f"{failure.kind}: {failure}" if failure else None, log_file=context.log_file,
-        id=context.id, rewriter=rewriter_info, usage=usage, cost_usd=sum(costs) if priced else None,
-        cost_note=cost_note or None, max_cost_usd=max_cost_usd, recovered=loop.recovered,
+        id=context.id, rewriter=judging.judge_info("rewriter", 1, loop.rewriter_usage.models) if rewrites else None,
+        usage=usage, cost_usd=sum(costs) if priced else None,
+        cost_note=None if priced else ("; ".join(n for n in notes if n) or None), recovered=loop.recovered,
         resumed_from=context.resumed_from, resumed_rows=len(context.done), journal=context.journal,
-        runs_dir=context.runs_dir, output=context.output, selection=context.selection, index=prepared.index_info,
+        runs_dir=context.runs_dir, output=context.output, selection=context.selection,
         budget=loop.budget.to_json() if loop.budget is not None else None,
-        judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None,
-        configuration=context.configuration or (strategy.configuration if strategy is not None else None),
-        question_set=qset.about or None)
-    rows = plan.in_question_order(loop.results, selected) if plan is not None else loop.results
-    result = build_report(run, rows, index_time_s=round(prepared.index_s, 3), group_by=group_by,
-                          relevance=judging.relevance is not None, diagnosed=judging.diagnoser is not None)
-    if judging.members:
-        result.panel = panel_run.section(judging, loop, result.rows, k)
-        for line in panel_run.unusable_lines(loop, result.rows):
-            logger.warning("{}", line)
-    if plan is not None:
-        skipped = {r.question_id for r in result.rows if not_judged(r)}
-        paid = {r.question_id for r in result.rows if r.llm_grade is not None and r.question_id not in context.done}
-        unpaid = {q.id for q in selected} - paid - skipped  # kept by --resume, not graded, or never reached
-        pricing = (selected, prepared.retriever, k, judging, judge_repeats)
-        result.adaptive = plan.record(
-            result.rows, {"calls": loop.judge_usage.calls, "cost_usd": loop.judge_usage.cost_usd},
-            adaptive_run.priced(skipped, *pricing, batch=context.batch is not None),
-            adaptive_run.priced(unpaid, *pricing, batch=context.batch is not None),
-            status=status, resumed=len(context.done))
-    if failure is not None and not (judging.members and loop.rewriter_failure is None):  # a panel said so above
-        logger.error("The {} became unusable: {} — fix it and run again", "judge" if loop.judge_failure else
-                     "query rewriter", failure)
-    return result
+        judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None)
 
 
 def check_budget(max_cost_usd: float, setups: Sequence[JudgeSetup], *, rewrites: bool = False,

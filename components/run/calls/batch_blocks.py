@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.judges.retrieval_grader import GradeResult
-from components.run.benchmark_loop import BenchmarkLoop
+
+if TYPE_CHECKING:
+    from components.run.benchmark_loop import BenchmarkLoop
 
 
 def in_blocks(items: Sequence[Any], counts: Sequence[int] = ()) -> list[list[Any]]:

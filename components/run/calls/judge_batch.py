@@ -81,7 +81,7 @@ from loguru import logger
 from components.core import Question
 from components.judges.batch import BatchAPI, BatchEntry, CreateFailed, Skipped
 from components.judges.retrieval_grader import GradeResult, build_prompt, prompt_variant
-from components.run.benchmark_loop import Partial, combine_grades, typed_rows
+from components.run.partial import Partial, combine_grades, typed_rows
 from components.run.repeat_where import more_repeats
 from components.run.calls.batch_blocks import in_blocks, set_unjudged
 from utils.errors import InputError, JudgeError
@@ -91,7 +91,7 @@ from utils.settings import DEFAULT_BATCH_POLL_MAX_S
 if TYPE_CHECKING:
     from components.core import Chunk
     from components.run.benchmark_loop import BenchmarkLoop
-    from components.run.panel.grading import Member
+    from components.run.judge import LoopJudge
 
 MAX_BATCH_REQUESTS = 100_000  # the API's limit per batch
 MAX_BATCH_BYTES = 256_000_000  # 256 MB of request JSON per batch (the API's limit), measured ASCII-escaped
@@ -295,6 +295,13 @@ class BatchJudge:
         self.records: list[BatchRecord] = []  # the batches this run submitted or adopted
         self.carried: list[BatchRecord] = []  # earlier batches this run does not collect, recorded as they were
         self._started: dict[str, float] = {}  # batch id → when it was submitted or adopted (monotonic)
+
+    def run(self, loop: BenchmarkLoop, questions: Sequence[Question], done: dict | None,
+            previous: Sequence[object] = (),
+            grouped: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+            blocks: Sequence[int] = ()) -> list:
+        """The run's questions graded through this engine (:func:`run_batch`)."""
+        return run_batch(loop, questions, done, self, previous, grouped=grouped, blocks=blocks)
 
     def request(self, cid: str, question_id: str, prompt: str) -> BatchRequest:
         """The same request as a sequential call."""
@@ -543,8 +550,9 @@ def run_batch(loop: BenchmarkLoop, questions: Sequence[Question], done: dict[str
     raises KeyboardInterrupt after writing what is done, as ``BenchmarkLoop.run`` does."""
     if not loop.repeat_rule.selective:  # an uncertain run's rows hold 1 or N grades (checked at start-up)
         check_resume_repeats({}, done or {}, loop.repeats)
-    loop.results = []
-    loop.judge_usage.batch = True
+    loop.begin()
+    loop.judges.batch_mode()
+    loop.judges.first.batch = judge  # the judge's own engine
     done = typed_rows(done)
     items: list[_Item] = []
     n = len(questions)
@@ -631,11 +639,11 @@ def _requests(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item]) ->
 
 
 def _submit(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_Item], *, retry: bool = False,
-            only: dict[str, set[int]] | None = None, member: Member | None = None) -> list[BatchRecord]:
+            only: dict[str, set[int]] | None = None, member: LoopJudge | None = None) -> list[BatchRecord]:
     """Submit the requests of ``items`` (``only``: question id → the repeats to send), split as
     needed. A failed create leaves its items' ``error`` set (fatal: the judge, ``member`` of a
     panel, becomes unusable)."""
-    member = member or loop.members[0]
+    member = member or loop.judges.first
     by_id = {it.q.id: it for it in items}
     requests = [r for r in _requests(loop, judge, items)
                 if only is None or repeat_of(r.custom_id) in only.get(r.question_id, ())]
@@ -707,7 +715,7 @@ def _adopt(judge: BatchJudge, previous: Sequence[object], wanted: set[str],
 
 
 def _grade(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], adopted: bool,
-           settled: set[str] = frozenset(), member: Member | None = None) -> None:
+           settled: set[str] = frozenset(), member: LoopJudge | None = None) -> None:
     """Submit, collect, and re-submit transient failures once. ``settled``: question ids whose
     rows this run takes over (a batch holding only those and the ones collected is ``collected``)."""
     fresh = [it for it in items if not it.sources]
@@ -719,11 +727,11 @@ def _grade(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], adopted: 
 
 
 def _round(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], sent: list[_Item], only: dict[str, set[int]],
-           settled: set[str] = frozenset(), member: Member | None = None) -> None:
+           settled: set[str] = frozenset(), member: LoopJudge | None = None) -> None:
     """Submit the repeats ``only`` names of ``sent``, collect every batch submitted (adopted ones too),
     and re-submit once the entries of ``items`` that failed transiently."""
     by_id = {it.q.id: it for it in items}
-    member = member or loop.members[0]
+    member = member or loop.judges.first
     only = {q: {r for r in wanted if r not in by_id[q].entries} for q, wanted in only.items()}  # not collected yet
     _submit(loop, judge, [it for it in sent if only.get(it.q.id)], member=member, only=only)
     _collect(loop, judge, [r for r in judge.records if r.status == "submitted"], by_id, settled, member)
@@ -745,17 +753,17 @@ def _round(loop: BenchmarkLoop, judge: BatchJudge, items: list[_Item], sent: lis
             it.recovered = any(it.entries.get(r) is not None and it.entries[r].kind == "succeeded"
                                and before.get(r) is not None and before[r].transient for r in again[it.q.id])
             if it.recovered:
-                loop.recovered += 1
+                loop.note_recovered()
         logger.info("Second batch: {} of {} question(s) recovered", sum(it.recovered for it in retry_items),
                     len(retry_items))
 
 
 def _collect(loop: BenchmarkLoop, judge: BatchJudge, records: Sequence[BatchRecord],
-             by_id: dict[str, _Item], settled: set[str] = frozenset(), member: Member | None = None) -> None:
+             by_id: dict[str, _Item], settled: set[str] = frozenset(), member: LoopJudge | None = None) -> None:
     """Wait for each batch and give its entries to the questions it holds. A batch is then
     ``collected``, or ``partial`` when it holds questions this run neither grades nor takes over
     (a narrower ``--limit``/``--ids``): a later ``--resume`` collects those from it."""
-    member = member or loop.members[0]
+    member = member or loop.judges.first
     for record in records:
         if member.failure is not None:
             break
@@ -827,6 +835,6 @@ def _write_unfinished(loop: BenchmarkLoop, judge: BatchJudge, items: Sequence[_I
         p = it.partial
         try:
             p.grade = GradeResult(None, None, 0.0, _pending_error(it), None, prompt_variant(it.q.expected_answer))
-            loop.results.append(loop.row(p, it.rank, None))
+            loop.keep(loop.row(p, it.rank, None))
         except Exception as err:  # noqa: BLE001 - a row that cannot be built is left out
             logger.debug("[{}] pending row not written: {}: {}", it.q.id, type(err).__name__, err)

@@ -1,12 +1,8 @@
 """What the question loop needs to grade with a panel of judges (``--judges``): each judge's own
 state, its grade of a question as the row keeps it, and the panel's aggregate.
 
-Every judge of the panel grades every question with the same prompt, parser, retries and
-``--judge-repeats``, through the loop's one admission point (the ``--max-cost`` budget, the
-``--concurrency`` gate): :class:`~components.run.benchmark_loop.BenchmarkLoop` calls each
-:class:`Member` in panel order. A judge has its own circuit breaker and its own fatal failure: a
-judge that becomes unusable mid-run is not called again (its grades are null with the reason) and
-the others go on.
+Every judge of the panel grades every question (:class:`components.run.panel.judges.Panel`, each
+judge a :class:`components.run.judge.LoopJudge` with its own circuit breaker and fatal failure).
 
 **The aggregate** (:func:`panel_outcome`) of the judges that graded a question: their median
 (``--panel-aggregate median``, the default; two middle grades average) or mean, kept unrounded in
@@ -21,32 +17,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from components.judges.llm import TRANSIENT_KINDS
 from components.judges.retrieval_grader import GradeResult
-from utils.errors import JudgeError
 from utils.results import JudgeGrade
 
 MEDIAN, MEAN = "median", "mean"
-
-
-@dataclass
-class Member:
-    """One judge as the loop calls it: its grader and its own state. ``name`` None: the run's one
-    judge (no panel)."""
-
-    name: str | None
-    judge: Any
-    failure: JudgeError | None = None  # its first fatal error: it is not called again
-    rate_limited: str | None = None  # its circuit breaker's reason, once it opened
-    limited_in_a_row: int = 0
-    usage: Any = None  # a benchmark_loop.Usage of its calls (a panel's judges)
-
-    def label(self) -> str:
-        """How messages name it: "the judge", or "judge <name>" in a panel."""
-        return "the judge" if self.name is None else f"judge {self.name}"
 
 
 def round_half_up(value: float) -> int:
@@ -96,16 +73,3 @@ def panel_outcome(by_judge: Mapping[str, JudgeGrade], names: Sequence[str], meth
 def transient(grade: JudgeGrade | None) -> bool:
     """Whether a judge's grade failed by a transient error (the retry pass grades it again)."""
     return grade is not None and grade.grade is None and (grade.error or "").split(":", 1)[0] in TRANSIENT_KINDS
-
-
-@dataclass
-class PanelState:
-    """The loop's panel: its members in order and the aggregate's method."""
-
-    members: list[Member]
-    method: str = MEDIAN
-    resumed: dict[str, dict[str, JudgeGrade]] = field(default_factory=dict)  # --resume: grades kept per question
-
-    @property
-    def names(self) -> list[str]:
-        return [m.name for m in self.members if m.name is not None]
