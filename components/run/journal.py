@@ -104,8 +104,9 @@ def read_rows(path: Path) -> tuple[dict, dict[str, QuestionResult]]:
     if isinstance(doc, dict) and isinstance(doc.get("results"), list) and isinstance(doc.get("run"), dict):
         result = RunResult.from_json(doc, f"--resume {path}")
         run = result.run.to_json()
-        if result.adaptive is not None and result.adaptive.request is not None:
-            run["adaptive"] = result.adaptive.request  # --until-decided / --target-ci, for --resume to ask again
+        asked = getattr(result.adaptive, "request", None)  # --until-decided / --target-ci, for --resume to ask again
+        if asked:
+            run["adaptive"] = asked
         return run, {r.question_id: r for r in result.rows}
     try:
         with open(path, "rb") as fh:
