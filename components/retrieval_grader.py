@@ -52,8 +52,9 @@ from loguru import logger
 
 from components.core import Chunk, Corpus, Document, ScoredChunk
 from components.judges.bounded import BoundedLLM
-from components.judges.caller import DEFAULT_MODEL, CallerLLM
+from components.judges.caller import CallerLLM
 from components.judges.llm import LLM
+from components.judges.providers.call_llm import DEFAULT_MODEL
 from components.judges.retrieval_grader import GradeResult, prompt_variant
 from components.judges.retrieval_grader import RetrievalGrader as LLMGrader
 from components.judges.settings import Settings

@@ -25,9 +25,6 @@ from components.judges.llm import LLMReply, OutputCap, clean_text
 from utils.errors import InputError, JudgeError
 from utils.pricing import Price
 
-DEFAULT_MODEL = "claude-sonnet"  # the model string the plan's grader passes to call_llm
-
-
 class CallerReplyError(JudgeError):
     """``call_llm`` returned something that is not a reply; the grade's ``error`` is the message
     alone (``call_llm returned <type>``), as the plan words it."""
@@ -61,7 +58,7 @@ class CallerLLM:
     output_cap: OutputCap | None = None  # no token cap is known: the call is not bounded by --max-cost
     price: Price | None = None  # the cost is unknown
 
-    def __init__(self, fn: Callable[..., Any], model: str = DEFAULT_MODEL, timeout: float = 30.0,
+    def __init__(self, fn: Callable[..., Any], model: str, timeout: float = 30.0,
                  name: str | None = None) -> None:
         self.fn, self.model, self.timeout = fn, model, timeout
         self.name = name or _name_of(fn)

@@ -24,6 +24,7 @@ from typing import Any
 from components.judges.providers import ModelChoice, Provider, Variable, register_provider
 from utils.errors import InputError
 
+DEFAULT_MODEL = "claude-sonnet"  # the model string the plan's grader passes to call_llm
 VARIABLE = "BENCHMARK_CALL_LLM"
 MODEL_VARIABLE = "BENCHMARK_CALL_LLM_MODEL"
 
@@ -43,7 +44,7 @@ class CallLLMProvider(Provider):
     title = "the POC's call_llm"
     variables = (Variable(VARIABLE, "package.module:function: grade with your own call_llm(prompt, model=..., "
                                     "timeout=...) (docs/judges.md#your-own-call_llm)"),)
-    default_models = {"judge": "claude-sonnet", "rewriter": "claude-haiku"}
+    default_models = {"judge": DEFAULT_MODEL, "rewriter": "claude-haiku"}
     model_variables = {"judge": MODEL_VARIABLE, "rewriter": MODEL_VARIABLE}
 
     @classmethod
