@@ -239,7 +239,8 @@ def summary_table(result: Any, *, proxy: bool) -> str:
     counts = result.diagnosis_counts
     if isinstance(counts, Mapping):
         fired = [(tag, n) for tag, n in counts.items() if is_number(n) and n]
-        lines.append(row("diagnosis", ", ".join(f"{escape_control(str(t))} {n}" for t, n in fired) or "none"))
+        lines.append(row("diagnosis", ", ".join(f"{escape_control(str(t))} {n}" for t, n in fired) + " (primary types)"
+                         if fired else "none"))
         fixes = diagnosis_fixes(result.rows)
         lines.extend(row("", escape_control(f"{t} → {fixes[t]}")) for t, _ in fired if t in fixes)
     if result.groups:
