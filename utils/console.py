@@ -9,6 +9,7 @@ elsewhere.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -157,22 +158,21 @@ def clamped_count(rows: Any) -> int:
 CLAMPED_NOTE = "the judge's grade was outside 1-10 and was clamped (grade_clamped_from keeps it)"
 
 
-def summary_table(result: Any, *, proxy: bool) -> str:
-    """The run's summary from its :class:`utils.results.RunResult`: first what was run (strategy,
-    corpus, questions, k, judge), then each metric of the run with its 95% interval, the counts,
-    cost, diagnosis and groups. A metric that needs a grade reads ``n/a (nothing graded)`` when
-    nothing was graded (the results file keeps its numbers); with ``proxy`` (a judge that calls no
-    model: :func:`components.judges.providers.is_proxy_judge`), the grades are marked as the lexical
-    proxy they are."""
+def shown_path(path: str) -> str:
+    """``path`` relative to the current folder when it lies inside it, else as it is."""
+    try:
+        relative = os.path.relpath(path)
+    except (OSError, ValueError):  # no current folder; another drive
+        return path
+    return relative if not relative.startswith(os.pardir) else path
+
+
+def _header(result: Any, row: Callable[[str, str], str], proxy: bool) -> list[str]:
+    """The summary's first lines: where the results went, then what was run."""
     run = result.run
-    metrics = shown_metrics(result)
-    labels = {m.key: m.label_at(run.k) for m in metrics}
-    width = max([17, *(len(label) + 1 for label in labels.values() if len(label) < 24)])
-
-    def row(label: str, value: str) -> str:
-        return f"{label:<{width}} {value}"
-
     lines = []
+    if run.output:  # first: where the results went
+        lines.append(row("results", escape_control(shown_path(run.output))))
     if run.strategy:
         lines.append(row("strategy", escape_control(run.strategy)))
     corpus = run.corpus
@@ -186,6 +186,13 @@ def summary_table(result: Any, *, proxy: bool) -> str:
                      + (" (grades are a lexical proxy, not an LLM's)" if proxy else "")))
     if run.status:
         lines.append(row("status", escape_control(run.status)))
+    return lines
+
+
+def _metric_lines(result: Any, metrics: list, labels: dict[str, str], row: Callable[[str, str], str],
+                  proxy: bool) -> list[str]:
+    """Each metric with its 95% interval (one ``n/a`` line for the grade metrics when nothing was graded)."""
+    lines = []
     nothing_graded = result.graded_count == 0
     judged = [m for m in metrics if m.graded_only]
     for m in metrics:
@@ -197,6 +204,26 @@ def summary_table(result: Any, *, proxy: bool) -> str:
         ci = format_ci(m, result.ci95.get(m.key))
         marks = (f" {ci}" if ci else "") + (" (lexical proxy)" if proxy and m.level == "judge" else "")
         lines.append(row(labels[m.key], value + marks))
+    return lines
+
+
+def summary_table(result: Any, *, proxy: bool) -> str:
+    """The run's summary from its :class:`utils.results.RunResult`: first where the results went
+    (``run.output``, relative to the current folder when inside it), then what was run (strategy,
+    corpus, questions, k, judge), then each metric of the run with its 95% interval, the counts,
+    cost, diagnosis and groups. A metric that needs a grade reads ``n/a (nothing graded)`` when
+    nothing was graded (the results file keeps its numbers); with ``proxy`` (a judge that calls no
+    model: :func:`components.judges.providers.is_proxy_judge`), the grades are marked as the lexical
+    proxy they are."""
+    run = result.run
+    metrics = shown_metrics(result)
+    labels = {m.key: m.label_at(run.k) for m in metrics}
+    width = max([17, *(len(label) + 1 for label in labels.values() if len(label) < 24)])
+
+    def row(label: str, value: str) -> str:
+        return f"{label:<{width}} {value}"
+
+    lines = _header(result, row, proxy) + _metric_lines(result, metrics, labels, row, proxy)
     for i, entry in enumerate((result.quality_bands or {}).values()):
         lines.append(row("quality" if i == 0 else "", escape_control(f"{entry.get('label')} {band_text(entry)}")))
     targets = result.targets or []

@@ -67,6 +67,10 @@ examples:
   python benchmark.py --questions q.json --estimate       (what a run would cost, before it spends)
   python benchmark.py --strategy baseline,modular-no-llm --judges panel.toml   (a panel of judges, docs/judges.md)
 
+outputs:
+  benchmark_results.json, runs/ and logs/ in the current folder; beside benchmark.py when python
+  path/to/benchmark.py is run from a folder that contains its folder (--output, --log-dir still choose)
+
 environment:
 {environment}
 exit codes:
@@ -125,10 +129,12 @@ def _unknown_command(word: str) -> str:
             "(python benchmark.py --help)")
 
 
-def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> int:
+def main(argv: list[str] | None = None, env: dict[str, str] | None = None, *, script: str | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``) with the environment ``env``
     (default: an empty one; :func:`entry` passes ``os.environ``); returns the exit code, also for
-    ``--help`` and bad usage (argparse's message printed)."""
+    ``--help`` and bad usage (argparse's message printed). ``script``: the path of ``benchmark.py``
+    when it was run as a script, which may put the default outputs beside it
+    (:mod:`components.cli.output_home`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     env = dict(env or {})
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
@@ -138,7 +144,10 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     except SystemExit as done:  # --help (0), bad usage (2)
         return done.code if isinstance(done.code, int) else EXIT_INPUT
     early_error = _load_provider_modules(env)  # first: their secrets are redacted like the built-in ones'
+    home = _output_home(command, args, script)
     sinks = _open_logs(command, args, env)
+    if home.note:
+        logger.warning("{}", home.note)
     try:
         from components.run.benchmark_run import RunState
 
@@ -149,6 +158,19 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     finally:
         sinks.remove()
     return code
+
+
+def _output_home(command, args: argparse.Namespace, script: str | None):
+    """Where the default outputs go (:mod:`components.cli.output_home`); ``args`` updated."""
+    from components.cli.output_home import apply_home, output_home
+
+    try:
+        home = output_home(script, os.getcwd())
+    except OSError:  # the current folder is gone: the defaults fail later, as they would have
+        home = output_home(None, ".")
+    name = args.argv[0] if command is not None else None
+    return apply_home(home, args, args.argv[1:] if command is not None else args.argv, command is None,
+                      run_parser if command is None else lambda: command_parser(name, command))
 
 
 def _refuse_unknown_command(word: str, env: dict[str, str]) -> int:
@@ -239,8 +261,10 @@ def _log_unraisable(unraisable) -> None:
         "{} ({})", unraisable.err_msg or "Exception ignored", type(unraisable.object).__name__)
 
 
-def entry() -> None:
-    """The ``retrieval-benchmark`` console script: ``python benchmark.py`` installed."""
+def entry(script: str | None = None) -> None:
+    """The ``retrieval-benchmark`` console script: ``python benchmark.py`` installed; ``script``: the
+    path of ``benchmark.py`` when ``python path/to/benchmark.py`` runs it (not the installed command,
+    not ``python -m benchmark``)."""
     # One BLAS thread unless OPENBLAS_NUM_THREADS says otherwise (read when numpy is first imported,
     # which is later): a query's dense scores are one matrix-vector product, which OpenBLAS's thread
     # pool makes 3-10x slower whenever the other core is busy (bench/scale.py; same numbers either way).
@@ -252,7 +276,7 @@ def entry() -> None:
     with contextlib.suppress(OSError):
         if os.getcwd() not in sys.path:
             sys.path.append(os.getcwd())
-    code = main(sys.argv[1:], dict(os.environ))
+    code = main(sys.argv[1:], dict(os.environ), script=script)
     # The command's work is done and written: a signal from now on changes nothing. Ignored, not
     # handled, because interpreter shutdown resets a Python handler to the default action, which
     # would end the process by the signal (exit -2) after a complete run.
