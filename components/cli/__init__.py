@@ -58,7 +58,7 @@ examples:
   python benchmark.py --strategy baseline,modular-no-llm --corpus ../shared/datasets/kubernetes/docs \\
       --questions ../shared/datasets/kubernetes/needle_questions.json
   python benchmark.py --resume runs/20261123T120000Z_modular-no-llm.journal.jsonl --strategy modular-no-llm
-  python benchmark.py --suite examples/suites.yaml:chunk_sweep     (configurations of a YAML suite, compared)
+  python benchmark.py --suite examples/suites.yaml:chunk_comparison   (configurations of a YAML suite, compared)
   python benchmark.py --strategy recorded --questions examples/recorded_retrievals.json
   python benchmark.py --corpus docs/examples/beir --questions docs/examples/beir --split test   (a BEIR folder)
   python benchmark.py export-run benchmark_results.json -o run.trec --qrels qrels.txt
