@@ -43,7 +43,9 @@ class CallLLMProvider(Provider):
     label = "the POC's own call_llm function (BENCHMARK_CALL_LLM)"
     title = "the POC's call_llm"
     variables = (Variable(VARIABLE, "package.module:function: grade with your own call_llm(prompt, model=..., "
-                                    "timeout=...) (docs/judges.md#your-own-call_llm)"),)
+                                    "timeout=...) (docs/judges.md#your-own-call_llm)"),
+                 Variable(MODEL_VARIABLE, "the model string call_llm receives (default claude-sonnet; claude-haiku "
+                                          "for the query rewriter)"))
     default_models = {"judge": DEFAULT_MODEL, "rewriter": "claude-haiku"}
     model_variables = {"judge": MODEL_VARIABLE, "rewriter": MODEL_VARIABLE}
 
