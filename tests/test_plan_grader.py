@@ -42,6 +42,18 @@ def test_a_judge_answering_500_always_gets_exactly_one_request_per_grade():
     assert all(r.grade is None and r.error.startswith("server_error:") for r in results)
 
 
+def test_an_openai_compatible_judge_answering_500_gets_one_request_per_grade():
+    from tests.loopback_openai import OpenAILoopback
+    from tests.loopback_openai import error as openai_error
+    from tests.test_openai_provider import openai_env
+
+    with OpenAILoopback(default=openai_error(500, "internal", kind="server_error")) as srv:
+        grader = RetrievalGrader(timeout=5.0, env=openai_env(srv.url))
+        results = [grader.grade(QUESTION, ANSWER, CHUNKS) for _ in range(2)]
+        assert len(srv.requests) == 2
+    assert all(r.grade is None and r.error.startswith("server_error:") for r in results)
+
+
 def test_a_judge_past_the_timeout_gets_one_request_and_a_null_grade():
     with LoopbackServer(default=Reply(delay=1.5)) as srv:
         result = RetrievalGrader(timeout=0.3, env=judge_env(srv.url)).grade(QUESTION, ANSWER, CHUNKS)
