@@ -37,4 +37,6 @@ from components.cli import entry, main  # noqa: E402 - after the early signal ha
 __all__ = ["entry", "main"]
 
 if __name__ == "__main__":
-    entry()
+    # run as a script (not `python -m benchmark`, whose module has a spec): the default outputs may go
+    # beside this file (components/cli/output_home.py)
+    entry(script=__file__ if __spec__ is None else None)

@@ -146,7 +146,7 @@ def test_summary_schema2():
         "retrieval         1.5 ms/question, index 0.50 s\n"
         "judge usage       2 calls, 1,200 in / 300 out tokens, $0.0081\n"
         "cost              $0.0081\n"
-        "diagnosis         distractor 1, wrong_chunk 2\n"
+        "diagnosis         distractor 1, wrong_chunk 2 (primary types)\n"
         "groups\n"
         "  difficulty    n     hit@1       MRR\n"
         "  easy          1    100.0%     1.000\n"

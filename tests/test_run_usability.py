@@ -25,7 +25,8 @@ def test_one_strategy_twice_is_labelled_and_compared(tmp_path: Path):
 def test_the_summary_says_what_was_run_and_the_line_explains_itself(tmp_path: Path):
     run = run_cli("--limit", "2", "--strategy", "baseline", "--output", str(tmp_path / "r.json"))
     assert run.code == 0, run.stderr
-    head = run.stdout.splitlines()[:5]
+    first, *head = run.stdout.splitlines()[:6]
+    assert first.split() == ["results", str(tmp_path / "r.json")]  # first: where the results went
     assert head[0].split() == ["strategy", "baseline"]
     assert head[1].startswith("corpus") and "documents" in head[1] and "chunks" in head[1]
     assert head[2].startswith("questions") and "questions.json: 2" in head[2]

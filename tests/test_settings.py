@@ -142,7 +142,7 @@ def test_an_auth_token_instead_of_the_key(tmp_path):
                                                                        "BENCHMARK_JUDGE_MODEL=openai/gpt-5.4-mini?"),
     ({"BENCHMARK_JUDGE_MODEL": "claude-opus-5-5"}, "did you mean BENCHMARK_JUDGE_MODEL=anthropic/claude-opus-5-5, "
                                                    "with ANTHROPIC_API_KEY set?"),
-    ({"BENCHMARK_JUDGE_MODEL": "llama3"}, "write it as <provider>/<model> (anthropic or openai)"),
+    ({"BENCHMARK_JUDGE_MODEL": "llama3"}, "write it as <provider>/<model> (anthropic or call_llm or openai)"),
     ({"BENCHMARK_JUDGE_MODEL": "gpt-4o", "BENCHMARK_JUDGE": "offline"}, "unset BENCHMARK_JUDGE_MODEL, or unset "
                                                                        "BENCHMARK_JUDGE"),
 ])

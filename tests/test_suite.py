@@ -126,8 +126,10 @@ def test_the_shipped_suites_load():
         "suite": "quick_test", "file": str(ROOT / "examples" / "suites.yaml"), "name": "small-chunks",
         "strategy": "baseline", "chunk_size": 200, "chunk_overlap": 0, "embedding_model": None, "reranker": None,
         "parameters": {}}
-    sweep = load_suite(str(ROOT / "examples" / "suites.yaml") + ":chunk_sweep")
+    sweep = load_suite(str(ROOT / "examples" / "suites.yaml") + ":chunk_comparison")
     assert len({s.chunking for s in sweep.strategies}) == len(sweep.strategies) >= 4
+    old = load_suite(str(ROOT / "examples" / "suites.yaml") + ":chunk_sweep")  # the old name, kept
+    assert [s.name for s in old.strategies] == [s.name for s in sweep.strategies]
     embeddings = load_suite(str(ROOT / "examples" / "suites.yaml") + ":embedding_comparison")
     dims = [s.factory().dense._model.dim for s in embeddings.strategies]
     assert dims == [256, 128, 64, 256] and embeddings.strategies[3].factory().alpha == 0.3
@@ -136,7 +138,8 @@ def test_the_shipped_suites_load():
 def test_the_name_may_be_left_out_of_a_file_of_one_suite(tmp_path: Path):
     one = suite_file(tmp_path, QUICK)
     assert load_suite(str(one)).name == "quick_test"
-    with pytest.raises(InputError, match=r"holds 3 suites \(quick_test, chunk_sweep, embedding_comparison\): name one"):
+    with pytest.raises(InputError, match=r"holds 5 suites \(quick_test, chunk_comparison, chunk_sweep, "
+                                         r"embedding_comparison, comprehensive\): name one"):
         load_suite(str(ROOT / "examples" / "suites.yaml"))
     with pytest.raises(InputError, match="no suite named 'quick_tset': did you mean 'quick_test'"):
         load_suite(f"{one}:quick_tset")
@@ -372,3 +375,32 @@ def test_judge_batch_with_the_offline_judge_is_refused_before_any_work(tmp_path:
                   "--output", str(tmp_path / "r.json"), "--judge-batch", env=clean_env(BENCHMARK_JUDGE="offline"))
     assert run.code == 2 and run.stderr.count("--judge-batch needs the LLM judge") == 1, run.stderr
     assert "Corpus " not in run.stderr and not list(tmp_path.glob("r*.json")) and not (tmp_path / "runs").exists()
+
+
+def test_the_comprehensive_suite_is_the_full_grid_and_runs_offline():
+    """3 chunk sizes x 2 embedding models x without/with the offline reranker: 12 configurations, each
+    loaded (a model or reranker that cannot load is refused by load_suite)."""
+    grid = load_suite(str(ROOT / "examples" / "suites.yaml") + ":comprehensive")
+    cells = {(s.configuration["chunk_size"], s.configuration["embedding_model"], s.configuration["reranker"])
+             for s in grid.strategies}
+    assert len(grid.strategies) == len(cells) == 12
+    assert cells == {(size, model, rerank) for size in (200, 400, 800) for model in ("wordllama-256", "wordllama-64")
+                     for rerank in (None, "poc.rerankers:term_overlap")}
+    text = (ROOT / "examples" / "suites.yaml").read_text(encoding="utf-8")
+    assert "NEEDS A MODEL THAT IS NOT SHIPPED" in text  # the configurations that need one are marked, commented out
+
+
+def test_the_term_overlap_reranker_orders_by_the_querys_terms_and_keeps_ties():
+    from components.core import Chunk, ScoredChunk
+    from poc.rerankers import term_overlap
+
+    def scored(doc: str, text: str, score: float) -> ScoredChunk:
+        return ScoredChunk(Chunk(doc, f"{doc}#0", doc, (), text, 0), score)
+
+    a = scored("a", "nothing in common", 0.9)
+    b = scored("b", "the loop else clause runs", 0.8)  # loop, els, claus, run
+    c = scored("c", "an else block", 0.7)  # els, block
+    d = scored("d", "unrelated words", 0.6)
+    ranked = term_overlap("When does the else clause of a loop run?", [a, b, c, d])
+    assert [r.chunk.doc_id for r in ranked] == ["b", "c", "a", "d"]  # 4 terms, 1, then the ties in order
+    assert [r.score for r in ranked] == [0.8, 0.7, 0.9, 0.6]

@@ -9,6 +9,7 @@ rate and ETA on a terminal, nothing elsewhere.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -160,10 +161,21 @@ CLAMPED_NOTE = "the judge's grade was outside 1-10 and was clamped (grade_clampe
 Row = Callable[[str, str], str]  # a summary line: its label, its value
 
 
+def shown_path(path: str) -> str:
+    """``path`` relative to the current folder when it lies inside it, else as it is."""
+    try:
+        relative = os.path.relpath(path)
+    except (OSError, ValueError):  # no current folder; another drive
+        return path
+    return relative if not relative.startswith(os.pardir) else path
+
+
 def _what_ran(result: Any, row: Row, proxy: bool) -> list[str]:
-    """The summary's first lines: strategy, corpus, questions, k, judge, status."""
+    """The summary's first lines: where the results went, then strategy, corpus, questions, k, judge, status."""
     run = result.run
     lines = []
+    if run.output:  # first: where the results went
+        lines.append(row("results", escape_control(shown_path(run.output))))
     if run.strategy:
         lines.append(row("strategy", escape_control(run.strategy)))
     corpus = run.corpus
@@ -258,7 +270,8 @@ def _closing_lines(result: Any, row: Row) -> list[str]:
     counts = result.diagnosis_counts
     if isinstance(counts, Mapping):
         fired = [(tag, n) for tag, n in counts.items() if is_number(n) and n]
-        lines.append(row("diagnosis", ", ".join(f"{escape_control(str(t))} {n}" for t, n in fired) or "none"))
+        lines.append(row("diagnosis", ", ".join(f"{escape_control(str(t))} {n}" for t, n in fired) + " (primary types)"
+                         if fired else "none"))
         fixes = diagnosis_fixes(result.rows)
         lines.extend(row("", escape_control(f"{t} → {fixes[t]}")) for t, _ in fired if t in fixes)
     if result.groups:
@@ -270,7 +283,8 @@ def _closing_lines(result: Any, row: Row) -> list[str]:
 
 
 def summary_table(result: Any, *, proxy: bool) -> str:
-    """The run's summary from its :class:`utils.results.RunResult`: first what was run (strategy,
+    """The run's summary from its :class:`utils.results.RunResult`: first where the results went
+    (``run.output``, relative to the current folder when inside it), then what was run (strategy,
     corpus, questions, k, judge), then each metric of the run with its 95% interval, the counts,
     cost, diagnosis and groups. A metric that needs a grade reads ``n/a (nothing graded)`` when
     nothing was graded (the results file keeps its numbers); with ``proxy`` (a judge that calls no

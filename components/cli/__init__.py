@@ -61,7 +61,7 @@ examples:
   python benchmark.py --strategy baseline,modular-no-llm --corpus ../shared/datasets/kubernetes/docs \\
       --questions ../shared/datasets/kubernetes/needle_questions.json
   python benchmark.py --resume runs/20261123T120000Z_modular-no-llm.journal.jsonl --strategy modular-no-llm
-  python benchmark.py --suite examples/suites.yaml:chunk_sweep     (configurations of a YAML suite, compared)
+  python benchmark.py --suite examples/suites.yaml:chunk_comparison   (configurations of a YAML suite, compared)
   python benchmark.py --strategy recorded --questions examples/recorded_retrievals.json
   python benchmark.py --corpus docs/examples/beir --questions docs/examples/beir --split test   (a BEIR folder)
   python benchmark.py export-run benchmark_results.json -o run.trec --qrels qrels.txt
@@ -69,6 +69,10 @@ examples:
   python benchmark.py compare runs/A.json runs/B.json
   python benchmark.py --questions q.json --estimate       (what a run would cost, before it spends)
   python benchmark.py --strategy baseline,modular-no-llm --judges panel.toml   (a panel of judges, docs/judges.md)
+
+outputs:
+  benchmark_results.json, runs/ and logs/ in the current folder; beside benchmark.py when python
+  path/to/benchmark.py is run from a folder that contains its folder (--output, --log-dir still choose)
 
 environment:
 {environment}
@@ -129,10 +133,12 @@ def _unknown_command(word: str) -> str:
             "(python benchmark.py --help)")
 
 
-def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> int:
+def main(argv: list[str] | None = None, env: dict[str, str] | None = None, *, script: str | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``) with the environment ``env``
     (default: an empty one; :func:`entry` passes ``os.environ``); returns the exit code, also for
-    ``--help`` and bad usage (argparse's message printed)."""
+    ``--help`` and bad usage (argparse's message printed). ``script``: the path of ``benchmark.py``
+    when it was run as a script, which may put the default outputs beside it
+    (:mod:`components.cli.output_home`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     env = dict(env or {})
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
@@ -143,7 +149,10 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
         command, args = parse(argv)
     except SystemExit as done:  # --help (0), bad usage (2)
         return done.code if isinstance(done.code, int) else EXIT_INPUT
+    home = _output_home(command, args, script)
     sinks = _open_logs(command, args, env)
+    if home.note:
+        logger.warning("{}", home.note)
     try:
         from components.run.benchmark_run import RunState
 
@@ -154,6 +163,19 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     finally:
         sinks.remove()
     return code
+
+
+def _output_home(command, args: argparse.Namespace, script: str | None):
+    """Where the default outputs go (:mod:`components.cli.output_home`); ``args`` updated."""
+    from components.cli.output_home import apply_home, output_home
+
+    try:
+        home = output_home(script, os.getcwd())
+    except OSError:  # the current folder is gone: the defaults fail later, as they would have
+        home = output_home(None, ".")
+    name = args.argv[0] if command is not None else None
+    return apply_home(home, args, args.argv[1:] if command is not None else args.argv, command is None,
+                      run_parser if command is None else lambda: command_parser(name, command))
 
 
 def _refuse_unknown_command(word: str, env: dict[str, str]) -> int:
@@ -245,8 +267,10 @@ def _log_unraisable(unraisable) -> None:
         "{} ({})", unraisable.err_msg or "Exception ignored", type(unraisable.object).__name__)
 
 
-def entry() -> None:
-    """The ``retrieval-benchmark`` console script: ``python benchmark.py`` installed."""
+def entry(script: str | None = None) -> None:
+    """The ``retrieval-benchmark`` console script: ``python benchmark.py`` installed; ``script``: the
+    path of ``benchmark.py`` when ``python path/to/benchmark.py`` runs it (not the installed command,
+    not ``python -m benchmark``)."""
     # One BLAS thread unless OPENBLAS_NUM_THREADS says otherwise (read when numpy is first imported,
     # which is later): a query's dense scores are one matrix-vector product, which OpenBLAS's thread
     # pool makes 3-10x slower whenever the other core is busy (bench/scale.py; same numbers either way).
@@ -258,7 +282,7 @@ def entry() -> None:
     with contextlib.suppress(OSError):
         if os.getcwd() not in sys.path:
             sys.path.append(os.getcwd())
-    code = main(sys.argv[1:], dict(os.environ))
+    code = main(sys.argv[1:], dict(os.environ), script=script)
     # The command's work is done and written: a signal from now on changes nothing. Ignored, not
     # handled, because interpreter shutdown resets a Python handler to the default action, which
     # would end the process by the signal (exit -2) after a complete run.

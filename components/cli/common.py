@@ -16,7 +16,7 @@ from utils.errors import (EXIT_BUDGET, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUD
                           InputError)
 from utils.files.output import remove_temp_files
 
-LOG_DIR = Path("logs")  # --log-dir's default: in the current folder, like every output
+LOG_DIR = Path("logs")  # --log-dir's default: in the current folder, like every output (components/cli/output_home.py)
 STATUS_EXIT = {"completed": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "judge_failed": EXIT_JUDGE,
                "rate_limited": EXIT_JUDGE, "budget_exhausted": EXIT_BUDGET, "retrieval_failed": EXIT_RETRIEVAL}
 
@@ -49,7 +49,9 @@ def outputs_epilog(option: str, default: str) -> str:
     """The ``outputs:`` paragraph of a command's ``--help`` whose output ``option`` defaults to ``default``."""
     return (f"outputs: without {option}, {default} is written in the current folder. Every command writes its "
             "default output in the current folder under a fixed name (benchmark_results.json and runs/, "
-            "validation.json, report.html, dataset.jsonl; logs under --log-dir), names git ignores.")
+            "validation.json, report.html, dataset.jsonl; logs under --log-dir), names git ignores; "
+            "python path/to/benchmark.py run from a folder containing its folder writes benchmark_results.json, "
+            "runs/ and logs/ beside benchmark.py (docs/options.md#where-outputs-go).")
 
 
 def help_epilog(parser: argparse.ArgumentParser, text: str) -> None:

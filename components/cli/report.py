@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     help_epilog(parser, "examples:\n"
                 "  python benchmark.py report benchmark_results.json -o report.html\n"
                 "  python benchmark.py report base.json new.json -o compare.html   # with the comparison\n"
-                "  report.html#tag=wrong_chunk&open=q_006 in a browser: one tag's questions, one row open\n\n"
+                "  report.html#tag=chunking_split&open=q_006 in a browser: one type's questions, one row open\n\n"
                 "exit codes: 0 written; 2 a RUN is missing or not a results file (nothing written)")
     parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="results JSON file(s) of benchmark runs")
     parser.add_argument("-o", "--output", type=Path, default=Path("report.html"),

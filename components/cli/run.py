@@ -84,7 +84,7 @@ def _add_input_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", metavar="FILE[:NAME]",
                    help="run every configuration of a YAML suite (strategy, chunk_size, chunk_overlap, "
                         "embedding_model, reranker, strategy parameters) in turn on the same questions, then compare "
-                        "them; NAME may be left out when FILE holds one suite (examples/suites/)")
+                        "them; NAME may be left out when FILE holds one suite (examples/suites.yaml)")
     p.add_argument("--quick", action="store_true", help="only the first 5 questions (= --limit 5)")
     p.add_argument("--limit", type=positive_int, help="only the first N questions")
     p.add_argument("--ids", help="only these question ids, comma-separated")

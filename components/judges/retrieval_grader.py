@@ -384,9 +384,15 @@ class RetrievalGrader:
             if err.fatal:
                 raise
             logger.warning("[retrieval-grader] FAILED in {:.3f}s: {}: {}", elapsed, err.kind, err)
-            return GradeResult(None, None, elapsed * 1000, f"{err.kind}: {err}", None, variant,
+            return GradeResult(None, None, elapsed * 1000, grade_error(err), None, variant,
                                retry_after=err.retry_after)
         return grade_reply(reply, variant, (time.perf_counter() - start) * 1000)
+
+
+def grade_error(err: JudgeError) -> str:
+    """A failed call's ``error``: ``<kind>: <message>``, or the message alone for an error that
+    says it is ``plain`` (``call_llm returned int``: :class:`components.judges.caller.CallerReplyError`)."""
+    return str(err) if getattr(err, "plain", False) else f"{err.kind}: {err}"
 
 
 def prompt_variant(expected_answer: str | None) -> str:

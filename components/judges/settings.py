@@ -66,8 +66,11 @@ class Settings:
         if named and spec_provider and named != spec_provider:
             raise InputError(f"BENCHMARK_JUDGE={named!r} and BENCHMARK_JUDGE_MODEL={judge_spec!r} name different "
                              "providers: set one of them, or make them agree")
-        judge = named or spec_provider or default_judge(env)
+        judge = named or spec_provider or _caller_judge(env) or default_judge(env)
         judge_cls = provider_class(judge)
+        if _caller_judge(env) and judge != "call_llm":
+            raise InputError(f"BENCHMARK_CALL_LLM is set, but the judge is {judge} (BENCHMARK_JUDGE or "
+                             "BENCHMARK_JUDGE_MODEL): unset BENCHMARK_CALL_LLM, or the variable naming the other judge")
         if judge_spec and not judge_cls.calls_models:  # the model would be dropped without a word
             raise InputError(_unused_model(judge_spec, judge, named, env))
         if not named and not judge_cls.calls_models:  # so would a provider's judge model, with no key for it
@@ -98,6 +101,12 @@ class Settings:
                 and all(models[r] == (self.judge_model if r == "judge" else self.rewriter_model) for r in models):
             return self.judge_config
         return provider_class(name).configure(self.env, models)
+
+
+def _caller_judge(env: Mapping[str, str]) -> str | None:
+    """``call_llm`` when ``BENCHMARK_CALL_LLM`` names the POC's own function (and no judge is named),
+    else None (:mod:`components.judges.providers.call_llm`)."""
+    return "call_llm" if (env.get("BENCHMARK_CALL_LLM") or "").strip() else None
 
 
 def _unused_model(spec: str, judge: str, named: str, env: Mapping[str, str]) -> str:

@@ -5,7 +5,7 @@ The page holds, per run: its metadata (judge, model, hashes, cost when known), t
 histogram, grade against rank (the judge/needle disagreement quadrants of the diagnosis rules),
 per-group bars — and a per-question table whose rows expand to the retrieved chunks' text, the
 judge's reasoning and the diagnosis, filterable by diagnosis tag (and by a link:
-``report.html#tag=wrong_chunk`` filters, ``#open=q_006`` opens that question's row). With several
+``report.html#tag=chunking_split`` filters, ``#open=q_006`` opens that question's row). With several
 runs it begins with their comparison (:func:`render_comparison` of the JSON of
 ``components.analysis.compare.compare_runs``, whose labels then name the runs on the whole page):
 the runs and reference systems, their means (the best value of each metric in bold), the
@@ -34,7 +34,7 @@ from loguru import logger
 from components.analysis.aggregate import GROUP_FIELDS
 from components.analysis.compare import compare_runs, default_labels, question_view
 from components.analysis.comparison import BETTER, WORSE
-from components.analysis.diagnosis import FIXES, HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_tags
+from components.analysis.diagnosis import FIXES, HIGH_GRADE_MIN, LOW_GRADE_MAX, TAGS, count_carrying, count_tags
 from components.analysis.recommendations import best_columns
 from components.analysis.recommendations import render_html as render_recommendations
 from components.report.audit import audit_section
@@ -328,7 +328,7 @@ def _quadrant_plot(rows: Sequence[Mapping], k: int, name: str) -> str:
     chart.rect(0.5, k + 0.5, 0.5, LOW_GRADE_MAX + 0.5, _COLORS["bad"], 0.10,
                label=f"needle_hit_low_grade (≤ {LOW_GRADE_MAX})")
     chart.rect(k + 0.5, k + 1.5, HIGH_GRADE_MIN - 0.5, 10.5, _COLORS["warn"], 0.18,
-               label=f"needle_miss_high_grade (≥ {HIGH_GRADE_MIN})")
+               label=f"grade_without_needle (≥ {HIGH_GRADE_MIN})")
     cell = min(chart.plot_width / (k + 1), chart.plot_height / 10)  # a cell's size in pixels
     for (x, y), n in sorted(cells.items()):
         chart.dot(x, y, min(cell * 0.55, 3.5 + 2.2 * n ** 0.5), _COLORS["bar"], 0.75,
@@ -491,24 +491,25 @@ def _fixes(diagnosis: Mapping) -> dict[str, str]:
 
 
 def _tally(rows: Sequence[Mapping], counts: Mapping[str, int]) -> str:
-    """The diagnosis tally: each tag that fired, its questions and its fix."""
+    """The diagnosis tally: each primary type, its questions and its fix."""
     fixes: dict[str, str] = {}
     for r in rows:
         if isinstance(r.get("diagnosis"), Mapping):
             fixes = {**_fixes(r["diagnosis"]), **fixes}
     body = "".join(f"<tr><th>{_h(t)}</th><td class=num>{_h(n)}</td><td>{_h(fixes.get(t, '-'))}</td></tr>"
                    for t, n in counts.items() if n)
-    return (f'<table class="metrics tally"><thead><tr><th>diagnosis</th><th>questions</th><th>fix</th></tr></thead>'
+    return (f'<table class="metrics tally"><thead><tr><th>primary type</th><th>questions</th><th>fix</th></tr></thead>'
             f"<tbody>{body}</tbody></table>") if body else ""
 
 
 def _questions(rows: Sequence[Mapping], k: int, has_diagnosis: bool) -> str:
-    counts = {tag: n for tag, n in count_tags(rows).items() if n or tag not in TAGS}
+    counts = {tag: n for tag, n in count_tags(rows).items() if n or tag not in TAGS}  # primary types
+    carrying = count_carrying(rows)  # the filter buttons: every question carrying the type
     diagnosed = sum(1 for r in rows if isinstance(r.get("diagnosis"), Mapping))
     buttons = [f'<button type=button data-tag="" class="on">all ({len(rows)})</button>']
     if has_diagnosis:
         buttons.append(f'<button type=button data-tag="_diagnosed">diagnosed ({diagnosed})</button>')
-        buttons += [f'<button type=button data-tag="{_h(t)}">{_h(t)} ({n})</button>' for t, n in counts.items()]
+        buttons += [f'<button type=button data-tag="{_h(t)}">{_h(t)} ({n})</button>' for t, n in carrying.items()]
     note = "" if has_diagnosis else "<span class=muted>no diagnoses in this results file</span>"
     bar = (f'<div class="filters">{"".join(buttons)}{note}<input type=search placeholder="filter by id or text">'
            f'<button type=button class=expand>expand all</button><span class=shown></span></div>')

@@ -14,6 +14,7 @@ from typing import Any, Union
 
 from utils import metrics as M
 from utils.results import PANEL_ROW_FIELDS, SCHEMA_VERSION, QuestionResult, RunInfo, RunResult
+from utils.records.diagnosis_schema import DIAGNOSIS_SCHEMA
 from utils.records.typecheck import KEYS, hints, remembers_keys
 
 SCHEMA_ID = "https://retrieval-benchmark.invalid/results.schema.json"
@@ -66,13 +67,15 @@ def json_schema() -> dict:
                                                         "groups", "diagnosis_counts", "chunk_relevance_count",
                                                         "judge_consistency", "order_check", "quality_bands",
                                                         "targets", "panel", "adaptive")}
+    rows = _record_schema(QuestionResult)
+    rows["properties"]["diagnosis"] = DIAGNOSIS_SCHEMA
     top["ci95"] = {"type": "object", "additionalProperties": {
         "anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}]}}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
         "title": "Retrieval benchmark results", "type": "object",
         "properties": {"schema_version": {"const": SCHEMA_VERSION}, "run": _record_schema(RunInfo), **metrics, **top,
-                       "results": {"type": "array", "items": _record_schema(QuestionResult)}},
+                       "results": {"type": "array", "items": rows}},
         "required": ["schema_version", "run", "question_count", "graded_count", "ungraded_count", "ci95", "results"],
         "additionalProperties": True,
     }

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 ROLES = ("judge", "rewriter")
 _BUILTIN = {"offline": "components.judges.providers.offline", "anthropic": "components.judges.providers.anthropic",
-            "openai": "components.judges.providers.openai"}
+            "openai": "components.judges.providers.openai", "call_llm": "components.judges.providers.call_llm"}
 _REGISTRY: dict[str, type[Provider]] = {}
 
 
