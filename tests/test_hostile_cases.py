@@ -146,3 +146,104 @@ def test_the_installed_command_names_itself_in_help(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [str(ROOT / "benchmark.py")])
     assert main(["compare", "--help"]) == 0
     assert capsys.readouterr().out.startswith("usage: benchmark.py compare")
+
+
+def test_a_tau_that_is_not_defined_says_why():
+    from components.analysis.compare import compare_runs
+    from tests.test_certificate import run_of
+
+    # judge b grades every run alike: its ranking cannot order them, so its τ is not defined
+    grades = {"r1": (8, 5, 8), "r2": (6, 5, 6), "r3": (4, 5, 4), "r4": (2, 5, 2)}
+    text = str(compare_runs([run_of(label, g) for label, g in grades.items()], list(grades),
+                            metrics=["avg_llm_grade"]))
+    assert "b τ n/a (ranks tied: it cannot order these runs)" in text and "τ -" not in text
+
+
+def test_a_judge_that_graded_nothing_has_no_figures():
+    from components.analysis.panel import summary_lines
+    from components.report.panel import _judges_table
+
+    panel = {"judges": ["ok", "dead"], "aggregate": "median", "graded_by": {"1": 3},
+             "per_judge": {"ok": {"graded": 3, "metrics": {"avg_llm_grade": 8.0, "pass_rate_7": 100.0},
+                                  "ci95": {"pass_rate_7": [100.0, 100.0]}},
+                           "dead": {"graded": 0, "metrics": {"avg_llm_grade": None, "pass_rate_7": 0.0},
+                                    "ci95": {"pass_rate_7": [0.0, 0.0]}, "unusable": "timeout"}}}
+    lines = summary_lines(panel)
+    dead = next(line for line in lines if line.strip().startswith("dead"))
+    assert "pass ≥ 7 n/a" in dead and "0.0" not in dead
+    ok = next(line for line in lines if line.strip().startswith("ok"))
+    assert "pass ≥ 7 100.0 [100.0, 100.0]%" in ok
+    assert "<td class=num>n/a</td>" in _judges_table(panel, str)
+
+
+def test_an_unknown_cost_is_never_a_saving():
+    from components.analysis.adaptive import cost_line
+
+    record = {"judged": 20, "questions": 40, "calls": {"spent": 20, "full": 40, "saved": 20},
+              "cost_usd": {"spent": None, "full": None, "saved": 0.0}}
+    line = cost_line(record)
+    assert "$0.0000 saved" not in line and "20 calls saved, their cost unknown" in line
+    priced = dict(record, cost_usd={"spent": 0.5, "full": 1.0, "saved": 0.5})
+    assert "(20 calls, $0.5000 saved;" in cost_line(priced)
+
+
+def test_the_resume_hint_names_the_script_as_it_was_run(monkeypatch):
+    from components.run.benchmark_run import _continue_command
+
+    monkeypatch.setattr(sys, "argv", ["../tools/benchmark.py", "--quick"])
+    assert _continue_command(["--quick"], Path("runs/x.journal.jsonl")).startswith(
+        "python ../tools/benchmark.py --quick --resume runs/x.journal.jsonl")
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/retrieval-benchmark"])
+    assert _continue_command([], Path("j")) == "retrieval-benchmark --resume j"
+
+
+def test_a_configuration_name_reaches_the_console_escaped(tmp_path: Path):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text('suites:\n  s:\n    - {name: "evil\\n\\u001b[31mred", strategy: baseline}\n'
+                     '    - {name: b, strategy: baseline}\n')
+    run = run_cli("--suite", f"{suite}:s", "--limit", "2", "--output", str(tmp_path / "out.json"))
+    assert run.code == 0, run.stderr
+    assert "\x1b" not in run.stdout and "== evil\\n\\x1b[31mred ==" in run.stdout
+    assert all("\x1b" not in p.name and "\n" not in p.name for p in tmp_path.rglob("*"))
+
+
+@pytest.mark.parametrize("variable", ["SK-ANT-API03-ABCDEFGHIJKLMNOP", "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"])
+def test_a_key_pasted_into_api_key_env_is_refused_unshown(tmp_path: Path, variable: str):
+    panel = tmp_path / "panel.toml"
+    panel.write_text(f'[[judge]]\nname = "j"\nprovider = "openai"\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
+                     f'api_key_env = "{variable}"\n')
+    run = run_cli("--quick", "--judges", str(panel), "--output", str(tmp_path / "out.json"))
+    assert run.code == 2 and "never the key itself" in run.stderr, run.stderr
+    assert variable not in run.stderr + run.stdout and variable.lower() not in (run.stderr + run.stdout).lower()
+
+
+def test_a_name_in_capitals_stays_a_valid_api_key_env():
+    from components.judges.panel import looks_like_a_key
+
+    assert not looks_like_a_key("LOCAL_A_KEY") and not looks_like_a_key("MY_JUDGE_KEY_2")
+    assert looks_like_a_key("sk-proj-abc") and looks_like_a_key("A1" * 16)
+
+
+def test_a_key_in_an_error_message_is_masked(tmp_path: Path):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("suites:\n  s:\n    - {name: a, strategy: baseline, chunk_size: sk-ant-api03-PASTEDKEY0123456}\n")
+    run = run_cli("--suite", f"{suite}:s", "--quick", "--output", str(tmp_path / "out.json"))
+    assert run.code == 2 and "PASTEDKEY" not in run.stderr and "[REDACTED]" in run.stderr, run.stderr
+
+
+def test_report_redacts_the_key_a_panel_judges_variable_holds(tmp_path: Path):
+    from tests.test_certificate import run_of
+
+    key = "local-judge-key-7f3a9c2e1d"
+    run = run_of("r1", (8, 6, 8))
+    run.run.judge.details["judges"][1]["api_key_env"] = "MY_JUDGE_KEY"
+    doc = run.to_json()
+    doc["results"][0]["question"] = f"what is {key}?"
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    from tests.conftest import clean_env
+
+    done = run_cli("report", str(path), "-o", str(tmp_path / "r.html"), env=clean_env(MY_JUDGE_KEY=key))
+    assert done.code == 0, done.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert key not in page and "what is [REDACTED]?" in page

@@ -63,10 +63,13 @@ def cost_line(record: Mapping) -> str:
     ungraded = f", {record['ungraded']} not graded (a judge failure, the budget, a stop)" if record.get("ungraded") else ""
     session = f" in this session (it resumed a run that had kept {record['resumed_rows']})" \
         if record.get("resumed_rows") else ""
+    known = cost.get("full") is not None and cost.get("spent") is not None  # else "saved" is no figure
+    saved = (f"{calls.get('saved')} calls, {_money(cost.get('saved'))} saved" if known
+             else f"{calls.get('saved')} calls saved, their cost unknown")
     return (f"cost to the verdict: {record.get('judged')} of {record.get('questions')} questions judged{ungraded}, "
             f"{calls.get('spent')} judge calls{session}, {_money(cost.get('spent'))}; grading every question: about "
-            f"{calls.get('full')} calls, {_money(cost.get('full'))} ({calls.get('saved')} calls, "
-            f"{_money(cost.get('saved'))} saved; the questions not judged priced as --estimate prices them)")
+            f"{calls.get('full')} calls, {_money(cost.get('full'))} ({saved}; the questions not judged priced as "
+            "--estimate prices them)")
 
 
 def metric_lines(record: Mapping, k: int | None, indent: str = "  ") -> list[str]:

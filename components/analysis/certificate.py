@@ -16,8 +16,9 @@ level of the metric registry). For each run compared with the baseline and each 
 With three or more runs, the runs are ranked by each metric's mean under each judge and under the
 panel, and Kendall's τ-b between each judge's ranking and the panel's says how far the order of
 the runs depends on the judge; with four or more runs, τ among the runs the panel ranks in its top
-half (the ⌈n/2⌉ best) is given apart: that is where a choice is made, and where published judges
-agree least. Formulas: :mod:`components.stats.agreement`.
+half (the ⌈n/2⌉ best, at least 3: τ over two runs is only ±1) is given apart: that is where a choice is
+made, and where published judges agree least. A τ that is not defined (a judge that ranks every run
+alike, or a run without the metric) is printed ``τ n/a`` with the reason. Formulas: :mod:`components.stats.agreement`.
 
 ``compare --require-agreement`` gates on it (:mod:`components.analysis.gate`).
 """
@@ -136,6 +137,13 @@ def _num(value: float | None, digits: int, sign: bool = True) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
+def _tau(value: float | None, complete: bool) -> str:
+    """``τ 0.67``, or why it is not defined."""
+    if value is not None and math.isfinite(value):
+        return f"τ {value:.2f}"
+    return "τ n/a (ranks tied: it cannot order these runs)" if complete else "τ n/a (a run has no value)"
+
+
 def describe(v: Verdict, digits: int) -> str:
     """``worse (Δ -2.00, 95% CI [-2.00, -2.00])``."""
     ci = "-" if v.ci95 is None else f"[{_num(v.ci95[0], digits)}, {_num(v.ci95[1], digits)}]"
@@ -170,16 +178,20 @@ def certificate_lines(c: Certificate) -> list[str]:
     for r in c.rankings:
         spec = M.METRICS.get(r.metric)
         label = spec.label_at(c.k) if spec else r.metric
-        taus = ", ".join(f"{shorten(n, 40)} τ {_num(t, 2, sign=False)}" for n, t in r.tau.items())
+        complete = all(v is not None for v in r.panel)
+        taus = ", ".join(f"{shorten(n, 40)} {_tau(t, complete)}" for n, t in r.tau.items())
         lines.append(f"  ranking of the {len(r.runs)} runs by {label}, Kendall τ of each judge's against the "
                      f"panel's: {taus}")
         if r.top:
-            top = ", ".join(f"{shorten(n, 40)} τ {_num(t, 2, sign=False)}" for n, t in r.tau_top.items())
+            top = ", ".join(f"{shorten(n, 40)} {_tau(t, True)}" for n, t in r.tau_top.items())
             lines.append(f"    among the panel's top half ({', '.join(shorten(x, 30) for x in r.top)}): {top}")
     return lines
 
 
 Rerun = Callable[[list[RunResult], list[str]], "Comparison"]  # compare_runs on other runs, same settings
+
+
+TOP_HALF_MIN = 3  # the top half's τ covers at least 3 runs (over 2 it is only ±1)
 
 
 def _rankings(labels: Sequence[str], panel_means: dict[str, list[float | None]],
@@ -194,7 +206,7 @@ def _rankings(labels: Sequence[str], panel_means: dict[str, list[float | None]],
         top: list[str] = []
         tau_top: dict[str, float | None] = {}
         if n >= 4 and complete:
-            order = sorted(range(n), key=lambda i: -panel[i])[:math.ceil(n / 2)]
+            order = sorted(range(n), key=lambda i: -panel[i])[:max(TOP_HALF_MIN, math.ceil(n / 2))]
             top = [labels[i] for i in sorted(order)]
             tau_top = {name: kendall_tau([m[i] for i in sorted(order)], [panel[i] for i in sorted(order)])
                        for name, m in judges.items()}

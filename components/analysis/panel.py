@@ -156,12 +156,14 @@ def summary_lines(panel: Mapping | None) -> list[str]:
         mine = per.get(name) or {}
         metrics, ci = mine.get("metrics") or {}, mine.get("ci95") or {}
 
-        def with_ci(key: str, digits: int) -> str:
+        def with_ci(key: str, digits: int, unit: str = "") -> str:
+            if not mine.get("graded"):  # a judge that graded nothing has no grade figures, not 0
+                return "n/a"
             interval = ci.get(key)
             shown = f" [{_num(interval[0], digits)}, {_num(interval[1], digits)}]" if interval else ""
-            return _num(metrics.get(key), digits) + shown
+            return _num(metrics.get(key), digits) + shown + unit
         line = (f"  {escape_control(name):<{width}} graded {mine.get('graded', 0)}, grade {with_ci('avg_llm_grade', 2)}, "
-                f"pass ≥ 7 {with_ci('pass_rate_7', 1)}%")
+                f"pass ≥ 7 {with_ci('pass_rate_7', 1, '%')}")
         if mine.get("unusable"):
             line += f"; UNUSABLE: {escape_control(str(mine['unusable']))[:200]}"
         lines.append(line)

@@ -30,7 +30,7 @@ from utils.errors import (EXIT_BUDGET, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT
                           BenchmarkError, InputError)
 from utils.logger import LogSinks, add_sinks, log_file_path, log_header, prune_logs
 from utils.files.output import check_outside_corpus
-from utils.redaction import redacted_stdout
+from utils.redaction import mask_keylike, redacted_stdout
 
 # Commands beside the run: ``python benchmark.py NAME ...``. Each module named here exposes
 # ``add_arguments(parser)`` and ``run(args, settings) -> int`` (exit code); it raises
@@ -171,7 +171,7 @@ def _refuse_unknown_command(word: str, env: dict[str, str]) -> int:
 def _refuse(message: str, env: dict[str, str]) -> int:
     """One error line on the console (no log file is open yet); exit 2."""
     sinks = add_sinks("INFO", None, secrets=secrets_in(env))
-    logger.error("error: {}", escape_control(message))
+    logger.error("error: {}", escape_control(mask_keylike(message)))
     sinks.remove()
     return EXIT_INPUT
 
@@ -220,7 +220,7 @@ def _outcome(command, args: argparse.Namespace, env: dict[str, str], log_path: P
     except BenchmarkError as err:  # bad input (2), the judge at start-up (3), a write (5): err.exit_code
         # messages quote paths, ids, file names: escaped, so one line stays one line
         logger.opt(exception=err).debug("{}", type(err).__name__)
-        logger.error("error: {}", escape_control(str(err)))
+        logger.error("error: {}", escape_control(mask_keylike(str(err))))
         return err.exit_code
     except KeyboardInterrupt:
         if state.journal or state.written:  # the lines below name the journal, or the results written

@@ -45,7 +45,14 @@ FIELDS = ("name", "provider", "model", "base_url", "api_key_env")
 AGGREGATES = ("median", "mean")
 MAX_JUDGES = 16
 MAX_PANEL_FILE_BYTES = 64_000
-_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")  # a variable's name in capitals: what a key never is
+_VARIABLE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")  # a variable's name in capitals
+_KEY_SHAPE = re.compile(r"(?i:sk-.*)|(?=.*[0-9])[A-Za-z0-9_-]{32,}")  # what a pasted key looks like, capitals or not
+
+
+def looks_like_a_key(value: str) -> bool:
+    """Whether ``value`` has a key's shape (``sk-``/``sk-ant-``, or 32+ of ``[A-Za-z0-9_-]`` with a digit): an
+    ``api_key_env`` so shaped is refused without being shown, whatever its case."""
+    return _KEY_SHAPE.fullmatch(value) is not None
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,79}")
 _JUDGE_VARIABLES = ("BENCHMARK_JUDGE", "BENCHMARK_JUDGE_MODEL")
 
@@ -143,7 +150,7 @@ def _from_fields(entry: Mapping, where: str) -> JudgeSpec:
     provider = values["provider"].lower()
     provider_class(provider, f"{where}: provider")
     variable = values["api_key_env"]
-    if variable is not None and not _VARIABLE.fullmatch(variable):
+    if variable is not None and (looks_like_a_key(variable) or not _VARIABLE.fullmatch(variable)):
         raise InputError(f"{where}: api_key_env must be the NAME of the environment variable that holds the key, "
                          "in capitals (e.g. LOCAL_A_KEY), never the key itself (its value is not shown)")
     model = values["model"]
@@ -286,6 +293,19 @@ def check_aggregate(name: str) -> str:
     if value not in AGGREGATES:
         raise InputError(f"--panel-aggregate {name!r}: write median or mean")
     return value
+
+
+def recorded_keys(results: Sequence[object], env: Mapping[str, str]) -> list[str]:
+    """The keys ``env`` holds in the variables that the panels of ``results`` (typed runs) name as a judge's
+    ``api_key_env``: what a command reading those results redacts beside the providers' own."""
+    found = []
+    for result in results:
+        judges = getattr(getattr(getattr(result, "run", None), "judge", None), "details", {}).get("judges")
+        for judge in judges if isinstance(judges, list) else []:
+            variable = judge.get("api_key_env") if isinstance(judge, Mapping) else None
+            if isinstance(variable, str) and _VARIABLE.fullmatch(variable) and env.get(variable):
+                found.append(env[variable])
+    return list(dict.fromkeys(found))
 
 
 def panel_secrets(value: object, env: Mapping[str, str]) -> list[str]:

@@ -63,12 +63,18 @@ _COLORS = {"bar": "#3b6ea8", "good": "#2e8b57", "bad": "#c0392b", "warn": "#e67e
 
 
 def write_report(runs: Sequence[Path], output: Path, *, labels: Path | None = None,
-                 secrets: Iterable[str] = (), audit: Path | None = None) -> Path:
+                 secrets: Iterable[str] = (), audit: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
     """``report``'s work: the page of the results files ``runs`` (with their comparison when there
     are several, ``labels``' rows and the judge ``audit``'s section when given) written to ``output``
-    (a folder gets report.html) with ``secrets`` redacted. Returns the file written. Raises :class:`InputError`."""
+    (a folder gets report.html) with ``secrets`` redacted, and the keys ``env`` holds in the variables the
+    runs' panel judges name (their ``api_key_env``). Returns the file written. Raises :class:`InputError`."""
+    from components.judges.panel import recorded_keys
+
     redact = Redactor(secrets)  # on what is read, before anything is escaped (a results file from elsewhere may hold the key)
     results = [load_run(path, redact.secrets) for path in runs]
+    if keys := [k for k in recorded_keys(results, env or {}) if k not in redact.secrets]:
+        redact = Redactor((*redact.secrets, *keys))  # read again, those keys redacted too
+        results = [load_run(path, redact.secrets) for path in runs]
     audited = read_audit(audit) if audit is not None else None  # checked before anything is written
     output = check_output(output, option="-o", example="report.html",
                           inputs=[*(("a results file", p) for p in runs),

@@ -26,6 +26,8 @@ def _num(value: Any, digits: int) -> str:
 
 
 def _with_ci(figures: Mapping, key: str, digits: int) -> str:
+    if not figures.get("graded"):  # a judge that graded nothing has no grade figures, not 0
+        return "n/a"
     ci = (figures.get("ci95") or {}).get(key)
     shown = _num((figures.get("metrics") or {}).get(key), digits)
     return shown + (f" [{_num(ci[0], digits)}, {_num(ci[1], digits)}]" if ci else "")
