@@ -247,3 +247,16 @@ def test_report_redacts_the_key_a_panel_judges_variable_holds(tmp_path: Path):
     assert done.code == 0, done.stderr
     page = (tmp_path / "r.html").read_text()
     assert key not in page and "what is [REDACTED]?" in page
+
+
+def test_the_report_links_its_audit_and_shows_no_empty_field(tmp_path: Path):
+    from components.report.page import render_report
+    from tests.test_certificate import run_of
+
+    run = run_of("r1", (8, 6, 8))
+    page = render_report([run], ["r1"], extra="<section id=judge-audit><h2>Judge audit</h2></section>")
+    assert page.index('href="#judge-audit"') < page.index("<section id=judge-audit>")
+    doc = run.to_json()
+    doc["run"]["index"] = {"cache": "miss", "key": ""}
+    page = render_report([doc], ["r1"])
+    assert "cache miss" in page and "key </td>" not in page and ", key" not in page

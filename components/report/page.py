@@ -176,8 +176,8 @@ def _metadata(report: Mapping, label: str) -> str:
             pairs.append(("corpus sha256", _short_hash(corpus["sha256"])))
     index = run_info.get("index") if isinstance(run_info.get("index"), Mapping) else {}
     if index:
-        pairs.append(("index", ", ".join(f"{_h(k)} {_short_hash(v) if k == 'key' and v else _h(v)}"
-                                          for k, v in index.items())))
+        pairs.append(("index", ", ".join(f"{_h(k)} {_short_hash(v) if k == 'key' else _h(v)}"
+                                          for k, v in index.items() if v not in (None, ""))))
     boot = report.get("bootstrap") if isinstance(report.get("bootstrap"), Mapping) else {}
     if boot:
         pairs.append(("bootstrap", _h(", ".join(f"{k} {v}" for k, v in boot.items()))))
@@ -913,6 +913,15 @@ def labels_section(path: Path | None, secrets: Iterable[str] = ()) -> str:
     return render_labels(path, secrets)
 
 
+def _contents(count: int, extra: str) -> str:
+    """Links to the page's sections: each run, and the sections a caller adds (the judge audit) that sit
+    below every question of every run."""
+    links = [f'<a href="#run-{i}">run {i + 1}</a>' for i in range(count)] if count > 1 else []
+    if "<section id=judge-audit>" in extra:
+        links.append('<a href="#judge-audit">judge audit</a>')
+    return f"<nav class=muted>on this page: {' · '.join(links)}</nav>" if links else ""
+
+
 def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], comparison: Mapping | None = None,
                   extra: str = "") -> str:
     """The whole page for ``runs`` (:class:`RunResult`, or results dicts: read with
@@ -922,7 +931,7 @@ def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], co
     title = "Retrieval benchmark report — " + ", ".join(labels)
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     body = [f"<h1>Retrieval benchmark report</h1><p class=muted>{len(runs)} run{'s' if len(runs) != 1 else ''}: "
-            f"{_h(', '.join(labels))} · generated {_h(generated)}</p>", glossary()]
+            f"{_h(', '.join(labels))} · generated {_h(generated)}</p>", _contents(len(runs), extra), glossary()]
     if comparison is not None:
         body.append(render_comparison(comparison, runs))
     body += [_run_section(r, label, i) for i, (r, label) in enumerate(zip(runs, labels, strict=True))]
