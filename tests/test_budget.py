@@ -240,3 +240,25 @@ def test_a_server_past_the_cap_is_priced_as_reported_and_the_overrun_is_bounded(
     assert run["cost_usd"] <= 0.5 + 4 * 4000 * 4.5e-6 + 1e-9  # bounded by the calls in flight
     assert "over the max_completion_tokens 16,000 it was sent" in done.stderr
     assert "more than was reserved" in done.stderr
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": 1000, "completion_tokens": 100_000},
+                                   {"prompt_tokens": 1_000_000, "completion_tokens": 100}])
+def test_a_server_whose_usage_lies_stops_the_run_and_says_so(tmp_path: Path, usage: dict):
+    """A server reporting 100,000 completion tokens (or 1,000,000 prompt tokens) a reply: each such reply
+    costs more than --max-cost 0.5 alone. The first one settled past the budget stops the run (exit 4) with
+    one plain line naming the server's figures; no call starts after it."""
+    questions = tmp_path / "q.json"
+    data = json.loads((Path(__file__).parent.parent / "questions.json").read_text())
+    questions.write_text(json.dumps({"questions": data["questions"][:40]}))
+    out = tmp_path / "r.json"
+    lie = Reply(usage={**usage, "total_tokens": sum(usage.values())}, delay=0.05)
+    with OpenAILoopback(default=lie) as server:
+        done = run_cli("--questions", str(questions), "--strategy", "baseline", "--output", str(out),
+                       "--max-cost", "0.5", "--concurrency", "16", env=openai_env(server.url, "gpt-5.4-mini"))
+        calls = len(server.requests)
+    assert done.code == 4, done.stderr[-3000:]
+    assert "--max-cost $0.5 passed" in done.stderr and "the server's own usage figures" in done.stderr
+    run = json.loads(out.read_text())["run"]
+    assert run["status"] == "budget_exhausted" and "passed" in run["budget"]["refused"]
+    assert calls <= 16 + 1  # at most the calls already in flight when the first lie settled, never all 40

@@ -111,11 +111,12 @@ def test_the_certificate_names_the_judges_that_disagree_and_ranks_the_runs():
            "b says better (Δ +2.00, 95% CI [+2.00, +2.00])" in text
     assert "r3 vs r1, avg grade: holds under every judge: worse" in text
     # by hand: the panel's means 8 6 4 2; b's 6 8 2 4: pairs (r1,r2) and (r3,r4) discordant, the four
-    # others concordant: τ = (4 − 2)/6; in the panel's top half (r1, r2) b's order is reversed: τ = −1
+    # others concordant: τ = (4 − 2)/6; in the panel's top half, at least 3 runs (r1, r2, r3; over two runs τ
+    # is only ±1), b reverses (r1, r2) and keeps the two pairs with r3: τ = (2 − 1)/3
     (ranking,) = cert.rankings
     assert ranking.tau == {"a": 1.0, "b": pytest.approx(1 / 3), "c": 1.0}
-    assert ranking.top == ["r1", "r2"] and ranking.tau_top == {"a": 1.0, "b": -1.0, "c": 1.0}
-    assert "among the panel's top half (r1, r2): a τ 1.00, b τ -1.00, c τ 1.00" in text
+    assert ranking.top == ["r1", "r2", "r3"] and ranking.tau_top == {"a": 1.0, "b": pytest.approx(1 / 3), "c": 1.0}
+    assert "among the panel's top half (r1, r2, r3): a τ 1.00, b τ 0.33, c τ 1.00" in text
     assert comparison.to_json()["certificate"]["entries"][0]["conclusion"] == "depends on the judge"
 
 

@@ -29,7 +29,6 @@ def parsed(text: str, k: int = 5) -> list[tuple[str, float]]:
     ("mrr=0.5,ndcg=70%", [("mrr", 0.5), ("ndcg_at_k", 0.7)]),  # compare's aliases; a 0-1 metric as a percent
     ("avg_llm_grade=7.5,pass7=0.8", [("avg_llm_grade", 7.5), ("pass_rate_7", 80.0)]),
     ("hit@3=0.5,recall@2=0.25", [("hit_at_3_rate", 50.0), ("recall_at_2", 0.25)]),  # any cut-off up to k
-    ("mrr=0.4,mrr=0.5", [("mrr", 0.5)]),  # named twice: the last value
 ])
 def test_what_a_target_may_name_and_how_its_value_is_written(text, expected):
     assert parsed(text) == expected
@@ -46,6 +45,7 @@ def test_hit_at_k_is_the_runs_own_cut_off():
     ("ndcg=1.5", "is a share"), ("avg grade=80%", "write METRIC=VALUE"), ("mrr=-0.1", "write METRIC=VALUE"),
     ("mrr=high", "write METRIC=VALUE"), ("mrr", "write METRIC=VALUE"), ("=0.5", "write METRIC=VALUE"),
     (" , ", "names no target"),
+    ("mrr=0.4,mrr=0.5", "MRR is named twice"),  # it kept the last value silently; now refused (a typo hides a target)
 ])
 def test_a_bad_target_is_refused_naming_it(text, message):
     with pytest.raises(InputError, match=re.escape(message)):

@@ -117,6 +117,16 @@ def _pattern(secret: str) -> list[str]:
     return out
 
 
+_KEY_LIKE = re.compile(r"(?i)\bsk-[A-Za-z0-9_-]{8,}")  # an OpenAI or Anthropic key's shape (sk-, sk-ant-, sk-proj-)
+
+
+def mask_keylike(text: str) -> str:
+    """``text`` with every key-shaped word (``sk-…``, 8+ characters after the prefix) replaced by
+    ``[REDACTED]``: an error message quotes what the user gave, which may be a key the environment does not
+    hold (pasted into a suite, a panel file or an option), so it is masked by its shape."""
+    return _KEY_LIKE.sub(REDACTED, text)
+
+
 class Redactor:
     """Replaces every form of every secret in a string (module docstring). Empty secrets are
     ignored; a redactor without secrets returns its input unchanged (and fast).

@@ -63,10 +63,13 @@ def cost_line(record: AdaptiveSection) -> str:
                 "calls no model: nothing to pay)")
     ungraded = f", {record.ungraded} not graded (a judge failure, the budget, a stop)" if record.ungraded else ""
     session = f" in this session (it resumed a run that had kept {record.resumed_rows})" if record.resumed_rows else ""
+    known = cost.full is not None and cost.spent is not None  # else "saved" is no figure
+    saved = (f"{calls.saved} calls, {_money(cost.saved)} saved" if known
+             else f"{calls.saved} calls saved, their cost unknown")
     return (f"cost to the verdict: {record.judged} of {record.questions} questions judged{ungraded}, "
             f"{calls.spent} judge calls{session}, {_money(cost.spent)}; grading every question: about "
-            f"{calls.full} calls, {_money(cost.full)} ({calls.saved} calls, "
-            f"{_money(cost.saved)} saved; the questions not judged priced as --estimate prices them)")
+            f"{calls.full} calls, {_money(cost.full)} ({saved}; the questions not judged priced as --estimate "
+            "prices them)")
 
 
 def _decided_line(label: str, entry: AdaptiveMetric, digits: int, shown: str, indent: str) -> str:

@@ -16,8 +16,10 @@ level of the metric registry). For each run compared with the baseline and each 
 With three or more runs, the runs are ranked by each metric's mean under each judge and under the
 panel, and Kendall's τ-b between each judge's ranking and the panel's says how far the order of
 the runs depends on the judge; with four or more runs, τ among the runs the panel ranks in its top
-half (the ⌈n/2⌉ best) is given apart: that is where a choice is made, and where published judges
-agree least. Formulas: :mod:`components.stats.agreement`.
+half (the ⌈n/2⌉ best, at least 3: τ over two runs is only ±1) is given apart: that is where a choice is
+made, and where published judges agree least. A τ that is not defined (a judge that ranks every run
+alike, or a run without the metric) is printed ``τ n/a`` with the reason. Formulas:
+:mod:`components.stats.agreement`.
 
 ``compare --require-agreement`` gates on it (:mod:`components.analysis.gate`). The certificate's
 records and lines: :mod:`components.analysis.certificate_record`.
@@ -38,6 +40,9 @@ from utils.results import RunResult
 Rerun = Callable[[list[RunResult], list[str]], Comparison]  # compare_runs on other runs, same settings
 
 
+TOP_HALF_MIN = 3  # the top half's τ covers at least 3 runs (over 2 it is only ±1)
+
+
 def _rankings(labels: Sequence[str], panel_means: dict[str, list[float | None]],
               judge_means: dict[str, dict[str, list[float | None]]], metrics: Sequence[str]) -> list[Ranking]:
     out = []
@@ -50,7 +55,7 @@ def _rankings(labels: Sequence[str], panel_means: dict[str, list[float | None]],
         top: list[str] = []
         tau_top: dict[str, float | None] = {}
         if n >= 4 and complete:
-            order = sorted(range(n), key=lambda i: -panel[i])[:math.ceil(n / 2)]
+            order = sorted(range(n), key=lambda i: -panel[i])[:max(TOP_HALF_MIN, math.ceil(n / 2))]
             top = [labels[i] for i in sorted(order)]
             tau_top = {name: kendall_tau([m[i] for i in sorted(order)], [panel[i] for i in sorted(order)])
                        for name, m in judges.items()}

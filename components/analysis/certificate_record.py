@@ -110,6 +110,13 @@ class Certificate:
         return "".join(line + "\n" for line in certificate_lines(self))
 
 
+def _tau(value: float | None, complete: bool) -> str:
+    """``τ 0.67``, or why it is not defined."""
+    if value is not None and math.isfinite(value):
+        return f"τ {value:.2f}"
+    return "τ n/a (ranks tied: it cannot order these runs)" if complete else "τ n/a (a run has no value)"
+
+
 def _num(value: float | None, digits: int, sign: bool = True) -> str:
     if value is None or not math.isfinite(value):
         return "-"
@@ -150,10 +157,11 @@ def certificate_lines(c: Certificate) -> list[str]:
     for r in c.rankings:
         spec = M.METRICS.get(r.metric)
         label = spec.label_at(c.k) if spec else r.metric
-        taus = ", ".join(f"{shorten(n, 40)} τ {_num(t, 2, sign=False)}" for n, t in r.tau.items())
+        complete = all(v is not None for v in r.panel)
+        taus = ", ".join(f"{shorten(n, 40)} {_tau(t, complete)}" for n, t in r.tau.items())
         lines.append(f"  ranking of the {len(r.runs)} runs by {label}, Kendall τ of each judge's against the "
                      f"panel's: {taus}")
         if r.top:
-            top = ", ".join(f"{shorten(n, 40)} τ {_num(t, 2, sign=False)}" for n, t in r.tau_top.items())
+            top = ", ".join(f"{shorten(n, 40)} {_tau(t, True)}" for n, t in r.tau_top.items())
             lines.append(f"    among the panel's top half ({', '.join(shorten(x, 30) for x in r.top)}): {top}")
     return lines

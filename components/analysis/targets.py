@@ -68,6 +68,9 @@ def _metric(name: str, k: int) -> M.Metric:
                      f"(hit@1, MRR, nDCG@{k} ...), or hit@N / recall@N with N up to k (e.g. {_EXAMPLE})")
 
 
+SCALE_TOPS = {"grade": 10.0, "score": 10.0, "relevance": 3.0}  # the highest value of a unit that is not a share
+
+
 def _floor(metric: M.Metric, text: str, item: str) -> float:
     """The target value of ``text`` in ``metric``'s unit (module docstring)."""
     percent = text.endswith("%")
@@ -85,18 +88,25 @@ def _floor(metric: M.Metric, text: str, item: str) -> float:
             raise InputError(f"{OPTION} {item!r}: {metric.label} is a share: write it from 0 to 1 or as a percent "
                              f"(e.g. 0.6 or 60%)")
         return round(share * 100, 9) if metric.unit == "percent" else share
+    top = SCALE_TOPS.get(metric.unit)
+    if top is not None and value > top:
+        raise InputError(f"{OPTION} {item!r}: {metric.label} is at most {top:g} ({M.UNITS[metric.unit]}): give a "
+                         "target it can reach")
     return value
 
 
 def parse_targets(text: str, k: int) -> list[Target]:
     """``--targets`` (``METRIC=VALUE,...``) for a run of ``k`` chunks per question; raises
-    :class:`InputError` naming the item and the fix. A metric named twice keeps its last value."""
+    :class:`InputError` naming the item and the fix; a metric named twice is refused."""
     targets: dict[str, Target] = {}
     for item in (part.strip() for part in text.split(",") if part.strip()):
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip():
             raise InputError(f"{OPTION} {item!r}: write METRIC=VALUE (e.g. {_EXAMPLE})")
         metric = _metric(name.strip(), k)
+        if metric.key in targets:
+            raise InputError(f"{OPTION}: {metric.label_at(k)} is named twice ({item!r} and an earlier value): give "
+                             "each metric one target")
         targets[metric.key] = Target(metric, _floor(metric, value.strip(), item))
     if not targets:
         raise InputError(f"{OPTION} names no target: give METRIC=VALUE[,...] (e.g. {_EXAMPLE})")

@@ -30,7 +30,8 @@ from utils.console import escape_control
 from utils.errors import (EXIT_BUDGET, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK, EXIT_WRITE,
                           BenchmarkError, InputError)
 from utils.logger import LogSinks, add_sinks, log_file_path, log_header, prune_logs
-from utils.redaction import redacted_stdout
+from utils.files.output import check_outside_corpus
+from utils.redaction import mask_keylike, redacted_stdout
 
 # Commands beside the run: ``python benchmark.py NAME ...``. Each module named here exposes
 # ``add_arguments(parser)`` and ``run(args, settings) -> int`` (exit code); it raises
@@ -100,9 +101,16 @@ def run_parser() -> argparse.ArgumentParser:
     return p
 
 
+def program() -> str:
+    """How the user started the command line: ``retrieval-benchmark`` (the installed command) or
+    ``benchmark.py`` (the script, also when ``main`` is called from Python)."""
+    return "retrieval-benchmark" if os.path.basename(sys.argv[0] if sys.argv else "") == "retrieval-benchmark" \
+        else "benchmark.py"
+
+
 def command_parser(name: str, module) -> argparse.ArgumentParser:
     """The parser of the command ``name``, whose arguments ``module`` adds."""
-    p = argparse.ArgumentParser(prog=f"benchmark.py {name}", description=COMMANDS[name][1])
+    p = argparse.ArgumentParser(prog=f"{program()} {name}", description=COMMANDS[name][1])
     module.add_arguments(p)
     add_common_arguments(p)
     return p
@@ -150,6 +158,11 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None, *, sc
     except SystemExit as done:  # --help (0), bad usage (2)
         return done.code if isinstance(done.code, int) else EXIT_INPUT
     home = _output_home(command, args, script)
+    try:  # before the log file is opened: never inside the corpus
+        check_outside_corpus([("--log-dir", args.log_dir), ("--cache-dir", getattr(args, "cache_dir", None))],
+                             getattr(args, "corpus", None))
+    except InputError as err:
+        return _refuse(str(err), env)
     sinks = _open_logs(command, args, env)
     if home.note:
         logger.warning("{}", home.note)
@@ -179,8 +192,13 @@ def _output_home(command, args: argparse.Namespace, script: str | None):
 
 
 def _refuse_unknown_command(word: str, env: dict[str, str]) -> int:
+    return _refuse(_unknown_command(word), env)
+
+
+def _refuse(message: str, env: dict[str, str]) -> int:
+    """One error line on the console (no log file is open yet); exit 2."""
     sinks = add_sinks("INFO", None, secrets=secrets_in(env))
-    logger.error("error: {}", escape_control(_unknown_command(word)))
+    logger.error("error: {}", escape_control(mask_keylike(message)))
     sinks.remove()
     return EXIT_INPUT
 
@@ -230,7 +248,7 @@ def _outcome(command, args: argparse.Namespace, env: dict[str, str], log_path: P
     except BenchmarkError as err:  # bad input (2), the judge at start-up (3), a write (5): err.exit_code
         # messages quote paths, ids, file names: escaped, so one line stays one line
         logger.opt(exception=err).debug("{}", type(err).__name__)
-        logger.error("error: {}", escape_control(str(err)))
+        logger.error("error: {}", escape_control(mask_keylike(str(err))))
         return err.exit_code
     except KeyboardInterrupt:
         if state.journal or state.written:  # the lines below name the journal, or the results written

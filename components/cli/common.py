@@ -86,6 +86,17 @@ def positive_int(text: str) -> int:
     return _whole_number(text, 1, "at least 1")
 
 
+MAX_K = 1_000  # --k: chunks retrieved per question, 1 to this
+
+
+def chunks_per_question(text: str) -> int:
+    """``--k``: a whole number from 1 to :data:`MAX_K`."""
+    value = _whole_number(text, 1, f"from 1 to {MAX_K:,}")
+    if value > MAX_K:
+        raise argparse.ArgumentTypeError(f"{value} must be from 1 to {MAX_K:,} (chunks retrieved per question)")
+    return value
+
+
 def concurrency(text: str) -> int:
     try:
         return check_concurrency(positive_int(text))

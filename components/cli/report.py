@@ -27,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "run's judge is vulnerable or is not the judge audited")
 
 
-def run(args: argparse.Namespace, settings) -> int:
-    write_report(args.runs, args.output, labels=args.labels, secrets=settings.secrets, audit=args.audit)
+TAKES_ENV = True  # run(args, settings, env): the keys a run's panel judges' api_key_env variables hold
+
+
+def run(args: argparse.Namespace, settings, env=None) -> int:
+    write_report(args.runs, args.output, labels=args.labels, secrets=settings.secrets, audit=args.audit, env=env)
     return EXIT_OK

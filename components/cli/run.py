@@ -11,8 +11,8 @@ from pathlib import Path
 from loguru import logger
 
 from components.cli.adaptive import add_arguments as add_adaptive_arguments, gate_exit, request as adaptive_request
-from components.cli.common import (SignalGuard, comma_list, concurrency, dollars, exit_code, positive_int,
-                                   timeout_seconds)
+from components.cli.common import (SignalGuard, chunks_per_question, comma_list, concurrency, dollars, exit_code,
+                                   positive_int, timeout_seconds)
 from components.run.calls.concurrency import MAX_CONCURRENCY
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from utils.records.audit_file import read_audit
@@ -88,7 +88,8 @@ def _add_input_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="only the first 5 questions (= --limit 5)")
     p.add_argument("--limit", type=positive_int, help="only the first N questions")
     p.add_argument("--ids", help="only these question ids, comma-separated")
-    p.add_argument("--k", type=positive_int, default=5, help="chunks retrieved per question (default: %(default)s)")
+    p.add_argument("--k", type=chunks_per_question, default=5,
+                   help="chunks retrieved per question, 1 to 1,000 (default: %(default)s)")
     p.add_argument("--questions", type=Path, default=None,
                    help="questions JSON file, or BEIR queries: a BEIR folder or queries.jsonl (default: the questions "
                         f"of the built-in corpus, {default_questions()})")
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace, env: dict[str, str], *, log_path: Path | None,
         args.questions = default_questions()
     args.output = resolve_output(args.output, questions_path=args.questions, corpus_dir=args.corpus, inputs=[
         ("the --until-decided baseline", args.until_decided), ("the --audit file", args.audit),
-        ("the --judges panel file", panel_file(args.judges))])
+        ("the --judges panel file", panel_file(args.judges)), ("the --suite file", suite.path if suite else None)])
     with guard:
         try:
             return _execute(args, settings, log_path, guard, state, suite)
@@ -214,9 +215,9 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None, suite
     from components.run.repeat_where import pass_marks
     from components.run.spec import RunSpec
 
-    if args.fail_on_targets and not args.targets:
+    if args.fail_on_targets and args.targets is None:
         raise InputError("--fail-on-targets needs --targets METRIC=VALUE,... (e.g. hit@1=0.6,recall@5=0.9)")
-    targets = parse_targets(args.targets, args.k) if args.targets else []
+    targets = parse_targets(args.targets, args.k) if args.targets is not None else []
     spec = RunSpec(
         k=args.k, judge_repeats=args.judge_repeats, repeat_where=args.repeat_where, pass_marks=pass_marks(targets),
         chunk_relevance=args.chunk_relevance, max_cost_usd=args.max_cost,

@@ -30,6 +30,7 @@ from components.core.corpus import Document
 TARGET_WORDS = 400
 MAX_WORDS = 800
 MIN_WORDS = 50
+MAX_CHUNK_WORDS = 100_000  # the largest chunk size a configuration may ask (words); the overlap is below the size
 
 
 def atx_heading(line: str) -> tuple[int, str] | None:
@@ -73,8 +74,9 @@ class Chunking:
     overlap: int = 0
 
     def __post_init__(self) -> None:
-        if self.size is not None and (isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1):
-            raise ValueError(f"chunk size {self.size!r} is not a whole number of words, 1 or more")
+        if self.size is not None and (isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1
+                                      or self.size > MAX_CHUNK_WORDS):
+            raise ValueError(f"chunk size {self.size!r} is not a whole number of words from 1 to {MAX_CHUNK_WORDS:,}")
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, int) or self.overlap < 0:
             raise ValueError(f"chunk overlap {self.overlap!r} is not a whole number of words, 0 or more")
         if self.overlap >= self.words()["target"]:

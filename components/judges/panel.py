@@ -45,7 +45,14 @@ FIELDS = ("name", "provider", "model", "base_url", "api_key_env")
 AGGREGATES = ("median", "mean")
 MAX_JUDGES = 16
 MAX_PANEL_FILE_BYTES = 64_000
-_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")  # a variable's name in capitals: what a key never is
+_VARIABLE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")  # a variable's name in capitals
+_KEY_SHAPE = re.compile(r"(?i:sk-.*)|(?=.*[0-9])[A-Za-z0-9_-]{32,}")  # what a pasted key looks like, capitals or not
+
+
+def looks_like_a_key(value: str) -> bool:
+    """Whether ``value`` has a key's shape (``sk-``/``sk-ant-``, or 32+ of ``[A-Za-z0-9_-]`` with a digit): an
+    ``api_key_env`` so shaped is refused without being shown, whatever its case."""
+    return _KEY_SHAPE.fullmatch(value) is not None
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,79}")
 _JUDGE_VARIABLES = ("BENCHMARK_JUDGE", "BENCHMARK_JUDGE_MODEL")
 
@@ -118,7 +125,17 @@ def parse_judges(value: str | Sequence[str | Mapping | JudgeSpec], option: str =
     return check_specs(specs, option)
 
 
+def _looks_like_a_file(text: str) -> bool:
+    """A ``--judges`` item that names a file rather than a judge: an existing path, or a name ending in a
+    file extension (``panel.tml``, ``judges.json``)."""
+    return Path(text).exists() or re.fullmatch(r"[^/]*\.[A-Za-z][A-Za-z0-9~]{0,7}", text) is not None
+
+
 def _from_text(text: str, option: str) -> JudgeSpec:
+    if _looks_like_a_file(text):
+        there = "is not a .toml file" if Path(text).exists() else "no such file"
+        raise InputError(f"{option} {text}: {there}: a panel file is a TOML file whose name ends in .toml (or give "
+                         "judge specs such as offline,<provider>/<model>)")
     provider, sep, model = text.partition("/")
     provider, model = provider.strip().lower(), model.strip()
     if not provider or (sep and not model):
@@ -144,7 +161,7 @@ def _from_fields(entry: Mapping, where: str) -> JudgeSpec:
     provider = values["provider"].lower()
     provider_class(provider, f"{where}: provider")
     variable = values["api_key_env"]
-    if variable is not None and not _VARIABLE.fullmatch(variable):
+    if variable is not None and (looks_like_a_key(variable) or not _VARIABLE.fullmatch(variable)):
         raise InputError(f"{where}: api_key_env must be the NAME of the environment variable that holds the key, "
                          "in capitals (e.g. LOCAL_A_KEY), never the key itself (its value is not shown)")
     model = values["model"]
@@ -159,27 +176,37 @@ def check_specs(specs: Sequence[JudgeSpec], option: str = "--judges") -> list[Ju
     if len(specs) > MAX_JUDGES:
         raise InputError(f"{option}: {len(specs)} judges, more than {MAX_JUDGES}: give fewer")
     names: set[str] = set()
-    judges: set[tuple] = set()
+    judges: dict[tuple, str] = {}
     for spec in specs:
         if not _NAME.fullmatch(spec.name):
             raise InputError(f"{option}: the judge name {spec.name[:80]!r} is not a name: use letters, digits and "
                              "._:/@+- (at most 80 characters)")
         same = (spec.provider, spec.model, spec.base_url)
-        if spec.name in names or same in judges:
+        if spec.name in names:
             raise InputError(f"{option}: the judge {spec.name!r} appears twice: each judge of a panel is named once "
                              "(two endpoints of one provider need a panel file with a name each)")
+        if same in judges:
+            where = f" at {spec.base_url}" if spec.base_url else ""
+            raise InputError(f"{option}: the judges {judges[same]!r} and {spec.name!r} are the same judge (provider "
+                             f"{spec.provider}, model {spec.model or 'its default'}{where}): list each endpoint "
+                             "once, or give the second another model or base_url")
         names.add(spec.name)
-        judges.add(same)
+        judges[same] = spec.name
     return list(specs)
 
 
 def read_panel_file(path: Path, option: str = "--judges") -> list[JudgeSpec]:
     """The judges of a panel file (module docstring). Raises :class:`InputError` naming the file."""
+    from utils.files.lines import open_regular
+
+    fh, _ = open_regular(path, messages={
+        "missing": f"{option} {{path}}: no such panel file: give the path of one, or specs such as "
+                   "offline,<provider>/<model>",
+        "unreadable": f"{option} {{path}}: cannot be read ({{reason}}): check the path",
+        "kind": f"{option} {{path}} is {{kind}}, not a panel file: give the path of a .toml file"})
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{option} {path}: no such panel file: give the path of one, or specs such as "
-                         "offline,<provider>/<model>") from None
+        with fh:
+            data = fh.read(MAX_PANEL_FILE_BYTES + 1)
     except OSError as err:
         raise InputError(f"{option} {path}: cannot be read ({err.strerror}): check the path") from None
     if len(data) > MAX_PANEL_FILE_BYTES:
@@ -279,15 +306,32 @@ def check_aggregate(name: str) -> str:
     return value
 
 
+def recorded_keys(results: Sequence[object], env: Mapping[str, str]) -> list[str]:
+    """The keys ``env`` holds in the variables that the panels of ``results`` (typed runs) name as a judge's
+    ``api_key_env``: what a command reading those results redacts beside the providers' own."""
+    found = []
+    for result in results:
+        judges = getattr(getattr(getattr(result, "run", None), "judge", None), "details", {}).get("judges")
+        for judge in judges if isinstance(judges, list) else []:
+            variable = judge.get("api_key_env") if isinstance(judge, Mapping) else None
+            if isinstance(variable, str) and _VARIABLE.fullmatch(variable) and env.get(variable):
+                found.append(env[variable])
+    return list(dict.fromkeys(found))
+
+
 def panel_secrets(value: object, env: Mapping[str, str]) -> list[str]:
     """The secrets a ``--judges`` panel file brings (the keys its ``api_key_env`` variables hold, the
     passwords of its base URLs), for the log sinks opened before it is read. Never raises: a file
     that cannot be read gives none (the run then refuses it)."""
+    from utils.files.lines import open_regular
+
     if not isinstance(value, str) or (path := panel_file(value)) is None:
         return []
     try:
-        doc = tomllib.loads(path.read_bytes()[:MAX_PANEL_FILE_BYTES].decode("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        fh, _ = open_regular(path, what="panel file", fix="")  # a FIFO or a device is never read (refused later)
+        with fh:
+            doc = tomllib.loads(fh.read(MAX_PANEL_FILE_BYTES).decode("utf-8"))
+    except (OSError, InputError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return []
     found = []
     for entry in doc.get("judge") if isinstance(doc.get("judge"), list) else []:

@@ -215,6 +215,7 @@ def load_queries(path: Path, *, qrels: Path | None = None, split: str | None = N
     """The :class:`~components.core.QuestionSet` of BEIR queries and their qrels (see the module
     docstring). Raises :class:`InputError`."""
     file = path / QUERIES_FILE if path.is_dir() else path
+    _refuse_own_questions(file)
     judgments_file = qrels_file(path, qrels, split)
     judgments = read_qrels(judgments_file)
     digest = hashlib.sha256()
@@ -258,6 +259,22 @@ def load_queries(path: Path, *, qrels: Path | None = None, split: str | None = N
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return QuestionSet(path=str(path), sha256=digest.hexdigest(), questions=questions, qrels=str(judgments_file))
+
+
+def _refuse_own_questions(file: Path) -> None:
+    """Raise :class:`InputError` when the first record of ``file`` is one of the benchmark's own questions
+    (a ``question`` field, no ``text``) rather than a BEIR query: the message says how to give them."""
+    try:
+        with open(file, "rb") as fh:
+            first = fh.readline(MAX_QUERY_BYTES).strip()
+        record = json.loads(first.decode("utf-8-sig")) if first else None
+    except (OSError, ValueError):
+        return  # the reader proper names the problem
+    if isinstance(record, dict) and "question" in record and "text" not in record:
+        raise InputError(f"{file}: its first line has a \"question\" field and no \"text\": these are the benchmark's "
+                         "own questions as JSON Lines, not BEIR queries: put them in a JSON file as "
+                         "{\"questions\": [...]} (docs/formats.md), or give BEIR queries (\"_id\", \"text\") with "
+                         "their qrels")
 
 
 # --------------------------------------------------------------------------- the readers

@@ -63,13 +63,19 @@ _COLORS = {"bar": "#3b6ea8", "good": "#2e8b57", "bad": "#c0392b", "warn": "#e67e
 
 
 def write_report(runs: Sequence[Path], output: Path, *, labels: Path | None = None,
-                 secrets: Iterable[str] = (), audit: Path | None = None) -> Path:
+                 secrets: Iterable[str] = (), audit: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
     """``report``'s work: the page of the results files ``runs`` (with their comparison when there
     are several, ``labels``' rows and the judge ``audit``'s section when given) written to ``output``
-    (a folder gets report.html) with ``secrets`` redacted. Returns the file written. Raises :class:`InputError`."""
+    (a folder gets report.html) with ``secrets`` redacted, and the keys ``env`` holds in the variables the
+    runs' panel judges name (their ``api_key_env``). Returns the file written. Raises :class:`InputError`."""
+    from components.judges.panel import recorded_keys
+
     # on what is read, before anything is escaped (a results file from elsewhere may hold the key)
     redact = Redactor(secrets)
     results = [load_run(path, redact.secrets) for path in runs]
+    if keys := [k for k in recorded_keys(results, env or {}) if k not in redact.secrets]:
+        redact = Redactor((*redact.secrets, *keys))  # read again, those keys redacted too
+        results = [load_run(path, redact.secrets) for path in runs]
     audited = read_audit(audit) if audit is not None else None  # checked before anything is written
     output = check_output(output, option="-o", example="report.html",
                           inputs=[*(("a results file", p) for p in runs),
@@ -183,8 +189,8 @@ def _input_pairs(report: Mapping, run_info: Mapping) -> list[tuple[str, str]]:
             pairs.append(("corpus sha256", _short_hash(corpus["sha256"])))
     index = run_info.get("index") if isinstance(run_info.get("index"), Mapping) else {}
     if index:
-        pairs.append(("index", ", ".join(f"{_h(k)} {_short_hash(v) if k == 'key' and v else _h(v)}"
-                                          for k, v in index.items())))
+        pairs.append(("index", ", ".join(f"{_h(k)} {_short_hash(v) if k == 'key' else _h(v)}"
+                                          for k, v in index.items() if v not in (None, ""))))
     boot = report.get("bootstrap") if isinstance(report.get("bootstrap"), Mapping) else {}
     if boot:
         pairs.append(("bootstrap", _h(", ".join(f"{k} {v}" for k, v in boot.items()))))
@@ -927,6 +933,15 @@ def labels_section(path: Path | None, secrets: Iterable[str] = ()) -> str:
     return render_labels(path, secrets)
 
 
+def _contents(count: int, extra: str) -> str:
+    """Links to the page's sections: each run, and the sections a caller adds (the judge audit) that sit
+    below every question of every run."""
+    links = [f'<a href="#run-{i}">run {i + 1}</a>' for i in range(count)] if count > 1 else []
+    if "<section id=judge-audit>" in extra:
+        links.append('<a href="#judge-audit">judge audit</a>')
+    return f"<nav class=muted>on this page: {' · '.join(links)}</nav>" if links else ""
+
+
 def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], comparison: Mapping | None = None,
                   extra: str = "") -> str:
     """The whole page for ``runs`` (:class:`RunResult`, or results dicts: read with
@@ -937,7 +952,7 @@ def render_report(runs: Sequence[RunResult | Mapping], labels: Sequence[str], co
     title = "Retrieval benchmark report — " + ", ".join(labels)
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     body = [f"<h1>Retrieval benchmark report</h1><p class=muted>{len(runs)} run{'s' if len(runs) != 1 else ''}: "
-            f"{_h(', '.join(labels))} · generated {_h(generated)}</p>", glossary()]
+            f"{_h(', '.join(labels))} · generated {_h(generated)}</p>", _contents(len(runs), extra), glossary()]
     if comparison is not None:
         body.append(render_comparison(comparison, runs))
     body += [_run_section(r, label, i) for i, (r, label) in enumerate(zip(runs, labels, strict=True))]

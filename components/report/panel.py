@@ -29,6 +29,8 @@ def _num(value: Any, digits: int) -> str:
 def _with_ci(figures: PanelJudge | None, key: str, digits: int) -> str:
     if figures is None:
         return "-"
+    if not figures.graded:  # a judge that graded nothing has no grade figures, not 0
+        return "n/a"
     ci = figures.ci95.get(key)
     shown = _num(figures.metrics.get(key), digits)
     return shown + (f" [{_num(ci[0], digits)}, {_num(ci[1], digits)}]" if ci else "")

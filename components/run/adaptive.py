@@ -156,6 +156,9 @@ def parse_target_ci(text: str | float | Mapping[str, float]) -> dict[str, float]
                              "mean grade) or grade=0.3,pass7=5 (5 points of the pass rate)")
         key = metric_key(name, "--target-ci")
         _graded_metric(key, "--target-ci")
+        if key in out:
+            raise InputError(f"--target-ci: {key} is named twice ({item!r} and an earlier width): give each metric "
+                             "one width")
         out[key] = width
     if not out:
         raise InputError("--target-ci names no width: give e.g. 0.3 (the mean grade's half-width)")
@@ -200,9 +203,12 @@ def _baseline(value: RunResult | str | os.PathLike | Mapping) -> tuple[RunResult
     if isinstance(value, Mapping):
         return RunResult.from_json(value, "--until-decided"), None
     path = Path(value)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"--until-decided {path}: no such file: give the baseline's results file")
-    return load_run(path), os.path.abspath(path)
+    try:
+        return load_run(path), os.path.abspath(path)
+    except InputError as err:  # not a regular file, not JSON, not a results file: its own words
+        raise InputError(f"--until-decided: {err}") from None
 
 
 # ---- the baseline ---------------------------------------------------------------------------------

@@ -172,7 +172,19 @@ def _continue_command(argv: list[str], path: Path) -> str:
         if a.startswith("--resume="):
             continue
         args.append(a)
-    return shlex.join(["python", "benchmark.py", *args, "--resume", str(path)])
+    return shlex.join([*_invocation(), *args, "--resume", str(path)])
+
+
+def _invocation() -> list[str]:
+    """How the user started this run, for a command to paste: ``retrieval-benchmark`` (the installed
+    command), ``python <the script as given>`` (``python ../tool/benchmark.py`` from another folder), or
+    ``python benchmark.py`` (the API, a test)."""
+    started = sys.argv[0] if sys.argv else ""
+    if os.path.basename(started) == "retrieval-benchmark":
+        return ["retrieval-benchmark"]
+    if os.path.basename(started) == "benchmark.py":
+        return ["python", started]
+    return ["python", "benchmark.py"]
 
 
 @dataclass(frozen=True)
@@ -444,7 +456,7 @@ class BenchmarkRun:
         self.state.journal = journal_path
         self.state.continue_command = _continue_command(o.argv, self._resume_list(journal_path))
         if several:
-            sys.stdout.write(f"== {label} ==\n")
+            sys.stdout.write(f"== {escape_control(label)} ==\n")
             sys.stdout.flush()
         progress = Progress(label, len(questions), sys.stderr, unit="q")
         batch = None

@@ -323,6 +323,18 @@ def same_file(a: Path, b: Path) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)  # never raises (Path.resolve does on a loop)
 
 
+def check_outside_corpus(folders: Iterable[tuple[str, str | os.PathLike | None]],
+                         corpus: str | os.PathLike | None) -> None:
+    """Raise :class:`InputError` when a folder a command writes into (``(option, folder)``: ``--log-dir``,
+    ``--cache-dir``) is the ``corpus`` folder or inside it: nothing is ever written into the corpus."""
+    if corpus is None or not Path(corpus).is_dir():
+        return
+    for option, folder in folders:
+        if folder is not None and _inside(Path(folder), Path(corpus)):
+            raise InputError(f"{option} {os.fspath(folder)} is inside the corpus folder {os.fspath(corpus)}: nothing "
+                             f"is written into the corpus: give {option} a folder outside it")
+
+
 def _inside(path: Path, folder: Path) -> bool:
     """Whether ``path`` lies in ``folder`` or below, by real path and by identity of each parent
     (so a bind mount or another spelling of the folder is caught too)."""

@@ -143,6 +143,9 @@ def read_trec_run(path: str | os.PathLike) -> Ranking:
         fields = line.split()
         if not fields:
             continue
+        if not scores and fields[0].startswith("<"):  # markup: an HTML report, an XML file
+            raise InputError(f"{path}: line {number} starts with {fields[0][:20]!r}: an HTML or XML file, not a run: "
+                             f"{RUN_FIX}")
         if len(fields) != 6:
             raise InputError(f"{path}: line {number} has {len(fields)} fields, not 6: {RUN_FIX}")
         qid, _, doc, _, score_text, _ = fields

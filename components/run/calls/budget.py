@@ -23,6 +23,11 @@ pass, the query rewriter; a panel's judges too — goes through one admission po
    :meth:`Budget.to_json` (``run.budget``). The calls in flight at that moment were reserved at the
    old worst case: the overrun is bounded by them.
 
+5. **A spend past ``--max-cost``** — the server's own usage figures (a reply reporting far more
+   output tokens than its cap, or far more prompt tokens than the prompt holds) made the settled calls
+   cost more than the budget — is said plainly (one warning naming the figures) and **stops the run**:
+   every later call is refused, and the run ends ``budget_exhausted`` (exit 4).
+
 So the spend never passes ``--max-cost`` while every reply keeps to its cap, sequentially or with
 ``--concurrency`` N, and past it by at most the overruns of replies that did not.
 :func:`check_max_cost` refuses, before the first call, a budget that cannot pay for one call.
@@ -59,6 +64,7 @@ class Reservation:
     usd: float
     cap: OutputCap  # as sent
     output_tokens: int  # the output tokens reserved: the cap, or the largest reply seen when larger
+    input_tokens: int = 0  # the prompt's tokens as counted (characters / 4)
 
 
 def _bounds(llm: Any, role: str) -> tuple[Price, OutputCap]:
@@ -114,6 +120,7 @@ class Budget:
         self.overrun_usd = 0.0  # what replies past their cap cost beyond their reservations
         self.overrun_calls = 0
         self.refused: str | None = None  # the reason of the first refusal: every later call is refused
+        self.passed = False  # the settled calls cost more than max_usd (the server's usage past the reservations)
         self._largest: dict[str, int] = {}  # model → the most output tokens a reply of it reported
         self._cond = threading.Condition()
 
@@ -136,7 +143,8 @@ class Budget:
         _, cap = _bounds(llm, "run")
         with self._cond:
             output = max(cap.tokens, self._largest.get(llm.model, 0))
-        return Reservation(llm.model, worst_usd(llm, approximate_tokens(prompt), output), cap, output)
+        counted = approximate_tokens(prompt)
+        return Reservation(llm.model, worst_usd(llm, counted, output), cap, output, counted)
 
     def reserve(self, llm: LLM, prompt: str) -> Reservation:
         """Reserve the call's worst case, waiting for the calls in flight when only they are in the
@@ -174,7 +182,18 @@ class Budget:
             if over > 1e-12:
                 self.overrun_usd += over
                 self.overrun_calls += 1
+            passed = self.spent > self.max_usd + 1e-12 and not self.passed
+            if passed:
+                self.passed = True
+                self.refused = (f"budget: --max-cost ${self.max_usd:g} passed (spent ${self.spent:.4f} in {self.calls} "
+                                "calls): the server reported more tokens than its calls reserved")
             self._cond.notify_all()
+        if passed:
+            logger.error("--max-cost ${:g} passed: spent ${:.4f}, because the server's own usage figures were past "
+                         "what its calls reserved (the last reply: {:,} prompt tokens for a prompt of about {:,}, {:,} "
+                         "output tokens against a cap of {:,}): the run stops; check the server's usage reports",
+                         self.max_usd, self.spent, (reply.input_tokens or 0) if reply is not None else 0,
+                         reservation.input_tokens, output, reservation.cap.tokens)
         if output > reservation.cap.tokens:
             logger.warning("A reply of {} reported {:,} output tokens, over the {} {:,} it was sent: priced as "
                            "reported (${:.4f}, ${:.4f} over what was reserved); its calls now reserve {:,} output "

@@ -40,7 +40,7 @@ from typing import Any
 from loguru import logger
 
 from components.core import Retriever, Strategy, resolve_strategy
-from components.core.chunking import Chunking
+from components.core.chunking import MAX_CHUNK_WORDS, Chunking
 from components.run.file_names import strategy_file_name
 from components.run.journal import read_rows
 from components.run.retrieval.reranker import RerankedRetriever, load_reranker
@@ -108,12 +108,17 @@ def _read(path: Path) -> Mapping[Any, Any]:
     """The ``suites`` mapping of the YAML file ``path``."""
     import yaml
 
+    from utils.files.lines import open_regular
+
+    fix = "give the path of a YAML suite file"
+    fh, _ = open_regular(path, messages={"missing": f"--suite {{path}}: no such file: {fix}",
+                                         "unreadable": f"--suite {{path}}: cannot be read ({{reason}}): {fix}",
+                                         "kind": f"--suite {{path}} is {{kind}}, not a file: {fix}"})
     try:
-        with open(path, "rb") as fh:
+        with fh:
             data = fh.read(MAX_SUITE_BYTES + 1)
     except OSError as err:
-        raise InputError(f"--suite {path}: cannot be read ({err.strerror}): give the path of a YAML suite file") \
-            from None
+        raise InputError(f"--suite {path}: cannot be read ({err.strerror}): {fix}") from None
     if len(data) > MAX_SUITE_BYTES:
         raise InputError(f"--suite {path} is over the {MAX_SUITE_BYTES:,}-byte limit of a suite file: split it")
     try:
@@ -187,8 +192,11 @@ def _whole(where: str, item: dict, key: str, least: int) -> int | None:
     value = item.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise InputError(f"{where}, key {key}: {value!r} is not a whole number of words, {least} or more")
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_CHUNK_WORDS:
+        big = isinstance(value, int) and abs(value) >= 10 ** 12
+        shown = f"a {len(str(value))}-digit number" if big else repr(value)
+        raise InputError(f"{where}, key {key}: {shown} is not a whole number of words from {least} to "
+                         f"{MAX_CHUNK_WORDS:,}")
     return value
 
 
