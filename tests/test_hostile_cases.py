@@ -167,8 +167,9 @@ def test_a_judge_that_graded_nothing_has_no_figures():
 
     panel = PanelSection.from_json({
         "judges": ["ok", "dead"], "aggregate": "median", "graded_by": {"1": 3},
-        "agreement": {"pairs": [], "pass_marks": [7], "alpha_ordinal": {"value": None, "ci95": None, "questions": 0, "method": "m",
-                                                          "resamples": 0, "seed": 0}},
+        "agreement": {"pairs": [], "pass_marks": [7],
+                      "alpha_ordinal": {"value": None, "ci95": None, "questions": 0, "method": "m", "resamples": 0,
+                                        "seed": 0}},
         "per_judge": {"ok": {"graded": 3, "metrics": {"avg_llm_grade": 8.0, "pass_rate_7": 100.0},
                              "ci95": {"pass_rate_7": [100.0, 100.0]}, "grade_errors": {}, "unusable": None},
                       "dead": {"graded": 0, "metrics": {"avg_llm_grade": None, "pass_rate_7": 0.0},
