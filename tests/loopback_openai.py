@@ -5,7 +5,8 @@ Each ``POST /v1/chat/completions`` takes the next :class:`Reply` from the script
 function of the request number and body); when a list runs out, ``default`` answers. Every request
 is recorded (headers and JSON body) for assertions on what the SDK sent.
 
-The Models API: ``GET /v1/models`` lists ``models`` and ``GET /v1/models/{id}`` retrieves one (404
+llama.cpp's ``GET /props`` answers ``props`` (404 when it is None). The Models API: ``GET /v1/models`` lists
+``models`` (each with ``max_model_len`` when ``max_model_len`` is given, as vLLM lists them) and ``GET /v1/models/{id}`` retrieves one (404
 for an id it does not have); ``models=None`` is a server without the Models API (``models_status``,
 404 by default, on both); ``retrieve=False`` a server that lists its models but cannot retrieve one
 (llama.cpp's). In validating mode (the default) a request is refused, before the script is
@@ -94,12 +95,16 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         with server._lock:
             server.model_requests.append(path)
+        if path == "/props" and server.props is not None:
+            raw = server.props if isinstance(server.props, bytes) else None
+            return self._send(Reply(json_body=server.props if raw is None else None, raw_body=raw))
         if not path.startswith("/v1/models"):
             return self._send(error(404, f"Not Found: {path}"))
         if server.models is None:
             return self._send(error(server.models_status, f"no route for {path}"))
         if path == "/v1/models":
             data = [{"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "loopback"}
+                    | ({"max_model_len": server.max_model_len} if server.max_model_len else {})
                     for m in server.models]
             return self._send(Reply(json_body={"object": "list", "data": data}))
         model_id = path[len("/v1/models/"):]
@@ -194,7 +199,7 @@ class OpenAILoopback:
     def __init__(self, script: list[Reply] | Callable[[int, dict], Reply] | None = None,
                  default: Reply | None = None, *, models: Iterable[str] | None = MODELS, models_status: int = 404,
                  retrieve: bool = True, json_mode: bool = True, reasoning_models: Iterable[str] = REASONING,
-                 validate: bool = True) -> None:
+                 validate: bool = True, props: dict | bytes | None = None, max_model_len: int | None = None) -> None:
         self.script = script if script is not None else []
         self.default = default or Reply()
         self.models = list(models) if models is not None else None
@@ -203,6 +208,8 @@ class OpenAILoopback:
         self.json_mode = json_mode
         self.reasoning_models = frozenset(reasoning_models)
         self.validate = validate
+        self.props = props  # llama.cpp's GET /props body (bytes: sent as-is); None: 404
+        self.max_model_len = max_model_len  # vLLM's window in each model of GET /v1/models
         self.requests: list[Recorded] = []  # POST /v1/chat/completions
         self.model_requests: list[str] = []  # GET paths of the Models API
         self._lock = threading.Lock()

@@ -47,10 +47,10 @@ PARSE_TABLE = [
      "unparseable: an object without a score (relevance, score, rating)"),
     ("", None, "unparseable: empty reply"),
     ("  \n", None, "unparseable: empty reply"),
-    ("[3, 0, 2", None, "unparseable: truncated reply without a complete list"),
+    ("[3, 0, 2", None, "truncated: the reply ends inside a JSON list"),
     ("I cannot rate these chunks.", None, "unparseable: no JSON list in reply"),
     ('{"grade": 8}', None, "unparseable: no JSON list in reply"),
-    ("[" * 100_000, None, "unparseable: truncated reply without a complete list"),  # RecursionError inside
+    ("[" * 100_000, None, "truncated: the reply ends inside a JSON list"),  # RecursionError inside
     ("[" + "1" * 5000 + ", 0, 0]", None, "unparseable: no JSON list in reply"),  # int digit limit: ValueError
     ("[" * 2000 + "]" * 2000 + " [1, 2, 3]", [1, 2, 3], None),
 ]
@@ -101,7 +101,13 @@ def test_llm_judge_unparseable_keeps_raw():
 def test_llm_judge_notes_a_cut_reply():
     reply = LLMReply(text="[3, 0", stop_reason="max_tokens")
     result = LLMRelevanceJudge(Script(reply)).relevance("q", "a", [chunk("a", "x"), chunk("b", "y")])
-    assert result.error == "unparseable: truncated reply without a complete list (reply cut at max_tokens)"
+    assert result.error == "truncated: the reply was cut at its output cap (stop_reason=max_tokens)"
+
+
+def test_llm_judge_never_reads_scores_from_a_cut_reply():
+    reply = LLMReply(text="[3, 0]", stop_reason="max_tokens")  # a complete list, but the reply was cut
+    result = LLMRelevanceJudge(Script(reply)).relevance("q", "a", [chunk("a", "x"), chunk("b", "y")])
+    assert result.scores is None and result.error.startswith("truncated: ") and result.raw == "[3, 0]"
 
 
 def test_llm_judge_transient_error_is_recorded():

@@ -251,3 +251,10 @@ def test_heartbeat_draws_while_blocked():
         while "indexing" not in stream.getvalue() and time.monotonic() < deadline:
             time.sleep(0.01)
     assert stream.getvalue().startswith("\rindexing 0 s\x1b[K")
+
+
+def test_summary_counts_prompt_tokens_read_from_a_cache():
+    usage = {"calls": 12, "input_tokens": 1178, "cache_read_input_tokens": 12876, "output_tokens": 270}
+    report = {**SCHEMA2, "run": {**SCHEMA2["run"], "judge": {"provider": "openai", "model": "smollm2-135m"},
+                                 "usage": {"judge": usage}, "cost_usd": None}}
+    assert "judge usage       12 calls, 14,054 in, 12,876 of them from cache / 270 out tokens\n" in table(report)

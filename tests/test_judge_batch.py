@@ -141,7 +141,7 @@ def test_create_poll_results_over_the_sdk_every_entry_kind():
     assert grades["q1"].error == "batch_errored: invalid_request_error: prompt is bad"
     assert grades["q2"].error.startswith("batch_expired: ") and grades["q3"].error.startswith("batch_canceled: ")
     assert grades["q4"].error.startswith("refusal: ") and grades["q4"].raw == "I will not grade this"
-    assert grades["q5"].error.startswith("unparseable: truncated at max_tokens")
+    assert grades["q5"].error.startswith("truncated: the reply was cut at its output cap")
     assert grades["q6"].error.startswith("batch_errored: invalid_request_error: thinking.type: 'disabled'")
     assert not any(e.transient for e in entries.values())
 

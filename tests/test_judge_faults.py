@@ -94,5 +94,5 @@ def test_unparseable_reply_keeps_raw(tmp_path: Path, few_questions: Path):
         assert run_cli("--questions", str(few_questions), "--output", str(out), env=judge_env(srv.url)).code == 0
     row = json.loads(out.read_text())["results"][0]
     assert row["llm_grade"] is None
-    assert row["grade_error"] == "unparseable: truncated reply without a grade"
+    assert row["grade_error"] == "truncated: the reply ends inside a JSON object, without a grade"
     assert row["llm_raw_reply"] == '{"reasoning": "cut off'

@@ -288,7 +288,7 @@ def test_grader_over_the_real_sdk(serve):
 
 
 @pytest.mark.parametrize("reply,error_kind", [
-    (Reply(text='{"reasoning": "the chunks cover', stop_reason="max_tokens"), "unparseable: truncated at max_tokens"),
+    (Reply(text='{"reasoning": "the chunks cover', stop_reason="max_tokens"), "truncated: the reply was cut"),
     (Reply(text='I will not grade this. {"grade": 9}', stop_reason="refusal"), "refusal"),
     (Reply(content=[], stop_reason="refusal"), "refusal"),
     (Reply(text="", stop_reason="model_context_window_exceeded"), "context_window_exceeded"),

@@ -30,6 +30,10 @@ KEY = "sk-proj-test-SENTINEL-fedcba9876543210"
 PASSWORD = "pw-SENTINEL-424242"
 LOCAL = "llama-3.1-8b-instruct"
 CHUNKS = [Chunk("d", "d#0", "D", (), "text one", 0), Chunk("e", "e#0", "E", (), "text two", 0)]
+# llama.cpp's answer to a prompt over its window, as it sends it
+LLAMA_CPP_OVERFLOW = {"error": {"code": 400, "type": "exceed_context_size_error",
+                                "message": "request (4588 tokens) exceeds the available context size (4096 tokens), "
+                                           "try increasing it", "n_prompt_tokens": 4588, "n_ctx": 4096}}
 
 
 def openai_env(url: str, model: str = LOCAL, **extra: str) -> dict[str, str]:
@@ -155,7 +159,8 @@ def test_request_shape_per_model_family(serve, model, parameter, max_tokens, tem
     assert body["response_format"] == {"type": "json_object"}  # supported, or the server is unknown
     assert body["messages"] == [{"role": "system", "content": JSON_MODE_INSTRUCTION},
                                 {"role": "user", "content": "Grade this"}]
-    assert server.model_requests == [f"/v1/models/{model}"]  # one look-up, nothing more
+    # one look-up, nothing more (and, for a model no family names, its window: 404 here, so the default cap)
+    assert server.model_requests == [f"/v1/models/{model}"] + (["/props"] if model == LOCAL else [])
 
 
 def test_the_rewriter_asks_for_plain_text(serve):
@@ -278,7 +283,9 @@ def test_content_parts_are_joined(serve):
 @pytest.mark.parametrize("reply,expected", [
     (Reply(), (8, None, "end_turn")),
     (Reply(text='{"reasoning": "the chunks cover', finish_reason="length"),
-     (None, "unparseable: truncated at max_tokens", "max_tokens")),
+     (None, "truncated: the reply was cut at its output cap", "max_tokens")),
+    (Reply(text='{"grade": 9, "reasoning": "cut', finish_reason="length"),  # a grade in the cut text: not used
+     (None, "truncated: the reply was cut at its output cap (stop_reason=max_tokens); the grade 9 read", "max_tokens")),
     (Reply(text='{"grade": 9}', finish_reason="content_filter"), (None, "refusal", "refusal")),
     (Reply(text=None, refusal="I can't help with that."), (None, "refusal", "refusal")),
 ])
@@ -382,10 +389,14 @@ def test_another_400_stops_the_run(serve):
     ([error(400, "bad request")], "bad_request", True, 1),
     ([error(400, "This model's maximum context length is 8192 tokens", code="context_length_exceeded")],
      "context_window_exceeded", False, 1),
+    ([Reply(status=400, json_body=LLAMA_CPP_OVERFLOW)], "context_window_exceeded", False, 1),  # llama.cpp's
+    ([error(400, "This model's maximum context length is 4096 tokens. However, you requested 4600 tokens (4088 in "
+            "the messages, 512 in the completion). Please reduce the length of the messages or completion.",
+            kind="BadRequestError")], "context_window_exceeded", False, 1),  # vLLM's
+    ([Reply(drop=True)] * 3, "connection", False, 3),  # a connection reset: retried by the SDK
     ([error(429, "Rate limit reached", kind="requests")] * 3, "rate_limit", False, 3),
     ([error(500, "internal", kind="server_error")] * 3, "server_error", False, 3),
     ([error(503, "overloaded", kind="server_error")] * 3, "server_error", False, 3),
-    ([Reply(drop=True)] * 3, "connection", False, 3),
     ([Reply(raw_body=b"<html>proxy error</html>")], "bad_response", False, 1),
     ([Reply(json_body={"unexpected": True})], "bad_response", False, 1),
     ([Reply(json_body={"choices": []})], "bad_response", False, 1),

@@ -43,7 +43,7 @@ PARSE_TABLE = [
     ("", None, None, "unparseable: empty reply"),
     ("   \n", None, None, "unparseable: empty reply"),
     ("I'm sorry, but I can't help with grading this.", None, None, "unparseable: no grade in reply"),
-    ('{"reasoning": "The chunks mention', None, None, "unparseable: truncated reply without a grade"),
+    ('{"reasoning": "The chunks mention', None, None, "truncated: the reply ends inside a JSON object, without a grade"),
     ('{"grade": "excellent", "reasoning": "x"}', None, None,
      "unparseable: the grade 'excellent' is not a number from 1 to 10"),
     ('{"grade": true}', None, None, "unparseable: the grade true is not a number from 1 to 10"),

@@ -130,13 +130,22 @@ def _usage(run: Any, row: Callable[[str, str], str]) -> list[str]:
             continue
         parts = [f"{u.get('calls', 0)} calls"]
         if u.get("input_tokens") is not None or u.get("output_tokens") is not None:
-            parts.append(f"{u.get('input_tokens') or 0:,} in / {u.get('output_tokens') or 0:,} out tokens")
+            parts.append(_tokens(u))
         if is_number(u.get("cost_usd")):
             parts.append(f"${u['cost_usd']:.4f}")
         lines.append(row(f"{escape_control(str(who))} usage", ", ".join(parts)))
     if run.usage:
         lines.append(row("cost", f"${run.cost_usd:.4f}" if is_number(run.cost_usd) else "unknown"))
     return lines
+
+
+def _tokens(u: Mapping) -> str:
+    """``N in / M out tokens``; with a prompt cache, ``N in, C of them from cache / M out tokens``
+    (N counts every prompt token: those sent, those written to the cache and those read from it)."""
+    cached = u.get("cache_read_input_tokens") or 0
+    total = (u.get("input_tokens") or 0) + (u.get("cache_creation_input_tokens") or 0) + cached
+    from_cache = f", {cached:,} of them from cache" if cached else ""
+    return f"{total:,} in{from_cache} / {u.get('output_tokens') or 0:,} out tokens"
 
 
 def diagnosis_fixes(rows: Any) -> dict[str, str]:

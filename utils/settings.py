@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from utils.errors import InputError
 
 DEFAULT_JUDGE_TIMEOUT_S = 30.0
+LOOPBACK_JUDGE_TIMEOUT_S = 300.0  # the default for a judge server on this machine (a CPU model is slow)
 MAX_JUDGE_TIMEOUT_S = 600.0  # a deadline beyond ten minutes per judge attempt is a typo, not a wish
 MAX_RETRY_WAIT_S = 600.0
 DEFAULT_BATCH_POLL_MAX_S = 60.0  # --judge-batch polls a batch at least this often

@@ -178,7 +178,7 @@ def parse_relevance(raw: str | None, n: int) -> tuple[list[int] | None, str | No
     if problem is not None:
         return None, f"unparseable: {problem}"
     if raw.count("[") > raw.count("]"):
-        return None, "unparseable: truncated reply without a complete list"
+        return None, "truncated: the reply ends inside a JSON list"
     return None, "unparseable: no JSON list in reply"
 
 
@@ -211,8 +211,8 @@ class LLMRelevanceJudge:
             logger.warning("[chunk-relevance] FAILED: {}: {}", err.kind, err)
             return RelevanceResult(None, f"{err.kind}: {err}", None, None)
         scores, error = parse_relevance(reply.text, len(chunks))
-        if error is not None and reply.stop_reason == "max_tokens":
-            error += " (reply cut at max_tokens)"
+        if reply.stop_reason == "max_tokens":  # a cut reply is never a rating, whatever the cut text holds
+            scores, error = None, "truncated: the reply was cut at its output cap (stop_reason=max_tokens)"
         if scores is None:
             logger.warning("[chunk-relevance] UNSCORED: {} (raw reply: {!r})", error, (reply.text or "")[:200])
         else:

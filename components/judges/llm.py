@@ -3,7 +3,13 @@
 The grader, the chunk-relevance judge and the query rewriter are given an :class:`LLM` (a client
 object: a provider's model client, or a scripted one in tests) and never name a vendor. Every
 failure of a call is a :class:`utils.errors.JudgeError` whose ``kind`` is one of the taxonomy's
-tokens; :data:`TRANSIENT_KINDS` are the ones worth another attempt later.
+tokens; :data:`TRANSIENT_KINDS` cost only their question (the run goes on), and :data:`RETRIED_KINDS`,
+all of them but a timeout, are the ones worth another attempt later (the run's retry pass): a call that
+ran out of time would most likely run out of it again, at the full price of the timeout each time.
+
+A row's ``grade_error`` starts with the kind: :data:`CONTEXT_WINDOW` (the prompt did not fit the
+model's context window: that question only) and :data:`TRUNCATED` (the reply was cut at its output
+cap: never a grade, whatever the cut text holds) are among them.
 """
 
 from __future__ import annotations
@@ -13,7 +19,13 @@ from typing import Protocol
 
 from utils.pricing import Price
 
-TRANSIENT_KINDS = frozenset({"timeout", "rate_limit", "overloaded", "server_error", "connection"})
+TRANSIENT_KINDS = frozenset({"timeout", "rate_limit", "overloaded", "server_error", "connection",
+                             "connection_refused"})
+# what the run's retry pass calls again: rate limits (after their retry-after), an overloaded or failing
+# server (5xx), a connection cut or refused; never a timeout (the same call would wait as long again)
+RETRIED_KINDS = TRANSIENT_KINDS - {"timeout"}
+CONTEXT_WINDOW = "context_window_exceeded"  # the prompt (and the reply's cap) passed the model's window
+TRUNCATED = "truncated"  # the reply was cut at the output cap (finish_reason length, stop_reason max_tokens)
 
 
 @dataclass(frozen=True)

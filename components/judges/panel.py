@@ -11,9 +11,10 @@ endpoints of one provider (two local servers) a panel file, ``--judges panel.tom
     model = "llama-3.1-8b-instruct"
     base_url = "http://127.0.0.1:8001/v1"
     api_key_env = "LOCAL_A_KEY"           # the NAME of the variable that holds its key
+    timeout = 600                         # seconds per call of this judge (wins over BENCHMARK_JUDGE_TIMEOUT)
 
-Its only fields are ``name``, ``provider``, ``model``, ``base_url`` and ``api_key_env``; any other
-field is refused (its value never shown), so that a key never sits in the file.
+Its only fields are ``name``, ``provider``, ``model``, ``base_url``, ``api_key_env`` and ``timeout``;
+any other field is refused (its value never shown), so that a key never sits in the file.
 
 Each judge gets the settings a single judge would get from the environment with
 ``BENCHMARK_JUDGE_MODEL=<provider>/<model>`` (:meth:`Settings.from_env`; ``--judges`` overrides
@@ -39,9 +40,9 @@ from components.judges.providers import provider_class, providers
 from components.judges.settings import Settings
 from components.judges.setup import JudgeSetup, check_models
 from utils.errors import InputError, JudgeError
-from utils.settings import url_password
+from utils.settings import LOOPBACK_JUDGE_TIMEOUT_S, MAX_JUDGE_TIMEOUT_S, seconds, url_password
 
-FIELDS = ("name", "provider", "model", "base_url", "api_key_env")
+FIELDS = ("name", "provider", "model", "base_url", "api_key_env", "timeout")
 AGGREGATES = ("median", "mean")
 MAX_JUDGES = 16
 MAX_PANEL_FILE_BYTES = 64_000
@@ -66,6 +67,7 @@ class JudgeSpec:
     model: str | None = None  # None: the provider's default (or none, for a judge that calls no model)
     base_url: str | None = None
     api_key_env: str | None = None  # the name of the variable holding its key
+    timeout: float | None = None  # seconds per call of this judge; None: the run's (BENCHMARK_JUDGE_TIMEOUT...)
 
     def to_json(self) -> dict:
         return {name: getattr(self, name) for name in FIELDS}
@@ -151,7 +153,8 @@ def _from_fields(entry: Mapping, where: str) -> JudgeSpec:
         raise InputError(f"{where}: unknown field {unknown[0][:40]!r} (its value is not shown): a judge has only "
                          f"{', '.join(FIELDS)}; a key goes in an environment variable that api_key_env names")
     values: dict[str, str | None] = {}
-    for name in FIELDS:
+    timeout = _judge_timeout(entry.get("timeout"), where)
+    for name in FIELDS[:-1]:
         value = entry.get(name)
         if value is not None and not isinstance(value, str):
             raise InputError(f"{where}: {name} is not a string: write it in quotes")
@@ -166,7 +169,16 @@ def _from_fields(entry: Mapping, where: str) -> JudgeSpec:
                          "in capitals (e.g. LOCAL_A_KEY), never the key itself (its value is not shown)")
     model = values["model"]
     name = values["name"] or (f"{provider}/{model}" if model else provider)
-    return JudgeSpec(name, provider, model, values["base_url"], variable)
+    return JudgeSpec(name, provider, model, values["base_url"], variable, timeout)
+
+
+def _judge_timeout(value: object, where: str) -> float | None:
+    """A panel judge's ``timeout``: seconds above 0 and at most the judge timeout's maximum, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(f"{where}: timeout is not a number of seconds: write e.g. timeout = 300")
+    return seconds(f"{where}: timeout", str(value), LOOPBACK_JUDGE_TIMEOUT_S, 0.0, MAX_JUDGE_TIMEOUT_S, above_low=True)
 
 
 def check_specs(specs: Sequence[JudgeSpec], option: str = "--judges") -> list[JudgeSpec]:
@@ -265,6 +277,8 @@ def panel_settings(specs: Sequence[JudgeSpec], env: Mapping[str, str]) -> Settin
             settings = Settings.from_env(_member_env(spec, env))
         except InputError as err:
             raise InputError(f"judge {spec.name}: {err}") from None
+        if spec.timeout is not None:  # the judge's own timeout wins
+            settings = replace(settings, judge_timeout=spec.timeout, timeout_source="timeout")
         members.append(PanelMember(spec, settings))
     secrets = tuple(dict.fromkeys(s for m in members for s in m.settings.secrets))
     return replace(members[0].settings, panel=tuple(members), secrets=secrets)

@@ -343,7 +343,7 @@ def read_grade(raw: str | None) -> ParsedGrade:
     if error is not None:
         return ParsedGrade(None, None, error)
     if raw.count("{") > raw.count("}"):
-        return ParsedGrade(None, None, "unparseable: truncated reply without a grade")
+        return ParsedGrade(None, None, "truncated: the reply ends inside a JSON object, without a grade")
     return ParsedGrade(None, None, "unparseable: no grade in reply")
 
 
@@ -361,8 +361,8 @@ class RetrievalGrader:
     Transient judge errors give a :class:`GradeResult` with ``grade=None``; fatal ones
     (:class:`JudgeError` with ``fatal=True``) propagate so the caller stops calling the judge.
     Stop reasons: ``refusal`` → no grade (``refusal: …``) even when some text came back;
-    ``model_context_window_exceeded`` → ``context_window_exceeded: …``; ``max_tokens`` without a
-    grade → ``unparseable: truncated …``. The raw reply is kept in every case.
+    ``model_context_window_exceeded`` → ``context_window_exceeded: …``; ``max_tokens`` (a reply cut at
+    its cap) → ``truncated: …``, never a grade. The raw reply is kept in every case.
     """
 
     def __init__(self, llm: LLM) -> None:
@@ -403,7 +403,8 @@ def prompt_variant(expected_answer: str | None) -> str:
 def grade_reply(reply: LLMReply, variant: str, latency_ms: float) -> GradeResult:
     """The :class:`GradeResult` of one answered grading call, however it was sent (one call, or one
     entry of a Message Batch): the stop reason first (``refusal``, ``model_context_window_exceeded``,
-    ``max_tokens`` without a grade), else :func:`parse_grade`. The raw reply is kept in every case."""
+    ``max_tokens``: a cut reply is never a grade, even when one can be read from the cut text), else
+    :func:`parse_grade`. The raw reply is kept in every case."""
     raw = reply.text
     elapsed = latency_ms / 1000
     logger.trace("[retrieval-grader] raw reply (stop_reason={}):\n{}", reply.stop_reason, raw)
@@ -414,11 +415,14 @@ def grade_reply(reply: LLMReply, variant: str, latency_ms: float) -> GradeResult
     elif reply.stop_reason == "model_context_window_exceeded":
         error = "context_window_exceeded: the prompt and reply passed the model's context window"
         grade, reasoning = None, None
+    elif reply.stop_reason == "max_tokens":
+        cut = read_grade(raw).grade
+        error = ("truncated: the reply was cut at its output cap (stop_reason=max_tokens)"
+                 + (f"; the grade {cut} read from the cut text is not used" if cut is not None else ", without a grade"))
+        grade, reasoning = None, None
     else:
         parsed = read_grade(raw)
         grade, reasoning, error, clamped_from = parsed.grade, parsed.reasoning, parsed.error, parsed.clamped_from
-        if grade is None and reply.stop_reason == "max_tokens":
-            error = "unparseable: truncated at max_tokens (stop_reason=max_tokens) without a grade"
     if grade is None:
         logger.warning("[retrieval-grader] UNSCORED in {:.3f}s: {} (raw reply: {!r})", elapsed, error,
                        (raw or "")[:200])

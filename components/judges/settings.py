@@ -31,8 +31,9 @@ from typing import Any
 from components.judges.providers import default_judge, provider_class, providers, secrets_in
 from components.core.plugins import load_plugins
 from utils.errors import InputError
-from utils.settings import (DEFAULT_BATCH_POLL_MAX_S, DEFAULT_JUDGE_TIMEOUT_S, EFFORT_LEVELS, MAX_BATCH_POLL_S,
-                            MAX_JUDGE_TIMEOUT_S, MAX_RETRY_WAIT_S, default_cache_dir, default_state_dir, seconds)
+from utils.settings import (DEFAULT_BATCH_POLL_MAX_S, DEFAULT_JUDGE_TIMEOUT_S, EFFORT_LEVELS, LOOPBACK_JUDGE_TIMEOUT_S,
+                            MAX_BATCH_POLL_S, MAX_JUDGE_TIMEOUT_S, MAX_RETRY_WAIT_S, default_cache_dir,
+                            default_state_dir, seconds)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class Settings:
     # --judges: every judge of the panel (components.judges.panel.PanelMember), the first one's settings
     # being these; empty: the run's one judge
     panel: tuple = ()
+    # where judge_timeout comes from, as messages name it: "BENCHMARK_JUDGE_TIMEOUT", "default", "loopback
+    # default" (a base URL on this machine, neither set), or "timeout" (a panel judge's own)
+    timeout_source: str = "default"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -86,7 +90,8 @@ class Settings:
             if rewriter == judge and rewriter_model:
                 models["rewriter"] = rewriter_model
             config = judge_cls.configure(env, models)
-        return cls(judge=judge, judge_model=judge_model, judge_timeout=_timeout(env.get("BENCHMARK_JUDGE_TIMEOUT")),
+        timeout, timeout_source = _judge_timeout(env, config)
+        return cls(judge=judge, judge_model=judge_model, judge_timeout=timeout, timeout_source=timeout_source,
                    rewriter=rewriter, rewriter_model=rewriter_model,
                    judge_effort=_effort(env.get("BENCHMARK_JUDGE_EFFORT")),
                    retry_wait_max_s=_retry_wait(env.get("BENCHMARK_RETRY_WAIT_MAX")), secrets=secrets_in(env),
@@ -185,6 +190,37 @@ def _rewriter(env: Mapping[str, str], judge_cls) -> tuple[str | None, str | None
 
 def _timeout(raw: str | None) -> float:
     return seconds("BENCHMARK_JUDGE_TIMEOUT", raw, DEFAULT_JUDGE_TIMEOUT_S, 0.0, MAX_JUDGE_TIMEOUT_S, above_low=True)
+
+
+def _judge_timeout(env: Mapping[str, str], config: Any) -> tuple[float, str]:
+    """The judge timeout and where it comes from: ``BENCHMARK_JUDGE_TIMEOUT`` when set (it always
+    wins), else :data:`~utils.settings.LOOPBACK_JUDGE_TIMEOUT_S` for a judge whose base URL is on this
+    machine (a model on its CPU takes minutes where an API takes seconds), else the default."""
+    raw = (env.get("BENCHMARK_JUDGE_TIMEOUT") or "").strip()
+    if raw:
+        return _timeout(raw), "BENCHMARK_JUDGE_TIMEOUT"
+    if is_loopback(getattr(config, "base_url", None)):
+        return LOOPBACK_JUDGE_TIMEOUT_S, "loopback default"
+    return DEFAULT_JUDGE_TIMEOUT_S, "default"
+
+
+def is_loopback(url: str | None) -> bool:
+    """Whether ``url`` names this machine (``localhost``, ``127.0.0.0/8``, ``::1``); never raises."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url or "").hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _effort(raw: str | None) -> str | None:

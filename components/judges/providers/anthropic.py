@@ -63,7 +63,7 @@ from components.judges.batch import (RESULTS_BUDGET_SLACK_LINES, BatchEntry, Bat
 from components.judges.llm import LLMReply, OutputCap, clean_text, non_negative_int
 from components.judges.providers import ModelChoice, Variable, register_provider
 from components.judges.providers.transport import (NO_ENDPOINT, SDKProvider, TransportConfig, bound_reply,
-                                                   http_client, rate_limit, start_attempt)
+                                                   Unretried, http_client, rate_limit, start_attempt, unretried)
 from utils.errors import InputError, JudgeError
 from utils.pricing import Price, PriceTable
 from utils.settings import EFFORT_LEVELS, check_base_url, check_key, check_model_id
@@ -92,7 +92,7 @@ class ProviderConfig(TransportConfig):
 
 
 def _middleware(config: ProviderConfig):
-    from anthropic import Middleware
+    from anthropic import APIConnectionError, APITimeoutError, Middleware
 
     class Bounds(Middleware):
         """Per attempt: a deadline ``config.timeout`` from its start, for connect, status line,
@@ -102,7 +102,13 @@ def _middleware(config: ProviderConfig):
 
         def handle(self, request, call_next):
             deadline = start_attempt(config.timeout)  # read by this thread's network operations until the next attempt
-            response = call_next(request)
+            try:
+                response = call_next(request)
+            except (APITimeoutError, APIConnectionError) as err:
+                # a timed-out attempt, or a refused connection, ends the call: raised as an error the SDK does not retry
+                if (end := unretried(err, config.timeout, None)) is None:
+                    raise
+                raise end from None
             bound_reply(response.http_response, config, deadline)
             return response
 
@@ -572,8 +578,9 @@ class MessageBatches:
         client = self.provider.batch_client(max_retries=0)
         try:
             return self._status(client.messages.batches.create(requests=requests))
-        except (anthropic.APITimeoutError, anthropic.APIConnectionError) as err:
-            kind = "timeout" if isinstance(err, anthropic.APITimeoutError) else "connection"
+        except (anthropic.APITimeoutError, anthropic.APIConnectionError, Unretried) as err:
+            timed_out = isinstance(err, anthropic.APITimeoutError) or getattr(err, "kind", None) == "timeout"
+            kind = "timeout" if timed_out else "connection"
             raise CreateFailed(kind, "the create call of a batch got no answer; the API may have created the batch "
                                "all the same (it is not created again: see the Batches page of the Console before "
                                "--resume submits these questions anew)", fatal=False) from None

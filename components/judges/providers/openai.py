@@ -71,9 +71,10 @@ from urllib.parse import urlsplit
 
 from loguru import logger
 
-from components.judges.llm import LLMReply, OutputCap, clean_text, non_negative_int
-from components.judges.providers import ModelChoice, Variable, register_provider
-from components.judges.providers.transport import SDKProvider, TransportConfig, attempt_http_client, rate_limit
+from components.judges.llm import CONTEXT_WINDOW, LLMReply, OutputCap, clean_text, non_negative_int
+from components.judges.providers import ModelChoice, Variable, context_window, register_provider
+from components.judges.providers.transport import (BodyLimit, SDKProvider, TransportConfig, attempt_http_client,
+                                                   rate_limit)
 from utils.errors import InputError, JudgeError
 from utils.pricing import Price, PriceTable
 from utils.settings import check_base_url, check_key, check_model_id
@@ -87,7 +88,7 @@ NO_KEY = "no-key"  # sent to a server reached through OPENAI_BASE_URL when no ke
 DEFAULT_JUDGE_MODEL = "gpt-5.4"
 DEFAULT_REWRITER_MODEL = "gpt-5.4-mini"
 ANSWER_MAX_TOKENS = 1024  # a grade and a sentence of reasoning, or a list of k scores
-DEFAULT_MAX_TOKENS = 4096  # a model no family names (a local model may think aloud before it answers)
+DEFAULT_MAX_TOKENS = context_window.DEFAULT_CAP  # a model no family names: within its window (context_window.py)
 REASONING_MAX_TOKENS = 16_000  # reasoning tokens count against max_completion_tokens, then the answer
 REASONING_EFFORTS = ("low", "medium", "high", "xhigh")  # BENCHMARK_JUDGE_EFFORT levels sent as reasoning_effort
 JSON_MODE_INSTRUCTION = ('Reply with one JSON object and nothing else. Where the task asks for a JSON list, reply '
@@ -174,6 +175,21 @@ class RequestShape:
     source: str  # "models_api" | "builtin_table" | "default"
     owned_by: str | None = None  # what the Models API says of the model
     fallbacks: tuple[str, ...] = ()  # the parts of the shape a server refused during the run
+    context_window: int | None = None  # the window the server says the model has (a model no family names)
+    window_source: str | None = None  # "props" (llama.cpp's GET /props) | "models_api" (vLLM's max_model_len)
+
+    def reply_cap(self, prompt: str) -> int:
+        """The reply cap for ``prompt``: :attr:`max_tokens`, never over the window less the prompt's
+        estimate. Raises a transient ``context_window_exceeded`` :class:`JudgeError` when the estimate
+        alone fills the window (the question costs no call)."""
+        system = JSON_MODE_INSTRUCTION if self.json_mode else ""
+        estimate = context_window.prompt_estimate(system, prompt)
+        cap = context_window.reply_cap(self.max_tokens, self.context_window, estimate)
+        if cap is None:
+            raise JudgeError(CONTEXT_WINDOW, f"the prompt (about {estimate:,} tokens) does not fit the context window "
+                             f"of {self.model} ({self.context_window:,} tokens, as the server says): not sent",
+                             fatal=False)
+        return cap
 
     def request_params(self, prompt: str) -> dict:
         """The keyword arguments of ``chat.completions.create`` for ``prompt`` (model included)."""
@@ -181,7 +197,8 @@ class RequestShape:
         if self.json_mode:
             messages.append({"role": "system", "content": JSON_MODE_INSTRUCTION})
         messages.append({"role": "user", "content": prompt})
-        params: dict[str, Any] = {"model": self.model, "messages": messages, self.token_parameter: self.max_tokens}
+        params: dict[str, Any] = {"model": self.model, "messages": messages,
+                                  self.token_parameter: self.reply_cap(prompt)}
         if self.temperature is not None:
             params["temperature"] = self.temperature
         if self.json_mode:
@@ -196,13 +213,15 @@ class RequestShape:
                 "temperature": self.temperature, "json_mode": self.json_mode,
                 "json_mode_instruction": JSON_MODE_INSTRUCTION if self.json_mode else None,
                 "reasoning_effort": self.reasoning_effort, "family": self.family, "settings_source": self.source,
-                "owned_by": self.owned_by, "fallbacks": list(self.fallbacks)}
+                "owned_by": self.owned_by, "fallbacks": list(self.fallbacks), "context_window": self.context_window,
+                "context_window_source": self.window_source}
 
     def describe(self) -> str:
         text = "JSON mode" if self.json_mode else "plain text"
         extra = f", temperature {self.temperature:g}" if self.temperature is not None else ""
         effort = f", reasoning_effort {self.reasoning_effort}" if self.reasoning_effort else ""
-        return (f"{self.model}: {self.token_parameter} {self.max_tokens}{extra}{effort}, {text} "
+        window = f", context window {self.context_window:,}" if self.context_window else ""
+        return (f"{self.model}: {self.token_parameter} {self.max_tokens}{extra}{effort}, {text}{window} "
                 f"(family {self.family or 'unknown'}, from {self.source})")
 
 
@@ -285,10 +304,12 @@ def parse_completion(data: object, request_id: str | None = None, *,
     prompt_tokens = non_negative_int(usage.get("prompt_tokens"))
     details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
     cached = non_negative_int(details.get("cached_tokens"))
-    if prompt_tokens is not None and cached is not None and cached <= prompt_tokens:
-        input_tokens = prompt_tokens - cached  # prompt_tokens counts the cached ones too
-    else:
+    if prompt_tokens is None or cached is None:
         input_tokens, cached = prompt_tokens, None
+    elif cached <= prompt_tokens and not isinstance(data.get("timings"), dict):
+        input_tokens = prompt_tokens - cached  # OpenAI's prompt_tokens counts the cached ones too
+    else:  # llama.cpp's (its reply has "timings"): prompt_tokens counts only what was not in its cache
+        input_tokens = prompt_tokens
     model = data.get("model")
     reply = LLMReply(text=clean_text(text), stop_reason=stop, model=model if isinstance(model, str) else None,
                      request_id=request_id, input_tokens=input_tokens,
@@ -368,6 +389,8 @@ class OpenAIProvider(SDKProvider):
     def __init__(self, config: ProviderConfig, settings: Settings | None = None) -> None:
         super().__init__(config, settings)
         self._shapes: dict[tuple[str, str], RequestShape] = {}  # (role, model) → the shape in use
+        self._listed_windows: dict[str, int] = {}  # model id → max_model_len, as GET /v1/models gave it
+        self._window_said = False  # a server that does not say its window is said once
 
     # ------------------------------------------------------------------ the environment
 
@@ -437,26 +460,66 @@ class OpenAIProvider(SDKProvider):
         return f"{_model_variable(role)}=openai/<model> to a model the server has"
 
     def status_error(self, err: Any, status: int, detail: str, model: str, role: str) -> JudgeError:
-        if status in self.refused_statuses and (getattr(err, "code", None) == "context_length_exceeded"
-                                                or "context_length_exceeded" in detail):
-            return JudgeError("context_window_exceeded", f"the prompt passed the context window of {model} "
-                              f"({status}{detail})", fatal=False)
+        body = {"type": getattr(err, "type", None), "code": getattr(err, "code", None)}
+        if context_window.is_refusal(status, getattr(err, "body", None), detail) or \
+                context_window.is_refusal(status, body, ""):
+            return JudgeError(CONTEXT_WINDOW, f"the prompt passed the context window of {model} ({status}{detail})",
+                              fatal=False)
         return super().status_error(err, status, detail, model, role)
 
     # ------------------------------------------------------------------ start-up check
 
     def _listed_models(self) -> list[str] | None:
-        """The ids ``GET /v1/models`` lists; None when the server has no Models API."""
+        """The ids ``GET /v1/models`` lists; None when the server has no Models API. The windows the
+        listing gives (vLLM's ``max_model_len``) are kept for :meth:`_server_window`."""
         def ids() -> list[str]:
             found = []
             for item in self.client().models.list():
                 if isinstance(getattr(item, "id", None), str):
                     found.append(item.id)
+                    if (window := context_window.window_from_model(item)) is not None:
+                        self._listed_windows[item.id] = window
                 if len(found) >= 1000:
                     break
             return found
 
         return self.list_models(ids)
+
+    def _props_window(self) -> tuple[int | None, str]:
+        """The window llama.cpp's ``GET /props`` gives, and what was found when it gives none."""
+        import httpx2
+
+        openai = self.sdk()
+        url = context_window.props_url(self.config.base_url or PUBLIC_API)
+        headers = {"authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
+        client = attempt_http_client(openai.DefaultHttpxClient, self.config)
+        try:
+            response = client.get(url, headers=headers)
+            if response.status_code != 200:
+                return None, f"GET /props answered {response.status_code}"
+            window = context_window.window_from_props(response.json())
+            return window, "" if window is not None else "GET /props gives no n_ctx"
+        except (httpx2.HTTPError, ValueError, BodyLimit) as err:
+            return None, f"GET /props failed: {type(err).__name__}"
+        finally:
+            client.close()
+
+    def _server_window(self, model_id: str, record: Any) -> tuple[int | None, str | None]:
+        """The context window of ``model_id`` as the server says it (the model's record or the listing:
+        ``max_model_len``; else llama.cpp's ``/props``), and where it was read; said once when the
+        server does not say."""
+        window = context_window.window_from_model(record) or self._listed_windows.get(model_id)
+        if window is not None:
+            return window, "models_api"
+        window, problem = self._props_window()
+        if window is not None:
+            return window, "props"
+        with self._lock:
+            said, self._window_said = self._window_said, True
+        if not said:
+            logger.info("The server at {} does not say the context window of {} ({}): replies are capped at {} "
+                        "tokens", self.config.host, model_id, problem, DEFAULT_MAX_TOKENS)
+        return None, None
 
     def check_shape(self, role: str, model_id: str, *, effort: str | None = None) -> RequestShape:
         """The start-up check of ``model_id`` for ``role`` (module docstring)."""
@@ -476,9 +539,15 @@ class OpenAIProvider(SDKProvider):
                                  f"({err.status_code}): set {_model_variable(role)}=openai/<model> to one it has: "
                                  f"{shown}{more}") from None
 
-        owned = getattr(self.retrieve_model(model_id, missing), "owned_by", None)
+        record = self.retrieve_model(model_id, missing)
+        owned = getattr(record, "owned_by", None)
         owned_by = owned[:100] if isinstance(owned, str) else None
         shape = choose_shape(role, model_id, models_api=models_api, effort=effort, owned_by=owned_by)
+        if shape.family is None and self.config.base_url is not None:  # a server people run: its window
+            window, source = self._server_window(model_id, record)
+            if window is not None:
+                shape = replace(shape, max_tokens=min(shape.max_tokens, window), context_window=window,
+                                window_source=source)
         with self._lock:
             self._shapes[(role, model_id)] = shape
         return shape
@@ -537,10 +606,13 @@ class OpenAIProvider(SDKProvider):
             try:  # x-request-id; x-ratelimit-* (rate_limit_headers)
                 headers, data = self.exchange(self.client().chat.completions.with_streaming_response.create,
                                               **shape.request_params(prompt))
+            except JudgeError:  # the prompt does not fit the window the server says (RequestShape.reply_cap)
+                raise
             except Exception as err:  # SDK errors, our bounds, bad JSON, and transport errors it did not wrap
-                if self._adapt(shape, err):
+                judged = self.classify_error(err, model, role)
+                if judged.kind != CONTEXT_WINDOW and self._adapt(shape, err):
                     continue
-                raise self.classify_error(err, model, role) from None
+                raise judged from None
             reply = parse_completion(data, headers.get("x-request-id"), cost=self.cost(model))
             return replace(reply, rate_limit=rate_limit_headers(headers, reply))
         raise JudgeError("bad_request", f"the API kept refusing the request for {model}", fatal=True)

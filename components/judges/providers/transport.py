@@ -93,6 +93,34 @@ class BodyLimit(Exception):
         self.kind = kind
 
 
+class Unretried(BodyLimit):
+    """An attempt that ran out of time, or a server that refused the connection: raised from inside
+    the SDK's retry loop as an exception it does not retry, so the call ends there (a timed-out call
+    repeated would wait as long again; a refused connection means no server listens)."""
+
+
+def unretried(err: BaseException, timeout: float, where: str | None) -> Unretried | None:
+    """The :class:`Unretried` end of an attempt that failed with ``err`` (an ``httpx2`` exception,
+    possibly wrapped by the SDK): a timeout, or a refused connection; None for anything else (a
+    connection reset, say, which the SDK retries)."""
+    import httpx2
+
+    chain: list[BaseException] = []
+    cause: BaseException | None = err
+    while cause is not None and len(chain) < 10:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    if any(isinstance(c, Unretried) for c in chain):
+        return next(c for c in chain if isinstance(c, Unretried))
+    if any(isinstance(c, httpx2.TimeoutException) or type(c).__name__ == "APITimeoutError" for c in chain):
+        return Unretried("timeout", f"no reply within the judge timeout of {timeout:g} s (not retried)")
+    if any(isinstance(c, ConnectionRefusedError) or "connection refused" in str(c).lower() for c in chain):
+        at = f" at {where}" if where else ""
+        return Unretried("connection_refused", f"the judge server{at} refused the connection: is it running? "
+                         "(not retried)")
+    return None
+
+
 @functools.cache
 def bounded_stream_class() -> type:
     """The class of a bounded reply body (an ``httpx2.SyncByteStream``: built on first use)."""
@@ -280,11 +308,19 @@ def attempt_http_client(sdk_client_class: type, config: TransportConfig):
     sending to the reply's last byte within ``config.timeout`` (:func:`within`, :func:`bound_reply`).
     Proxies from the environment work as usual."""
 
+    import httpx2
+
     class BoundedClient(sdk_client_class):
         def send(self, request, *, stream: bool = False, **kwargs):
             deadline = time.monotonic() + config.timeout
             send = super().send
-            response = within(deadline, lambda: send(request, stream=True, **kwargs), request)
+            try:
+                response = within(deadline, lambda: send(request, stream=True, **kwargs), request)
+            except (httpx2.TimeoutException, httpx2.ConnectError) as err:
+                # not an exception the SDK retries: a timed-out call, or a refused connection, ends the call
+                if (end := unretried(err, config.timeout, request.url.netloc.decode("ascii", "replace"))) is None:
+                    raise
+                raise end from None
             bound_reply(response, config, deadline)
             if not stream:
                 try:
@@ -426,7 +462,7 @@ class SDKProvider(Provider):
 
         attempts = self.config.max_retries + 1
         cause: BaseException | None = err
-        while cause is not None:  # our bounds, possibly wrapped by the SDK
+        while cause is not None:  # our bounds (an unretried end among them), possibly wrapped by the SDK
             if isinstance(cause, BodyLimit):
                 return JudgeError(cause.kind, str(cause), fatal=False)
             cause = cause.__cause__ or cause.__context__
