@@ -177,15 +177,26 @@ def test_which_kinds_the_retry_pass_repeats():
 # ---------------------------------------------------------------- usage with llama.cpp's prompt cache
 
 
-def test_llama_cpp_cached_prompt_tokens_are_counted(serve):
-    usage = {"prompt_tokens": 14, "completion_tokens": 9, "total_tokens": 23,
-             "prompt_tokens_details": {"cached_tokens": 1164}}
+@pytest.mark.parametrize("usage", [
+    # as llama.cpp (xllamacpp 2026.10.11549) sends it: prompt_tokens counts the cached ones too
+    {"prompt_tokens": 1178, "completion_tokens": 9, "prompt_tokens_details": {"cached_tokens": 1164}},
+    # as an older build sent it: prompt_tokens counts only what was not in its cache
+    {"prompt_tokens": 14, "completion_tokens": 9, "prompt_tokens_details": {"cached_tokens": 1164}},
+])
+def test_llama_cpp_cached_prompt_tokens_are_counted(serve, usage):
     body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": '{"grade": 6}'},
                          "finish_reason": "stop"}], "usage": usage, "model": LOCAL,
             "timings": {"cache_n": 1164, "prompt_n": 14}}
     _server, provider = serve([Reply(json_body=body)], retrieve=False)
     reply = _local(provider).complete("x")
     assert (reply.input_tokens, reply.cache_read_input_tokens, reply.output_tokens) == (14, 1164, 9)
+
+
+def test_cached_tokens_past_prompt_tokens_are_added_not_dropped(serve):
+    usage = {"prompt_tokens": 14, "completion_tokens": 9, "prompt_tokens_details": {"cached_tokens": 1164}}
+    _server, provider = serve([Reply(usage=usage)], retrieve=False)  # no timings block
+    reply = _local(provider).complete("x")
+    assert (reply.input_tokens, reply.cache_read_input_tokens) == (14, 1164)
 
 
 def test_openai_cached_prompt_tokens_are_within_the_prompt_tokens(serve):
@@ -283,3 +294,29 @@ def test_a_panel_judges_timeout_is_checked(tmp_path, value):
     with pytest.raises(InputError) as info:
         parse_judges(str(panel))
     assert "timeout" in str(info.value) and "judge #1" in str(info.value)
+
+
+def test_openai_max_tokens_sets_the_cap_of_an_unknown_model_within_the_window(serve):
+    config = OpenAIProvider.configure({"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_MAX_TOKENS": "48"},
+                                      {"judge": LOCAL})
+    assert config.max_tokens == 48
+    server = OpenAILoopback(props={"n_ctx": 1024}, retrieve=False).__enter__()
+    try:
+        from dataclasses import replace
+
+        provider = OpenAIProvider(replace(config, base_url=server.url))
+        provider.model(provider.check_model("judge", LOCAL)).complete("x" * 100)
+        provider.model(provider.check_model("judge", "gpt-4.1")).complete("x")  # a known family: its own cap
+        assert [r.body["max_tokens"] for r in server.requests] == [48, 1024]
+    finally:
+        server.__exit__()
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "lots", "16001"])
+def test_openai_max_tokens_is_checked(value):
+    from utils.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        OpenAIProvider.configure({"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_MAX_TOKENS": value},
+                                 {"judge": LOCAL})
+    assert str(info.value).startswith(f"OPENAI_MAX_TOKENS={value!r} is not a number of tokens")

@@ -29,8 +29,9 @@ segment) chooses:
    :data:`REASONING_MAX_TOKENS` (room to reason, then answer) and no ``temperature``; an effort
    asked for (``BENCHMARK_JUDGE_EFFORT``) is sent as ``reasoning_effort``;
 2. other models take ``max_tokens`` (:data:`ANSWER_MAX_TOKENS` for a known family,
-   :data:`DEFAULT_MAX_TOKENS` for a model no family names, e.g. a local model that may think
-   aloud first) and ``temperature`` 0;
+   :data:`DEFAULT_MAX_TOKENS` for a model no family names, or ``OPENAI_MAX_TOKENS`` when set; for
+   such a model on a server people run, never more than the context window the server says less the
+   prompt's estimate: :mod:`~components.judges.providers.context_window`) and ``temperature`` 0;
 3. the judge asks for JSON mode (``response_format={"type": "json_object"}``) when the family
    supports it or the family is unknown, with one system line (:data:`JSON_MODE_INSTRUCTION`) so
    that the chunk-relevance prompt's JSON *list* comes back as ``{"scores": [...]}`` (an object is
@@ -143,6 +144,17 @@ def family_of(model_id: str) -> str | None:
     return max(matches, key=len) if matches else None
 
 
+def _max_tokens(raw: str | None) -> int:
+    """``OPENAI_MAX_TOKENS``: a whole number of tokens from 1 to :data:`REASONING_MAX_TOKENS`."""
+    text = (raw or "").strip()
+    if not text:
+        return DEFAULT_MAX_TOKENS
+    if not text.isdigit() or not 1 <= int(text) <= REASONING_MAX_TOKENS:
+        raise InputError(f"OPENAI_MAX_TOKENS={raw!r} is not a number of tokens from 1 to {REASONING_MAX_TOKENS:,}: set "
+                         f"it to e.g. {DEFAULT_MAX_TOKENS}, or unset it")
+    return int(text)
+
+
 def _model_variable(role: str) -> str:
     """The variable that names the model of ``role`` (``BENCHMARK_JUDGE_MODEL=openai/<model>``)."""
     return "BENCHMARK_REWRITER_MODEL" if role == "rewriter" else "BENCHMARK_JUDGE_MODEL"
@@ -226,7 +238,7 @@ class RequestShape:
 
 
 def choose_shape(role: str, model_id: str, *, models_api: bool, effort: str | None = None,
-                 owned_by: str | None = None) -> RequestShape:
+                 owned_by: str | None = None, default_cap: int = DEFAULT_MAX_TOKENS) -> RequestShape:
     """The request for ``model_id`` in ``role`` (rules of the module docstring). ``models_api``:
     the server's Models API knows the model. Raises :class:`InputError` for an effort the model
     does not take."""
@@ -244,7 +256,7 @@ def choose_shape(role: str, model_id: str, *, models_api: bool, effort: str | No
     if spec is not None and spec.reasoning:
         return RequestShape(role, model_id, "max_completion_tokens", REASONING_MAX_TOKENS, None, json_mode, effort,
                             family, source, owned_by)
-    max_tokens = ANSWER_MAX_TOKENS if spec is not None else DEFAULT_MAX_TOKENS
+    max_tokens = ANSWER_MAX_TOKENS if spec is not None else default_cap
     return RequestShape(role, model_id, "max_tokens", max_tokens, 0.0, json_mode, None, family, source, owned_by)
 
 
@@ -304,11 +316,15 @@ def parse_completion(data: object, request_id: str | None = None, *,
     prompt_tokens = non_negative_int(usage.get("prompt_tokens"))
     details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
     cached = non_negative_int(details.get("cached_tokens"))
-    if prompt_tokens is None or cached is None:
+    timings = data.get("timings") if isinstance(data.get("timings"), dict) else {}
+    fresh, from_cache = non_negative_int(timings.get("prompt_n")), non_negative_int(timings.get("cache_n"))
+    if fresh is not None and from_cache is not None:  # llama.cpp's own count: evaluated, and read from its cache
+        input_tokens, cached = fresh, from_cache or None
+    elif prompt_tokens is None or cached is None:
         input_tokens, cached = prompt_tokens, None
-    elif cached <= prompt_tokens and not isinstance(data.get("timings"), dict):
-        input_tokens = prompt_tokens - cached  # OpenAI's prompt_tokens counts the cached ones too
-    else:  # llama.cpp's (its reply has "timings"): prompt_tokens counts only what was not in its cache
+    elif cached <= prompt_tokens:
+        input_tokens = prompt_tokens - cached  # prompt_tokens counts the cached ones too
+    else:  # a server whose prompt_tokens counts only what was not in its cache
         input_tokens = prompt_tokens
     model = data.get("model")
     reply = LLMReply(text=clean_text(text), stop_reason=stop, model=model if isinstance(model, str) else None,
@@ -349,6 +365,7 @@ class ProviderConfig(TransportConfig):
 
     api_key: str | None = None  # None: a server reached through base_url that needs no key
     base_url: str | None = None  # None: the public OpenAI API
+    max_tokens: int = DEFAULT_MAX_TOKENS  # OPENAI_MAX_TOKENS: the reply cap of a model no family names
 
     @property
     def host(self) -> str:
@@ -375,6 +392,8 @@ class OpenAIProvider(SDKProvider):
                  secret=True),
         Variable("OPENAI_BASE_URL", "an OpenAI-compatible endpoint such as a local server, e.g. "
                  "http://127.0.0.1:8000/v1 (default: the OpenAI API; its password, if any, is a secret)"),
+        Variable("OPENAI_MAX_TOKENS", f"the reply cap, in tokens, of a model no family names (default "
+                 f"{DEFAULT_MAX_TOKENS}); never over the context window the server says, less the prompt"),
     )
     default_models = {"judge": DEFAULT_JUDGE_MODEL, "rewriter": DEFAULT_REWRITER_MODEL}
     is_default = False  # never the judge unless asked for
@@ -418,6 +437,7 @@ class OpenAIProvider(SDKProvider):
             check_key("OPENAI_API_KEY", key)
         if base_url is not None:
             check_base_url("OPENAI_BASE_URL", base_url, PUBLIC_API)
+        max_tokens = _max_tokens(env.get("OPENAI_MAX_TOKENS"))
         for role, model in models.items():
             check_model_id(_model_variable(role), model, f"openai/{cls.default_models[role]}")
         try:
@@ -426,7 +446,7 @@ class OpenAIProvider(SDKProvider):
             installed = False
         if not installed:
             raise InputError(INSTALL_HINT)
-        return ProviderConfig(api_key=key, base_url=base_url)
+        return ProviderConfig(api_key=key, base_url=base_url, max_tokens=max_tokens)
 
     # ------------------------------------------------------------------ the SDK client
 
@@ -518,7 +538,7 @@ class OpenAIProvider(SDKProvider):
             said, self._window_said = self._window_said, True
         if not said:
             logger.info("The server at {} does not say the context window of {} ({}): replies are capped at {} "
-                        "tokens", self.config.host, model_id, problem, DEFAULT_MAX_TOKENS)
+                        "tokens", self.config.host, model_id, problem, self.config.max_tokens)
         return None, None
 
     def check_shape(self, role: str, model_id: str, *, effort: str | None = None) -> RequestShape:
@@ -542,7 +562,8 @@ class OpenAIProvider(SDKProvider):
         record = self.retrieve_model(model_id, missing)
         owned = getattr(record, "owned_by", None)
         owned_by = owned[:100] if isinstance(owned, str) else None
-        shape = choose_shape(role, model_id, models_api=models_api, effort=effort, owned_by=owned_by)
+        shape = choose_shape(role, model_id, models_api=models_api, effort=effort, owned_by=owned_by,
+                             default_cap=self.config.max_tokens)
         if shape.family is None and self.config.base_url is not None:  # a server people run: its window
             window, source = self._server_window(model_id, record)
             if window is not None:
@@ -602,7 +623,8 @@ class OpenAIProvider(SDKProvider):
 
     def complete(self, role: str, model: str, prompt: str) -> LLMReply:
         for _ in range(4):  # the first try, and one more after each kind of fallback
-            shape = self.shape(role, model) or choose_shape(role, model, models_api=False)
+            shape = self.shape(role, model) or choose_shape(role, model, models_api=False,
+                                                            default_cap=self.config.max_tokens)
             try:  # x-request-id; x-ratelimit-* (rate_limit_headers)
                 headers, data = self.exchange(self.client().chat.completions.with_streaming_response.create,
                                               **shape.request_params(prompt))
