@@ -19,8 +19,10 @@ OK = Reply(text='{"grade": 8, "reasoning": "fine"}')
 
 SCENARIOS = {
     # name: (script, default, expected grade_error kinds per question, exit code, max judge requests)
-    # transient failures get one more pass after the loop (3 more attempts each)
-    "timeout": ([], Reply(delay=2.0), ["timeout"] * 3, 0, 18),
+    # a timed-out call is never repeated (neither by the SDK nor by the retry pass); three in a row make the
+    # judge unusable (exit 3, judge_failed, BENCHMARK_JUDGE_TIMEOUT named)
+    "timeout": ([], Reply(delay=2.0), ["timeout"] * 3, 3, 3),
+    # other transient failures get one more pass after the loop (3 more attempts each)
     # a retry-after longer than the run would wait: no SDK retry, no retry pass; three in a row open the
     # circuit breaker (exit 3, rate_limited, every row kept for --resume)
     "retry-after-3600": ([], error(429, "rate_limit_error", **{"retry-after": "3600"}), ["rate_limit"] * 3, 3, 3),
@@ -28,8 +30,9 @@ SCENARIOS = {
     "529-and-500-bursts": ([error(529, "overloaded_error")] * 3 + [error(500, "api_error")] * 2 + [OK], OK,
                            [None, None, None], 0, 8),
     "dropped-connections": ([Reply(drop=True)] * 3, OK, [None, None, None], 0, 6),
-    "non-json-200": ([Reply(raw_body=b"<html>gateway</html>")], OK, ["bad_response", None, None], 0, 3),
-    "unparseable-reply": ([Reply(text="I cannot grade this.")], OK, ["unparseable", None, None], 0, 3),
+    # a grade missing by a judge error: status incomplete, exit 8
+    "non-json-200": ([Reply(raw_body=b"<html>gateway</html>")], OK, ["bad_response", None, None], 8, 3),
+    "unparseable-reply": ([Reply(text="I cannot grade this.")], OK, ["unparseable", None, None], 8, 3),
     "401-mid-run": ([OK, error(401, "authentication_error")], OK, [None, "auth", "judge_unusable"], 3, 2),
     "404-unknown-model": ([], error(404, "not_found_error", "model not found"),
                           ["not_found", "judge_unusable", "judge_unusable"], 3, 1),
@@ -71,6 +74,14 @@ def test_fault(name: str, tmp_path: Path, few_questions: Path):
             assert data["grade_errors"][kind] == kinds.count(kind)
     if name == "retry-after-3600":
         assert data["run"]["status"] == "rate_limited" and "--resume" in run.stderr
+    elif name == "timeout":
+        assert data["run"]["status"] == "judge_failed"
+        assert data["run"]["judge_failure"].startswith("timeout: the judge is unusable: 3 calls in a row timed out (the "
+                                                       "judge timeout is 0.25 s; the last call ran 0.")
+        assert "BENCHMARK_JUDGE_TIMEOUT" in run.stderr and "Retrying" not in run.stderr
+    elif exit_code == 8:
+        assert data["run"]["status"] == "incomplete"
+        assert f"Incomplete: the judge missed 1 of 3 grades ({kinds[0]} 1): --resume grades them" in run.stderr
     elif exit_code == 3:
         assert data["run"]["status"] == "judge_failed"
         assert data["run"]["judge_failure"].startswith(kinds[kinds.index("judge_unusable") - 1])
@@ -91,7 +102,7 @@ def test_fault(name: str, tmp_path: Path, few_questions: Path):
 def test_unparseable_reply_keeps_raw(tmp_path: Path, few_questions: Path):
     out = tmp_path / "r.json"
     with LoopbackServer([Reply(text='{"reasoning": "cut off')], OK) as srv:
-        assert run_cli("--questions", str(few_questions), "--output", str(out), env=judge_env(srv.url)).code == 0
+        assert run_cli("--questions", str(few_questions), "--output", str(out), env=judge_env(srv.url)).code == 8
     row = json.loads(out.read_text())["results"][0]
     assert row["llm_grade"] is None
     assert row["grade_error"] == "truncated: the reply ends inside a JSON object, without a grade"

@@ -10,6 +10,7 @@ from __future__ import annotations
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_JUDGE, EXIT_BUDGET, EXIT_WRITE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 EXIT_GATE = 6  # compare's CI gate (--fail-on, --margin, --fail-on-regressions) failed
 EXIT_RETRIEVAL = 7  # the retriever failed on every question of a run
+EXIT_INCOMPLETE = 8  # a run that ended with a grade it meant to have missing (status incomplete)
 
 
 class BenchmarkError(Exception):

@@ -12,13 +12,16 @@ from pathlib import Path
 
 from components.run.calls.concurrency import check_concurrency
 from components.run.retrieval.deadline import check_retrieval_timeout
-from utils.errors import (EXIT_BUDGET, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK, EXIT_RETRIEVAL,
-                          InputError)
+from utils.errors import (EXIT_BUDGET, EXIT_GATE, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE,
+                          EXIT_OK, EXIT_RETRIEVAL, InputError)
 from utils.files.output import remove_temp_files
 
 LOG_DIR = Path("logs")  # --log-dir's default: in the current folder, like every output (components/cli/output_home.py)
 STATUS_EXIT = {"completed": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "judge_failed": EXIT_JUDGE,
-               "rate_limited": EXIT_JUDGE, "budget_exhausted": EXIT_BUDGET, "retrieval_failed": EXIT_RETRIEVAL}
+               "rate_limited": EXIT_JUDGE, "budget_exhausted": EXIT_BUDGET, "retrieval_failed": EXIT_RETRIEVAL,
+               "incomplete": EXIT_INCOMPLETE}
+# several runs: the exit code of the worst; 8 (incomplete) ranks below 3, 4 and 7 and above 6, the others by value
+_EXIT_RANK = {EXIT_OK: -2, EXIT_GATE: -1, EXIT_INCOMPLETE: 0}
 
 GENERAL_VARIABLES = (
     ("BENCHMARK_JUDGE", "the judge's provider: {providers} (default: the default provider when its key is set, "
@@ -68,6 +71,45 @@ def comma_list(text: str | None) -> list[str]:
 def exit_code(status: str) -> int:
     """The exit code of a run (or validation) that ended with ``status``."""
     return STATUS_EXIT.get(status, EXIT_INTERNAL)
+
+
+def worst_exit(codes: list[int]) -> int:
+    """The exit code of several runs: the worst of ``codes`` (:data:`_EXIT_RANK`); 0 for none."""
+    return max(codes, key=lambda c: _EXIT_RANK.get(c, c)) if codes else EXIT_OK
+
+
+def incomplete_exit(result, allowance: float) -> int:
+    """The exit code of one run: its status's, except that an incomplete run (exit 8) ends with the line
+    saying which judge missed how many grades and why, and exits 0 when the share of planned grades
+    missing is at most ``allowance`` (``--allow-ungraded``)."""
+    code = exit_code(result.run.status)
+    if result.run.status not in ("incomplete", "judge_failed", "rate_limited"):
+        return code
+    from loguru import logger
+
+    from components.run.retry_policy import allowed, incomplete, judge_names
+
+    gap = incomplete(result.rows, judge_names(result.rows))
+    if gap is None:
+        return code
+    if result.run.status != "incomplete":  # the judge became unusable: what it missed, per judge
+        logger.error("{} (status {}, exit {})", gap.line(), result.run.status, code)
+        return code
+    if allowed(gap, allowance):
+        logger.warning("{} (accepted: {:.1%} missing, --allow-ungraded {:g})", gap.line(), gap.fraction, allowance)
+        return EXIT_OK
+    logger.error("{} (status incomplete, exit {})", gap.line(), code)
+    return code
+
+
+def allow_ungraded(text: str) -> float:
+    """``--allow-ungraded FRACTION``: a share of the planned grades, from 0 to 1."""
+    from components.run.retry_policy import check_allowance
+
+    try:
+        return check_allowance(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--allow-ungraded ")) from None
 
 
 # ---- argument types ---------------------------------------------------------------------------

@@ -11,8 +11,8 @@ from pathlib import Path
 from loguru import logger
 
 from components.cli.adaptive import add_arguments as add_adaptive_arguments, gate_exit, request as adaptive_request
-from components.cli.common import (SignalGuard, chunks_per_question, comma_list, concurrency, dollars, exit_code,
-                                   positive_int, timeout_seconds)
+from components.cli.common import (SignalGuard, allow_ungraded, chunks_per_question, comma_list, concurrency,
+                                   dollars, incomplete_exit, positive_int, timeout_seconds, worst_exit)
 from components.run.calls.concurrency import MAX_CONCURRENCY
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from utils.records.audit_file import read_audit
@@ -42,6 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-cost", type=dollars, dest="max_cost", metavar="USD",
                    help="stop grading before the judge's cost would pass USD (exit 4; --resume finishes later); a "
                         "run whose estimated cost is over USD says so before the first judge call")
+    p.add_argument("--allow-ungraded", type=allow_ungraded, default=0.0, metavar="FRACTION",
+                   help="exit 0 when at most this share of the planned grades is missing by a judge error (default "
+                        "0: any missing grade is status incomplete, exit 8; --resume grades them)")
     p.add_argument("--estimate", action="store_true",
                    help="build every request the run would send (retrieval runs, the judge is not called), count "
                         "its tokens and print what it would cost per role, sequentially and as a batch; writes nothing")
@@ -249,8 +252,7 @@ def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: S
             record_history_folder(settings.state_dir, state.written[0].parent)
     if guard.received:
         return EXIT_INTERRUPTED
-    codes = [exit_code(r.run.status) for r in results]
-    code = max(codes, key=lambda c: (c != EXIT_OK, c)) if codes else EXIT_OK
+    code = worst_exit([incomplete_exit(r, args.allow_ungraded) for r in results])
     code = gate_exit(args, results, code)
     return targets_exit(results, code) if args.fail_on_targets else code
 

@@ -43,6 +43,7 @@ from components.judges.setup import JudgeSetup, make_judge, relevance_judge
 from components.readers import load_questions
 from components.readers.questions_json import parse_questions
 from components.run import adaptive as adaptive_run
+from components.run import retry_policy
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.judges import Judges
 from components.run.panel.judges import judges_kind
@@ -354,7 +355,11 @@ def _status(status: str, loop: BenchmarkLoop, context: RunContext, selected: Seq
         return "judge_failed"
     if loop.rate_limited is not None:
         return "rate_limited"
-    return "budget_exhausted" if loop.budget_exhausted else status
+    if loop.budget_exhausted:
+        return "budget_exhausted"
+    if status == "completed" and retry_policy.incomplete(loop.results, retry_policy.judge_names(loop.results)):
+        return "incomplete"  # a grade the run meant to have is missing: exit 8 (components/run/retry_policy.py)
+    return status
 
 
 def _run_info(loop: BenchmarkLoop, judging: Judging, context: RunContext, rule: Any, repeats: int,

@@ -17,6 +17,7 @@ from typing import Any
 from loguru import logger
 
 from components.judges.retrieval_grader import GradeResult
+from components.run.retry_policy import JudgeHealth
 from components.run.usage import Usage
 from utils.errors import JudgeError
 
@@ -36,6 +37,10 @@ class LoopJudge:
     limited_in_a_row: int = 0
     usage: Usage = field(default_factory=Usage)  # its own calls' usage
     batch: Any = None  # --judge-batch: its BatchJudge (components/run/calls/judge_batch.py)
+    health: JudgeHealth | None = None  # its timeouts / refused connections in a row (components/run/retry_policy.py)
+
+    def __post_init__(self) -> None:
+        self.health = self.health or JudgeHealth(self.name, panel_file=self.name is not None)
 
     def label(self) -> str:
         """How messages name it: "the judge", or "judge <name>" in a panel."""
@@ -68,6 +73,9 @@ class LoopJudge:
 
     def observe(self, result: GradeResult, retry_wait_max_s: float) -> None:
         """The circuit breaker (module docstring), after each of its grading calls."""
+        if self.failure is None and (gave_up := self.health.observe(result)) is not None:
+            self.failure = gave_up  # unusable, as after a fatal error (components/run/retry_policy.py)
+            logger.error("{}", gave_up)
         kind = (result.error or "").split(":", 1)[0]
         if result.grade is not None or kind not in RATE_LIMIT_KINDS:
             self.limited_in_a_row = 0 if result.grade is not None else self.limited_in_a_row

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from components.core import Chunk, Question
-from components.judges.llm import TRANSIENT_KINDS
+from components.judges.llm import RETRIED_KINDS
 from components.judges.retrieval_grader import GradeResult
 from components.run.calls.budget import BudgetRefused, through
 from components.run.judge import LoopJudge
@@ -196,7 +196,7 @@ class Judges:
     def failed_transiently(p: Partial, chunks: Sequence[Chunk]) -> bool:
         """Whether a grade of ``p`` failed transiently (the retry pass grades it again)."""
         return bool(chunks) and p.grade is not None and (
-            (p.grade.error or "").split(":", 1)[0] in TRANSIENT_KINDS and bool(p.grade.error)
+            (p.grade.error or "").split(":", 1)[0] in RETRIED_KINDS and bool(p.grade.error)
             or any(map(transient, p.by_judge.values())))
 
     def retried(self, loop, p: Partial) -> list[LoopJudge]:

@@ -19,7 +19,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from components.judges.llm import TRANSIENT_KINDS
+from components.judges.llm import RETRIED_KINDS
 from components.judges.retrieval_grader import GradeResult
 from utils.results import JudgeGrade
 
@@ -72,4 +72,4 @@ def panel_outcome(by_judge: Mapping[str, JudgeGrade], names: Sequence[str], meth
 
 def transient(grade: JudgeGrade | None) -> bool:
     """Whether a judge's grade failed by a transient error (the retry pass grades it again)."""
-    return grade is not None and grade.grade is None and (grade.error or "").split(":", 1)[0] in TRANSIENT_KINDS
+    return grade is not None and grade.grade is None and (grade.error or "").split(":", 1)[0] in RETRIED_KINDS
