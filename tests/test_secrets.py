@@ -23,7 +23,7 @@ PATHS = {
     "non-json": ([], Reply(raw_body=f"<html>{SENTINEL_KEY}</html>".encode())),
     "timeout": ([], Reply(delay=2.0)),
 }
-# BENCHMARK_JUDGE_TIMEOUT: 0.5 s, and 0.25 s where every attempt times out (the run lasts 18 of them)
+# BENCHMARK_JUDGE_TIMEOUT: 0.5 s, and 0.25 s where every attempt times out
 TIMEOUTS = {"timeout": "0.25"}
 
 
@@ -35,7 +35,7 @@ def test_key_never_appears(name: str, tmp_path: Path, few_questions: Path):
         run = run_cli("--questions", str(few_questions), "--output", str(out), "--log-level", "TRACE",
                       env=judge_env(srv.url, BENCHMARK_JUDGE_TIMEOUT=TIMEOUTS.get(name, "0.5")))
         assert srv.requests  # the judge was really called with the key
-    assert run.code in (0, 3), run.stderr
+    assert run.code in (0, 3, 8), run.stderr  # 8: a grade missing (status incomplete)
     for where, text in [("stdout", run.stdout), ("stderr", run.stderr), ("log", run.log_text()),
                         ("results", out.read_text())]:
         assert SENTINEL_KEY not in text, f"key leaked into {where}"

@@ -27,8 +27,8 @@ from components.judges.providers import secrets_in
 from components.judges.settings import Settings
 from components.core.plugins import load_plugins
 from utils.console import escape_control
-from utils.errors import (EXIT_BUDGET, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE, EXIT_OK, EXIT_WRITE,
-                          BenchmarkError, InputError)
+from utils.errors import (EXIT_BUDGET, EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_JUDGE,
+                          EXIT_OK, EXIT_WRITE, BenchmarkError, InputError)
 from utils.logger import LogSinks, add_sinks, log_file_path, log_header, prune_logs
 from utils.files.output import check_outside_corpus
 from utils.redaction import mask_keylike, redacted_stdout
@@ -78,13 +78,15 @@ outputs:
 environment:
 {environment}
 exit codes:
-  0 done · 1 internal error (the journal keeps the run) · 2 bad usage or input, nothing written ·
+  0 done, every planned grade present · 1 internal error (the journal keeps the run) ·
+  2 bad usage or input, nothing written ·
   3 the judge (a judge of a panel) or the query rewriter became unusable, or kept rate-limiting
     (--resume finishes later) ·
   4 --max-cost reached · 5 the results could not be written (the journal keeps the run) ·
   6 a gate failed: compare's (--fail-on, --margin, --fail-on-regressions, --require-agreement: one FAIL line
     per check), a run's --fail-on-targets, or a run's --until-decided gate (--fail-on, --margin) ·
-  7 the retriever failed on every question (status retrieval_failed) · 130 interrupted
+  7 the retriever failed on every question (status retrieval_failed) ·
+  8 a grade missing by a judge error (status incomplete; --allow-ungraded accepts a share) · 130 interrupted
 """
 
 
@@ -274,7 +276,7 @@ def _closing_lines(code: int, state, log_path: Path | None) -> None:
         logger.info("Log file: {}", log_path)
     if code != EXIT_OK and state.journal is not None and state.journal.exists():
         logger.warning("Every finished question is in {}; to continue: {}", state.journal, state.continue_command)
-    elif code in (EXIT_INTERRUPTED, EXIT_BUDGET, EXIT_JUDGE) and state.continue_command:
+    elif code in (EXIT_INTERRUPTED, EXIT_BUDGET, EXIT_JUDGE, EXIT_INCOMPLETE) and state.continue_command:
         logger.warning("To continue this run: {}", state.continue_command)
 
 

@@ -31,7 +31,8 @@ GENERAL_VARIABLES = (
     ("BENCHMARK_PLUGINS", "package.module[,...]: modules that register metrics, judge providers, input readers, "
      "strategies or audit attacks of your own (docs/plugins.md)"),
     ("BENCHMARK_PROVIDERS", "package.module[,...]: read as BENCHMARK_PLUGINS is (its older name, for providers)"),
-    ("BENCHMARK_JUDGE_TIMEOUT", "seconds per judge attempt, headers and body included (default 30, at most 600)"),
+    ("BENCHMARK_JUDGE_TIMEOUT", "seconds per judge call, headers and body included (default 30; 300 for a server on "
+                                "this machine; at most 600); a timed-out call is not retried, 3 in a row stop the run"),
     ("BENCHMARK_JUDGE_EFFORT", "low | medium | high | xhigh | max, sent only where the model supports it"),
     ("BENCHMARK_RETRY_WAIT_MAX", "seconds the retry pass may wait for a retry-after (default 60)"),
     ("BENCHMARK_BATCH_POLL_MAX", "longest wait between two polls of a --judge-batch batch (default 60)"),

@@ -41,7 +41,9 @@ headers and body (every network operation of the attempt waits at most until the
 server that trickles its status line or sends headers without end is cut off there; a watchdog also
 closes a stalled body at the deadline), and a reply body over ``max_body_bytes`` (default
 :data:`~components.judges.providers.transport.MAX_BODY_BYTES`) is a bad response. The SDK retries
-408/409/429/5xx and connection errors ``max_retries`` times; it obeys ``retry-after`` uncapped, so a
+408/409/429/5xx and a reset connection ``max_retries`` times, never a timed-out attempt nor a refused
+connection (the middleware ends the call there:
+:class:`~components.judges.providers.transport.Unretried`); it obeys ``retry-after`` uncapped, so a
 middleware caps each wait at ``max_retry_wait_s`` (the uncapped value is kept on the error as
 ``retry_after`` for the run's retry pass). Every failure becomes a :class:`JudgeError`, transient or
 fatal; no message contains the key. The SDK is imported on first use (it costs ~1 s): an offline

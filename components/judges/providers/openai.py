@@ -51,8 +51,9 @@ was or was not in the table), ``fallbacks`` and the base URL's host (never a pas
 **Bounds.** The timeout is a deadline for the whole attempt, from sending the request to the reply's
 last byte (headers that never come are cut too), and a reply body over ``max_body_bytes`` (default
 :data:`~components.judges.providers.transport.MAX_BODY_BYTES`) is a bad response. The SDK retries
-408/409/429/5xx and connection errors ``max_retries`` times and obeys ``retry-after`` up to two
-minutes; here it waits at most ``max_retry_wait_s``: a longer ``retry-after`` is not retried by the
+408/409/429/5xx and a reset connection ``max_retries`` times, never a timed-out attempt nor a refused
+connection (:class:`~components.judges.providers.transport.Unretried`), and obeys ``retry-after`` up to
+two minutes; here it waits at most ``max_retry_wait_s``: a longer ``retry-after`` is not retried by the
 SDK at all, and its value is kept on the error as ``retry_after`` for the run's retry pass. Every
 failure becomes a :class:`JudgeError`, transient or fatal; no message contains the key. The SDK is
 imported on first use: a run with another judge never pays for it, nor needs it. The bounds, the

@@ -11,6 +11,9 @@ prices, its batches. What is the same for every SDK over HTTP is here:
   reply body in :func:`bounded_stream_class` (a size cap, and a watchdog that closes a stalled body
   at the deadline) and caps its ``retry-after``. A body past its cap or deadline is a
   :class:`BodyLimit`.
+* **What is not retried.** A timed-out attempt and a refused connection end the call: the SDK is
+  handed an exception it does not retry (:class:`Unretried`, :func:`unretried`), as the same call
+  would wait as long again, and no server listens where the connection was refused.
 * **Retry-After.** The SDKs retry a 429/5xx answer themselves, waiting what ``retry-after-ms`` or
   ``retry-after`` asks. A wait longer than the run allows (``BENCHMARK_RETRY_WAIT_MAX``) is the run's
   to decide (its retry pass and rate-limit breaker), not the SDK's: :func:`cap_retry_after` shortens
