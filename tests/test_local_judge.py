@@ -78,7 +78,7 @@ def _run(tmp_path: Path, url: str, *flags: str, model: str = MODEL, **env: str):
 def test_the_start_up_check_knows_what_the_server_has(tmp_path: Path, server: str):
     run, data = _run(tmp_path, server, "--ids", "q1", model="no-such-model")
     assert run.code == 2 and data is None
-    assert f"model 'no-such-model' is unknown to the server at 127.0.0.1:" in run.stderr and MODEL in run.stderr
+    assert "model 'no-such-model' is unknown to the server at 127.0.0.1:" in run.stderr and MODEL in run.stderr
 
 
 def test_graded_questions_for_real_with_the_prompt_cache_counted(tmp_path: Path, server: str):

@@ -88,8 +88,9 @@ def test_a_complete_run_is_not_incomplete():
 
 def test_a_panel_counts_each_judges_missing_grades():
     def row(a, b):
-        return Row(a if a is not None else b, None, {"qwen": JudgeGrade(a, error=None if a else "connection_refused: x"),
-                                                     "smol": JudgeGrade(b, error=None if b else "judge_unusable: after")})
+        by_judge = {"qwen": JudgeGrade(a, error=None if a else "connection_refused: x"),
+                    "smol": JudgeGrade(b, error=None if b else "judge_unusable: after")}
+        return Row(a if a is not None else b, None, by_judge)
 
     rows = [row(8, 6), row(7, None), row(None, None), row(9, 5)]
     rows[2] = Row(None, "connection_refused: x", rows[2].grades_by_judge)

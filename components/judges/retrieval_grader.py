@@ -417,8 +417,8 @@ def grade_reply(reply: LLMReply, variant: str, latency_ms: float) -> GradeResult
         grade, reasoning = None, None
     elif reply.stop_reason == "max_tokens":
         cut = read_grade(raw).grade
-        error = ("truncated: the reply was cut at its output cap (stop_reason=max_tokens)"
-                 + (f"; the grade {cut} read from the cut text is not used" if cut is not None else ", without a grade"))
+        error = "truncated: the reply was cut at its output cap (stop_reason=max_tokens)" + (
+            f"; the grade {cut} read from the cut text is not used" if cut is not None else ", without a grade")
         grade, reasoning = None, None
     else:
         parsed = read_grade(raw)
