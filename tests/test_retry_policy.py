@@ -52,6 +52,14 @@ def test_three_refused_connections_in_a_row_give_a_panel_judge_up_by_name():
     assert health.observe("smol", failed(TIMEOUT)) is None
 
 
+def test_a_timeout_without_the_limit_in_its_message_still_says_what_it_measured():
+    health = P.JudgeHealth()
+    for _ in range(2):
+        health.observe(failed("timeout: judge request timed out (408) after 3 attempts"))
+    err = health.observe(failed("timeout: judge request timed out (408) after 3 attempts", ms=1500.0))
+    assert str(err).startswith("the judge is unusable: 3 calls in a row timed out (the last call ran 1.5 s); ")
+
+
 def test_a_panel_judges_timeout_message_names_the_panel_file():
     health = P.Health(panel_file=True)
     for _ in range(2):

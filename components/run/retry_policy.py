@@ -78,12 +78,13 @@ class JudgeHealth:
                               "grades the rest", fatal=True)
         limit = _LIMIT.search(error or "")
         took = getattr(result, "latency_ms", None)
-        measured = f"; the last call ran {took / 1000:.1f} s" if isinstance(took, (int, float)) else ""
+        said = [f"the judge timeout is {limit.group(1)} s"] if limit else []
+        said += [f"the last call ran {took / 1000:.1f} s"] if isinstance(took, (int, float)) else []
         where = " (or this judge's timeout in the panel file)" if self.panel_file else ""
-        return JudgeError("timeout", f"{who} is unusable: {self.timeouts} calls in a row timed out (the judge timeout "
-                          f"is {limit.group(1) + ' s' if limit else 'the judge timeout'}{measured}); a model on a CPU "
-                          f"may need minutes a call: set BENCHMARK_JUDGE_TIMEOUT{where} higher (at most 600 s), then "
-                          "--resume grades the rest", fatal=True)
+        return JudgeError("timeout", f"{who} is unusable: {self.timeouts} calls in a row timed out"
+                          f"{' (' + '; '.join(said) + ')' if said else ''}; a model on a CPU may need minutes a call: "
+                          f"set BENCHMARK_JUDGE_TIMEOUT{where} higher (at most 600 s), then --resume grades the rest",
+                          fatal=True)
 
 
 @dataclass
