@@ -124,3 +124,16 @@ def test_several_runs_exit_with_the_worst_and_8_ranks_below_3_4_7_above_6():
     assert worst_exit([0, 8]) == 8 and worst_exit([8, 6]) == 8 and worst_exit([6, 0]) == 6
     assert worst_exit([8, 3]) == 3 and worst_exit([4, 8]) == 4 and worst_exit([8, 7]) == 7
     assert worst_exit([3, 7, 4]) == 7 and worst_exit([130, 8]) == 130 and worst_exit([]) == 0
+
+
+def test_resume_grades_what_an_incomplete_run_missed(tmp_path: Path, few_questions: Path):
+    with OpenAILoopback([Reply(status=400, json_body=LLAMA_CPP_OVERFLOW)], GRADE) as server:
+        run, data = _run(tmp_path, few_questions, server)
+        assert run.code == 8 and "--resume" in run.stderr
+        resumed = run_cli("--resume", str(tmp_path / "r.json"), env=openai_env(server.url, LOCAL,
+                                                                              BENCHMARK_JUDGE_TIMEOUT="5"))
+        requests = len(server.requests)
+    assert resumed.code == 0, resumed.stderr
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["run"]["status"] == "completed" and [r["llm_grade"] for r in data["results"]] == [8, 8, 8]
+    assert requests == 4  # the one missing grade, asked again; the two kept
