@@ -5,12 +5,12 @@ Each ``POST /v1/chat/completions`` takes the next :class:`Reply` from the script
 function of the request number and body); when a list runs out, ``default`` answers. Every request
 is recorded (headers and JSON body) for assertions on what the SDK sent.
 
-llama.cpp's ``GET /props`` answers ``props`` (404 when it is None). The Models API: ``GET /v1/models`` lists
-``models`` (each with ``max_model_len`` when ``max_model_len`` is given, as vLLM lists them) and ``GET /v1/models/{id}`` retrieves one (404
-for an id it does not have); ``models=None`` is a server without the Models API (``models_status``,
-404 by default, on both); ``retrieve=False`` a server that lists its models but cannot retrieve one
-(llama.cpp's). In validating mode (the default) a request is refused, before the script is
-consulted, the way the real API refuses it:
+llama.cpp's ``GET /props`` answers ``props`` (404 when it is None). The Models API: ``GET /v1/models``
+lists ``models`` (each with ``max_model_len`` when ``max_model_len`` is given, as vLLM lists them) and
+``GET /v1/models/{id}`` retrieves one (404 for an id it does not have); ``models=None`` is a server
+without the Models API (``models_status``, 404 by default, on both); ``retrieve=False`` a server that
+lists its models but cannot retrieve one (llama.cpp's). In validating mode (the default) a request is
+refused, before the script is consulted, the way the real API refuses it:
 
 * ``response_format`` on a server with ``json_mode=False``: 400 naming ``response_format``;
 * on a model of ``reasoning_models``: ``max_tokens`` (400, "Use 'max_completion_tokens' instead")

@@ -76,8 +76,9 @@ def test_fault(name: str, tmp_path: Path, few_questions: Path):
         assert data["run"]["status"] == "rate_limited" and "--resume" in run.stderr
     elif name == "timeout":
         assert data["run"]["status"] == "judge_failed"
-        assert data["run"]["judge_failure"].startswith("timeout: the judge is unusable: 3 calls in a row timed out (the "
-                                                       "judge timeout is 0.25 s; the last call ran 0.")
+        assert data["run"]["judge_failure"].startswith(
+            "timeout: the judge is unusable: 3 calls in a row timed out (the judge timeout is 0.25 s; the last call "
+            "ran 0.")
         assert "BENCHMARK_JUDGE_TIMEOUT" in run.stderr and "Retrying" not in run.stderr
     elif exit_code == 8:
         assert data["run"]["status"] == "incomplete"
