@@ -320,3 +320,19 @@ def test_openai_max_tokens_is_checked(value):
         OpenAIProvider.configure({"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_MAX_TOKENS": value},
                                  {"judge": LOCAL})
     assert str(info.value).startswith(f"OPENAI_MAX_TOKENS={value!r} is not a number of tokens")
+
+
+def test_anthropic_prompt_too_long_costs_its_question_only():
+    from components.judges.providers.anthropic import AnthropicProvider
+    from components.judges.providers.anthropic import ProviderConfig as AnthropicConfig
+    from tests.conftest import SENTINEL_KEY
+    from tests.loopback import LoopbackServer
+    from tests.loopback import error as anthropic_error
+
+    too_long = anthropic_error(400, "invalid_request_error", "prompt is too long: 201234 tokens > 200000 maximum")
+    with LoopbackServer([too_long]) as server:
+        provider = AnthropicProvider(AnthropicConfig(api_key=SENTINEL_KEY, base_url=server.url, timeout=5))
+        grader = RetrievalGrader(provider.model(provider.check_model_settings("claude-sonnet-5-5")))
+        first, second = grader.grade("Q?", "A.", CHUNKS), grader.grade("Q?", "A.", CHUNKS)
+    assert first.grade is None and first.error.startswith("context_window_exceeded: the prompt passed the context")
+    assert "prompt is too long" in first.error and second.grade == 8

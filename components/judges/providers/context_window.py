@@ -10,9 +10,10 @@ the window is, the reply cap that fits in it, and the error reply that says a pr
   the size of the window made a small model loop in nested JSON for minutes, and a cap past what is
   left of the window is refused outright by some servers. The prompt's estimate is the project's
   approximation, one token per :data:`CHARS_PER_TOKEN` characters, rounded up.
-* **The refusal.** :func:`is_refusal` recognises the three ways servers say a prompt passed the
-  window: llama.cpp's ``exceed_context_size_error``, OpenAI's ``context_length_exceeded`` and vLLM's
-  400 "This model's maximum context length is N tokens". Such a prompt costs its own question only
+* **The refusal.** :func:`is_refusal` recognises the ways servers say a prompt passed the window:
+  llama.cpp's ``exceed_context_size_error``, OpenAI's ``context_length_exceeded``, vLLM's 400 "This
+  model's maximum context length is N tokens" and Anthropic's 400 "prompt is too long: N tokens > M
+  maximum". Such a prompt costs its own question only
   (``grade_error`` ``context_window_exceeded: …``), never the run.
 """
 
@@ -27,6 +28,7 @@ CHARS_PER_TOKEN = 4.0  # the project's approximation of a prompt's tokens (compo
 REFUSAL_CODES = frozenset({"exceed_context_size_error", "context_length_exceeded"})
 _VLLM = re.compile(r"maximum context length is \d[\d,]* tokens", re.IGNORECASE)
 _LLAMA_CPP = re.compile(r"exceeds the available context size", re.IGNORECASE)
+_ANTHROPIC = re.compile(r"prompt is too long: \d+ tokens > \d+ maximum", re.IGNORECASE)
 
 
 def _whole(value: object) -> int | None:
@@ -86,4 +88,4 @@ def is_refusal(status: int, body: object, message: str) -> bool:
     if isinstance(data, Mapping) and {str(data.get("type")), str(data.get("code"))} & REFUSAL_CODES:
         return True
     text = message or ""
-    return any(code in text for code in REFUSAL_CODES) or bool(_VLLM.search(text) or _LLAMA_CPP.search(text))
+    return any(code in text for code in REFUSAL_CODES) or any(p.search(text) for p in (_VLLM, _LLAMA_CPP, _ANTHROPIC))

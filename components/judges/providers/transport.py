@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from loguru import logger
 
-from components.judges.providers import Provider
+from components.judges.llm import CONTEXT_WINDOW
+from components.judges.providers import Provider, context_window
 from utils.errors import InputError, JudgeError
 from utils.console import escape_control
 from utils.settings import masked, url_password
@@ -504,6 +505,9 @@ class SDKProvider(Provider):
         if status == 404:
             return JudgeError("not_found", f"the API does not know model {model!r} (404{detail}): set "
                               f"{self.unknown_model_fix(role)}", fatal=True)
+        if context_window.is_refusal(status, getattr(err, "body", None), detail):  # that question only
+            return JudgeError(CONTEXT_WINDOW, f"the prompt passed the context window of {model} ({status}{detail})",
+                              fatal=False)
         if status in self.refused_statuses:  # quote the server; do not guess the cause
             return JudgeError("bad_request", f"the API rejected the request for {model} ({status}{detail})", fatal=True)
         if status in self.transient_statuses or status >= 500:
