@@ -336,3 +336,14 @@ def test_anthropic_prompt_too_long_costs_its_question_only():
         first, second = grader.grade("Q?", "A.", CHUNKS), grader.grade("Q?", "A.", CHUNKS)
     assert first.grade is None and first.error.startswith("context_window_exceeded: the prompt passed the context")
     assert "prompt is too long" in first.error and second.grade == 8
+
+
+def test_the_start_up_line_says_where_a_loopback_timeout_comes_from(tmp_path, few_questions):
+    from tests.conftest import run_cli
+    from tests.test_openai_provider import openai_env
+
+    with OpenAILoopback() as server:
+        env = {k: v for k, v in openai_env(server.url).items() if k != "BENCHMARK_JUDGE_TIMEOUT"}
+        run = run_cli("--questions", str(few_questions), "--output", str(tmp_path / "r.json"), "--limit", "1", env=env)
+    assert ("(timeout 300s, the default for a server on this machine: BENCHMARK_JUDGE_TIMEOUT sets another)"
+            in run.stderr), run.stderr

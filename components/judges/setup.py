@@ -46,8 +46,10 @@ class JudgeSetup:
             why = f"no {default.missing_key()}, or BENCHMARK_JUDGE={settings.judge}" if default else \
                 f"BENCHMARK_JUDGE={settings.judge}"
             return f"Judge: {self.note()} ({why})"
+        why = ", the default for a server on this machine: BENCHMARK_JUDGE_TIMEOUT sets another" \
+            if settings.timeout_source == "loopback default" else ""
         return (f"Judge: {type(self.judge_provider).label}, model {self.judge.model} "
-                f"(timeout {settings.judge_timeout:g}s)")
+                f"(timeout {settings.judge_timeout:g}s{why})")
 
 
 def make_provider(settings: Settings, name: str, models: dict[str, str]) -> Provider:
