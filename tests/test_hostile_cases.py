@@ -270,3 +270,35 @@ def test_the_report_links_its_audit_and_shows_no_empty_field(tmp_path: Path):
     doc["run"]["index"] = {"cache": "miss", "key": ""}
     page = render_report([doc], ["r1"])
     assert "cache miss" in page and "key </td>" not in page and ", key" not in page
+
+
+def test_a_panel_judges_key_in_its_own_variable_is_in_no_output(tmp_path: Path):
+    """A panel run whose openai judge's key is in a custom variable (api_key_env), with that key pasted into a
+    question and an expected answer: the key is in no output: console, log, results, journal, report."""
+    from tests.conftest import clean_env
+    from tests.loopback_openai import OpenAILoopback
+
+    key = "local-judge-key-9d8c7b6a5f4e3d2c"
+    data = json.loads((ROOT / "questions.json").read_text())["questions"][:3]
+    data[0]["question"] += f" (my key is {key})"
+    data[1]["expected_answer"] = f"{data[1]['expected_answer']} {key}"
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps({"questions": data}))
+    logs = tmp_path / "logs"
+    with OpenAILoopback() as server:
+        panel = tmp_path / "panel.toml"
+        panel.write_text('[[judge]]\nname = "offline"\nprovider = "offline"\n[[judge]]\nname = "local"\n'
+                         f'provider = "openai"\nmodel = "gpt-5.4-mini"\nbase_url = "{server.url}"\n'
+                         'api_key_env = "MY_JUDGE_KEY"\n')
+        run = run_cli("--judges", str(panel), "--questions", str(questions), "--strategy", "baseline",
+                      "--output", str(tmp_path / "out.json"), "--log-dir", str(logs),
+                      env=clean_env(MY_JUDGE_KEY=key))
+    assert run.code in (0, 8), run.stderr[-2000:]
+    report = run_cli("report", str(tmp_path / "out.json"), "-o", str(tmp_path / "r.html"),
+                     env=clean_env(MY_JUDGE_KEY=key))
+    assert report.code == 0, report.stderr
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name not in ("q.json", "panel.toml")]
+    assert any(p.name == "out.json" for p in written) and any(p.suffix == ".log" for p in written)
+    for text in (run.stdout, run.stderr, report.stdout, report.stderr, *(p.read_text() for p in written)):
+        assert key not in text
+    assert "[REDACTED]" in (tmp_path / "out.json").read_text()
