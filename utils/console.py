@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from utils.metrics import PASS_MARK
 from utils.quality_bands import band_text
+from utils.records.judge_signal import run_judge_name, signal_of
 
 TEXT_WIDTH = 70
 
@@ -179,6 +180,15 @@ def shown_path(path: str) -> str:
     return relative if not relative.startswith(os.pardir) else path
 
 
+def _signal_lines(result: Any, row: Row) -> list[str]:
+    """The judge's signal check (``run.judge.judge_signal``): its line, and a WARNING line when uninformative."""
+    signal = signal_of(result.run.judge)
+    if signal is None:
+        return []
+    warning = signal.warning(run_judge_name(result.run.judge, getattr(result, "panel", None)))
+    return [row("judge signal", escape_control(signal.line()))] + ([escape_control(warning)] if warning else [])
+
+
 def _what_ran(result: Any, row: Row, proxy: bool) -> list[str]:
     """The summary's first lines: where the results went, then strategy, corpus, questions, k, judge, status."""
     run = result.run
@@ -199,6 +209,7 @@ def _what_ran(result: Any, row: Row, proxy: bool) -> list[str]:
                      + (" (grades are a lexical proxy, not an LLM's)" if proxy else "")))
     if run.status:
         lines.append(row("status", escape_control(run.status)))
+    lines.extend(_signal_lines(result, row))
     return lines
 
 

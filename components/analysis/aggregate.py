@@ -18,6 +18,7 @@ from typing import Any
 
 from components.stats import statistics as S
 from components.analysis.diagnosis import count_tags
+from components.analysis.judge_signal import with_judge_signal
 from utils import metrics as M
 from utils.quality_bands import quality_bands
 from utils.records.sections import Bootstrap, JudgeConsistency, OrderCheck
@@ -147,7 +148,8 @@ def build_report(run: RunInfo, rows: Iterable[QuestionResult | Mapping], *, inde
                  group_by: Sequence[str] | None = None, relevance: bool = False, diagnosed: bool = True) -> RunResult:
     """The run's :class:`RunResult`: every metric of the registry the run has (see
     :func:`run_metrics`), their intervals and groups, the counts and the diagnosis counts (none
-    when the run was not ``diagnosed``). Rows without the per-row metric fields get them derived."""
+    when the run was not ``diagnosed``), and the judge's signal check (``run.judge.judge_signal``,
+    :mod:`components.analysis.judge_signal`). Rows without the per-row metric fields get them derived."""
     k = run.k
     rows = [with_row_metrics(r, k) for r in rows]
     chosen = run_metrics(rows, relevance)
@@ -155,6 +157,7 @@ def build_report(run: RunInfo, rows: Iterable[QuestionResult | Mapping], *, inde
     graded = [r for r in rows if r.llm_grade is not None]
     errors = Counter(r.grade_error.split(":", 1)[0] for r in rows if r.grade_error)
     metrics = {m.key: m.aggregate(rows, k) for m in chosen}
+    run = with_judge_signal(run, rows)  # run.judge.judge_signal: do the grades follow the needle?
     return RunResult(
         run=run, rows=rows, metrics=metrics, ci95=ci95, bootstrap=record,
         groups=group_metrics(rows, k, group_by, [m for m in chosen if m.pooled is None]),

@@ -16,7 +16,8 @@ which is how ``compare``'s certificate, ``calibrate`` and the per-judge metrics 
   bootstrap 95% interval over questions (:data:`ALPHA_RESAMPLES`, seed :data:`ALPHA_SEED`);
 * ``per_judge``: each judge's questions graded, unusable reason (if it became unusable), and its
   judge-level metrics (mean grade, mean total, pass rates) with 95% intervals — the run's own
-  bootstrap, two-level with ``--judge-repeats`` (the judge-noise intervals), per judge.
+  bootstrap, two-level with ``--judge-repeats`` (the judge-noise intervals), per judge — and its
+  signal check (``judge_signal``: :mod:`components.analysis.judge_signal`).
 
 Formulas: :mod:`components.stats.agreement`.
 """
@@ -31,6 +32,7 @@ from typing import Any
 
 from components.stats.agreement import krippendorff_alpha, krippendorff_alpha_ci, pass_agreement, weighted_kappa
 from components.analysis.aggregate import confidence_intervals
+from components.analysis.judge_signal import JudgeSignal, member_signals, rows_signal
 from utils import metrics as M
 from utils.console import escape_control
 from utils.records.sections import AlphaOrdinal, JudgePair, PanelAgreement, PanelJudge, PanelSection
@@ -117,7 +119,7 @@ def _per_judge(rows: Sequence[QuestionResult], names: Sequence[str], k: int,
         errors = Counter(r.grade_error.split(":", 1)[0] for r in mine if r.grade_error)
         out[name] = PanelJudge(sum(1 for r in mine if r.llm_grade is not None),
                                {m.key: m.aggregate(mine, k) for m in chosen}, ci95, dict(sorted(errors.items())),
-                               failures.get(name))
+                               failures.get(name), judge_signal=rows_signal(mine, k))
     return out
 
 
@@ -152,7 +154,8 @@ def _with_ci(mine: PanelJudge, key: str, digits: int, unit: str = "") -> str:
 
 def summary_lines(panel: PanelSection | None) -> list[str]:
     """The panel's lines of the run's summary: the aggregate, each judge's mean grade and pass rate
-    with their intervals, each pair's κ and pass/fail agreement, α; each unusable judge."""
+    with their intervals and its signal check, each pair's κ and pass/fail agreement, α; each unusable
+    judge; a WARNING line per uninformative judge."""
     if panel is None:
         return []
     names = panel.judges
@@ -166,7 +169,7 @@ def summary_lines(panel: PanelSection | None) -> list[str]:
                 f"pass ≥ 7 {_with_ci(mine, 'pass_rate_7', 1, '%')}")
         if mine.unusable:
             line += f"; UNUSABLE: {escape_control(mine.unusable)[:200]}"
-        lines.append(line)
+        lines.append(line + _signal_text(mine.judge_signal))
     for pair in panel.agreement.pairs:
         a, b = (escape_control(x) for x in pair.judges)
         lines.append(f"  {a} ~ {b}: κ {_num(pair.kappa_quadratic, 3)}, pass/fail agree "
@@ -178,7 +181,17 @@ def summary_lines(panel: PanelSection | None) -> list[str]:
     lines.append(f"  Krippendorff's α (ordinal) {_num(alpha.value, 3)}"
                  + (f" [{_num(interval[0], 3)}, {_num(interval[1], 3)}]" if interval else "")
                  + f" over {alpha.questions} questions")
-    return lines
+    return lines + [escape_control(w) for name, signal in member_signals(panel).items()
+                    if (w := signal.warning(f"the panel's judge {name}"))]
+
+
+def _signal_text(signal: JudgeSignal | None) -> str:
+    """``, signal informative (grade gap +6.10 [+5.20, +7.00])`` of a judge's line (its check, when it has one)."""
+    if signal is None:
+        return ""
+    gap = "" if signal.gap is None else f" (grade gap {signal.gap:+.2f}" + (
+        f" [{signal.ci95[0]:+.2f}, {signal.ci95[1]:+.2f}])" if signal.ci95 else ")")
+    return f", signal {signal.verdict}{gap}"
 
 
 def _identity(spec: Mapping) -> tuple[str | None, str | None]:

@@ -45,6 +45,7 @@ from components.judges.providers import is_proxy_judge
 from utils import metrics as M
 from utils.console import CLAMPED_NOTE, NOTHING_GRADED, clamped_count, escape_control, format_ci, is_number, shorten
 from utils.records.audit_file import read_audit
+from utils.records.judge_signal import member_signals, run_judge_name, signal_of
 from utils.metrics import PASS_MARK
 from utils.files.output import check_output, write_text_atomic
 from utils.quality_bands import band_text, quality_bands
@@ -224,6 +225,9 @@ def _metric_rows(result: RunResult) -> str:
     clamped = clamped_count(result.rows)
     if clamped:
         body.append(f"<tr><th>clamped grades</th><td colspan=2>{clamped}: {_h(CLAMPED_NOTE)}</td></tr>")
+    signal = signal_of(result.run.judge)
+    if signal is not None:
+        body.append(f"<tr><th>judge signal</th><td colspan=2>{_h(signal.line())}</td></tr>")
     if is_number(result.avg_latency_ms):
         body.append(f"<tr><th>retrieval latency</th><td colspan=2>{result.avg_latency_ms:.1f} ms/question</td></tr>")
     if is_number(result.index_time_s):
@@ -241,6 +245,14 @@ def _bands_and_targets(result: RunResult) -> list[str]:
         cls = "good" if t.met else "bad"
         rows.append(f"<tr><th>target</th><td colspan=2 class={cls}>{_h(t.line)}</td></tr>")
     return rows
+
+
+def _signal_warnings(result: RunResult) -> str:
+    """The WARNING of an uninformative judge (the run's, then each of a panel's): "" when none is."""
+    own = signal_of(result.run.judge)
+    warnings = [own.warning(run_judge_name(result.run.judge, result.panel))] if own is not None else []
+    warnings += [s.warning(f"the panel's judge {name}") for name, s in member_signals(result.panel).items()]
+    return "".join(f"<p class='warnings bad'>{_h(w)}</p>" for w in warnings if w)
 
 
 def _cards(result: RunResult) -> str:
@@ -890,7 +902,7 @@ def _run_section(result: RunResult, label: str, index: int) -> str:
     plots += [_group_plot(f, stats, f"r{index}-group-{j}") for j, (f, stats) in enumerate(groups.items()) if stats]
     schema = report.get("schema_version", "?")
     return (f'<section class="run" id="run-{index}"><h2>Run {_h(label)} <span class=muted>(schema {_h(schema)})'
-            f'</span></h2>{_cards(result)}<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
+            f'</span></h2>{_signal_warnings(result)}{_cards(result)}<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
             f'<div><h3>Metrics</h3>{_metric_rows(result)}</div></div>{run_html(result, index, (_h, _svg))}'
             f'{adaptive_run(result, _h)}<div class="plots">{"".join(plots)}</div><h3>Questions</h3>'
             f'{_questions(rows, k, result.diagnosis_counts is not None)}</section>')

@@ -15,6 +15,7 @@ from components.analysis.certificate_record import DEPENDS, HOLDS, Certificate, 
 from components.report.svg import Chart, nice_ticks, tick_label
 from utils.metrics import PASS_MARK
 from utils.records.sections import JudgePair, PanelJudge, PanelSection
+from utils.records.judge_signal import INFORMATIVE, UNINFORMATIVE, JudgeSignal
 from utils.results import RunResult
 
 Helpers = tuple[Callable[[Any], str], Callable[[str, str, str], str]]  # (escape, the figure around an SVG)
@@ -36,6 +37,13 @@ def _with_ci(figures: PanelJudge | None, key: str, digits: int) -> str:
     return shown + (f" [{_num(ci[0], digits)}, {_num(ci[1], digits)}]" if ci else "")
 
 
+def _signal_cell(signal: JudgeSignal | None, h: Callable[[Any], str]) -> str:
+    if signal is None:
+        return "<td>-</td>"
+    cls = {UNINFORMATIVE: " class=bad", INFORMATIVE: " class=good"}.get(signal.verdict, "")
+    return f"<td{cls} title='{h(signal.figures())}'>{h(signal.verdict)}</td>"
+
+
 def _judges_table(panel: PanelSection, h: Callable[[Any], str]) -> str:
     per = panel.per_judge
     body = "".join(
@@ -43,9 +51,11 @@ def _judges_table(panel: PanelSection, h: Callable[[Any], str]) -> str:
         f"<td class=num>{h(_with_ci(per.get(name), 'avg_llm_grade', 2))}</td>"
         f"<td class=num>{h(_with_ci(per.get(name), 'avg_total_score', 2))}</td>"
         f"<td class=num>{h(_with_ci(per.get(name), 'pass_rate_7', 1))}</td>"
+        f"{_signal_cell(per[name].judge_signal if name in per else None, h)}"
         f"<td>{h((per[name].unusable if name in per else None) or '')}</td></tr>" for name in panel.judges)
     head = ("<tr><th>judge</th><th>graded</th><th>mean grade [95% CI]</th><th>mean total</th>"
-            f"<th>pass ≥ {PASS_MARK:g} (%)</th><th>became unusable</th></tr>")
+            f"<th>pass ≥ {PASS_MARK:g} (%)</th><th>signal (grade gap, needle found − not)</th>"
+            "<th>became unusable</th></tr>")
     return f"<table class='metrics panel'><thead>{head}</thead><tbody>{body}</tbody></table>"
 
 

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from utils.errors import InputError
 from utils.files.output import strict_json_value
 from utils.records.json_record import JsonRecord, Number
+from utils.records.judge_signal import JudgeSignal
 
 FIX = "pass a results file written by benchmark.py"
 
@@ -135,6 +136,9 @@ class PanelJudge(JsonRecord):
     ci95: dict[str, list[Number] | None]
     grade_errors: dict[str, int]
     unusable: str | None  # why it became unusable, if it did
+    judge_signal: JudgeSignal | None = None  # its signal check (utils.records.judge_signal); null in older files
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"judge_signal"})
 
 
 @dataclass(frozen=True)
