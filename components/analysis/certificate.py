@@ -21,6 +21,10 @@ made, and where published judges agree least. A τ that is not defined (a judge 
 alike, or a run without the metric) is printed ``τ n/a`` with the reason. Formulas:
 :mod:`components.stats.agreement`.
 
+A judge of the panel that is uninformative in any compared run (its grades do not follow the needle:
+:mod:`components.analysis.uninformative`) is left out of the certificate, one line naming it
+(``qj: left out, uninformative``); the others are certified, one judge alone if one is left.
+
 ``compare --require-agreement`` gates on it (:mod:`components.analysis.gate`). The certificate's
 records and lines: :mod:`components.analysis.certificate_record`.
 """
@@ -34,6 +38,7 @@ from components.stats.agreement import kendall_tau
 from components.analysis.certificate_record import Certificate, Entry, Ranking, Verdict
 from components.analysis.comparison import Comparison
 from components.analysis.panel import is_panel, judge_names, judge_view
+from components.analysis.uninformative import left_out
 from utils import metrics as M
 from utils.results import RunResult
 
@@ -76,6 +81,10 @@ def certify(runs: Sequence[RunResult], labels: Sequence[str], comparison: Compar
         return None
     if not metrics:  # no compared metric uses grades: no verdict can depend on the judge
         return Certificate(shared, [], [], comparison.k)
+    dropped = left_out(runs, shared, judge_view)  # uninformative in a run: its verdict says nothing
+    shared = [n for n in shared if n not in dropped]
+    if not shared:
+        return Certificate([], [], [], comparison.k, dropped)
     by_judge = {name: rerun([judge_view(r, name) for r in runs], metrics) for name in shared}
     entries = []
     for pc in comparison.comparisons:
@@ -95,4 +104,4 @@ def certify(runs: Sequence[RunResult], labels: Sequence[str], comparison: Compar
             summaries = [s for s in comp.runs if s.kind == "run"]
             return {key: [s.means.get(key) for s in summaries] for key in metrics}
         rankings = _rankings(run_labels, means(comparison), {n: means(c) for n, c in by_judge.items()}, metrics)
-    return Certificate(shared, entries, rankings, comparison.k)
+    return Certificate(shared, entries, rankings, comparison.k, dropped)

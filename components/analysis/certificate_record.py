@@ -16,6 +16,12 @@ from utils import metrics as M
 from utils.console import shorten
 
 HOLDS, DEPENDS, UNJUDGED = "holds under every judge", "depends on the judge", "cannot be judged"
+LEFT_OUT = "left out, uninformative"  # the line of a panel's judge the certificate leaves out (analysis.uninformative)
+
+
+def left_out_lines(names: list[str]) -> list[str]:
+    """One line per judge the certificate leaves out: ``  qj: left out, uninformative``."""
+    return [f"  {name}: {LEFT_OUT}" for name in names]
 
 
 @dataclass(frozen=True)
@@ -86,13 +92,14 @@ class Certificate:
     entries: list[Entry]
     rankings: list[Ranking] = field(default_factory=list)
     k: int | None = None
+    left_out: list[str] = field(default_factory=list)  # shared judges left out: uninformative in a compared run
 
     def entry(self, baseline: str, other: str, metric: str) -> Entry | None:
         return next((e for e in self.entries if (e.baseline, e.other, e.metric) == (baseline, other, metric)), None)
 
     def to_json(self) -> dict:
         return {"judges": list(self.judges), "entries": [e.to_json() for e in self.entries],
-                "rankings": [r.to_json() for r in self.rankings], "k": self.k}
+                "rankings": [r.to_json() for r in self.rankings], "k": self.k, "left_out": list(self.left_out)}
 
     @classmethod
     def from_json(cls, doc: Mapping) -> Certificate:
@@ -104,7 +111,8 @@ class Certificate:
                          {str(n): verdict(v) for n, v in e["judges"].items()}) for e in doc.get("entries") or []]
         rankings = [Ranking(**{k: r[k] for k in ("metric", "runs", "panel", "judges", "tau", "top", "tau_top")})
                     for r in doc.get("rankings") or []]
-        return cls([str(n) for n in doc.get("judges") or []], entries, rankings, doc.get("k"))
+        return cls([str(n) for n in doc.get("judges") or []], entries, rankings, doc.get("k"),
+                   [str(n) for n in doc.get("left_out") or []])
 
     def __str__(self) -> str:
         return "".join(line + "\n" for line in certificate_lines(self))
@@ -143,11 +151,13 @@ def entry_line(e: Entry, k: int | None) -> str:
 
 
 def certificate_lines(c: Certificate) -> list[str]:
-    """The certificate's console lines (none when no compared metric uses grades)."""
+    """The certificate's console lines (none when no compared metric uses grades): a line per judge it left out."""
     if not c.entries:
-        return []
-    lines = [f"Verdict certificate ({len(c.judges)} judges: {', '.join(shorten(n, 40) for n in c.judges)}; the "
-             "verdict under the panel, then under each judge alone)"]
+        none = ["Verdict certificate: none, every judge left out"]
+        return [*none, *left_out_lines(c.left_out)] if c.left_out else []
+    lines = [f"Verdict certificate ({len(c.judges)} judge{'s' * (len(c.judges) != 1)}: "
+             f"{', '.join(shorten(n, 40) for n in c.judges)}; the verdict under the panel, then under each judge alone)",
+             *left_out_lines([shorten(n, 40) for n in c.left_out])]
     for e in c.entries:
         spec = M.METRICS.get(e.metric)
         digits = spec.digits if spec else 3

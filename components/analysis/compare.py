@@ -46,6 +46,7 @@ from loguru import logger
 from components.stats import statistics as S
 from components.analysis.adaptive import comparison_lines, judged_in_part, sequential_verdicts
 from components.analysis.certificate import certify
+from components.analysis.uninformative import CANNOT_JUDGE, mark_comparisons, uninformative_judges
 from components.analysis.comparison import Comparison
 from components.analysis.gate import GateResult, check_gate
 from components.analysis.paired import (ALPHA, NOT_COMPARABLE, POWER, MetricResult, PairComparison, QuestionChange,
@@ -454,10 +455,14 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     pairs = [(labels[i], "run", views[i]) for i in range(1, len(runs))] + [(lab, "reference", v)
                                                                           for lab, v in references]
     comparisons = _verdicts(pairs, views[0], specs, labels[0], alpha, power, bootstrap_seed, permutation_seed)
+    uninformative = uninformative_judges(runs, labels)  # their grade metrics cannot be judged
+    comparisons, notes = mark_comparisons(comparisons, uninformative)
+    warnings += notes
     shared = {label: sum(1 for q in rows[0] if q in r) for label, r in zip(labels[1:], rows[1:], strict=True)}
     comparison = ComparedRuns(summaries + reference_summaries, common, left_out, warnings, comparisons, k,
                               [s.key for s in specs], alpha, power, bootstrap_seed, permutation_seed, shared,
-                              recommend_runs(labels, rows, common, k, comparisons, alpha), sequential=decided)
+                              recommend_runs(labels, rows, common, k, comparisons, alpha), sequential=decided,
+                              uninformative=uninformative)
     certificate = certify(runs, labels, comparison, lambda judged, keys: compare_runs(
         judged, labels, alpha=alpha, power=power, seed=seed, metrics=keys))
     return comparison if certificate is None else replace(comparison, certificate=certificate)
@@ -493,6 +498,8 @@ def _verdict_line(spec: M.Metric, r: MetricResult, k: int) -> str:
     label = spec.label_at(k)
     if r.verdict == NOT_COMPARABLE:
         return f"  {label}: not comparable (no question has it in both runs)"
+    if r.verdict == CANNOT_JUDGE:
+        return f"  {label}: {CANNOT_JUDGE}: the grades come from an uninformative judge (see the warning above)."
     ci = _ci(r.ci95, spec.digits)
     p = f"p {_p(r.p)}" + (f", Holm {_p(r.p_holm)}" if r.p_holm is not None else "")
     line = f"  {label}: {r.verdict} (Δ {_num(r.delta, spec.digits, True)}, 95% CI {ci}, {p})"
@@ -584,7 +591,7 @@ def format_comparison(c: Comparison, top: int = 10, *, bold: bool = False) -> st
         out += _change_lines(f"Better in {other}", pc.better, top)
     if c.recommendations is not None:
         out += ["", *(escape_control(line) for line in c.recommendations.lines())]
-    if c.certificate is not None and c.certificate.entries:
+    if c.certificate is not None and (c.certificate.entries or c.certificate.left_out):
         out += ["", str(c.certificate).rstrip("\n")]
     return "\n".join(out) + "\n"
 

@@ -48,6 +48,8 @@ class Comparison:
     certificate: Certificate | None = None  # panel runs: the verdicts under each judge (analysis.certificate)
     # label → the adaptive record of a run judged until decided against the baseline (components.analysis.adaptive)
     sequential: dict[str, AdaptiveSection] = field(default_factory=dict)
+    # label → the judge whose grades it holds, when uninformative (components.analysis.uninformative)
+    uninformative: dict[str, str] = field(default_factory=dict)
 
     def specs(self) -> list[M.Metric]:
         return [M.METRICS[key] for key in self.metrics if key in M.METRICS]
@@ -75,6 +77,7 @@ class Comparison:
             **({"certificate": self.certificate.to_json()} if self.certificate is not None else {}),
             **({"sequential": {label: r.to_json() for label, r in self.sequential.items()}}
                if self.sequential else {}),
+            **({"uninformative": dict(self.uninformative)} if self.uninformative else {}),
         })
 
 

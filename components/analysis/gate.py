@@ -24,7 +24,8 @@ files after the first; reference systems and TREC runs are not gated):
   runs that are not panel runs sharing two judges fail it (the option was asked for); a metric
   whose verdict is not comparable under a judge fails when it is named (``worse:a,b``, a margin)
   and reads ``not gated`` when it is one of every compared metric. A metric that does not use
-  grades cannot depend on the judge.
+  grades cannot depend on the judge. A judge of the panel that is uninformative is left out of the
+  check (a ``note`` line names it), as the certificate leaves it out.
 
 What the gate cannot judge does not pass it:
 
@@ -32,6 +33,9 @@ What the gate cannot judge does not pass it:
   when the judge graded nothing; or no interval) **fails** the gate when it was named — in
   ``--fail-on worse:a,b`` or ``--margin`` — with a ``FAIL`` line saying why; one of the default set
   (``--fail-on worse`` alone) is named in a ``not gated`` line and does not fail;
+- a grade metric whose grades come from an **uninformative** judge (the run's judge, or a panel's aggregate:
+  :mod:`components.analysis.uninformative`) **fails** the gate, named or one of the default set, with a ``FAIL``
+  line naming the judge: the grades do not tell right chunks from wrong ones;
 - when no check at all could be judged, the gate fails (one ``FAIL`` line);
 - every gated run must hold the baseline's question ids (ids counted, not graded pairs): all of
   them by default, at least ``min_overlap`` of them (``--min-overlap 0.9``) when relaxed; a run
@@ -51,6 +55,7 @@ from dataclasses import asdict, dataclass, field
 from components.analysis.certificate_record import Entry, Verdict
 from components.analysis.comparison import Comparison
 from components.analysis.paired import NOT_COMPARABLE, WORSE, MetricResult, PairComparison
+from components.analysis.uninformative import CANNOT_JUDGE, LEFT_OUT, gate_reason
 from components.stats import sequential as Q
 from utils import metrics as M
 from utils.errors import InputError
@@ -217,6 +222,28 @@ def _recorded(comparison: Comparison, pc: PairComparison, key: str, margin: floa
     return entry
 
 
+def _uninformative(comparison: Comparison, pc: PairComparison, spec: M.Metric, gated: bool) -> GateCheck | None:
+    """A gated grade metric read from an uninformative judge: a ``FAIL`` naming the judge, whether the gate named
+    the metric or not (:mod:`components.analysis.uninformative`); None otherwise."""
+    reason = gate_reason(comparison.uninformative, pc) if gated and spec.level == "judge" else None
+    if reason is None:
+        return None
+    return GateCheck(pc.other, pc.baseline, WORSE_RULE, spec.key, True, False,
+                     f"FAIL  {spec.key} ({spec.label_at(comparison.k)}), {pc.other} vs {pc.baseline}: "
+                     f"{CANNOT_JUDGE}: {reason}")
+
+
+def _left_out(certificate) -> list[GateCheck]:
+    """``--require-agreement`` without a certificate: one ``FAIL``; with one, a line per judge of the panel it left
+    out (uninformative): not part of the agreement."""
+    if certificate is None:
+        return [GateCheck("-", "-", AGREEMENT_RULE, None, True, False,
+                          "FAIL  agreement: cannot be judged: --require-agreement needs panel runs "
+                          "(--judges) that share two judges or more, and these are not")]
+    return [GateCheck("-", "-", AGREEMENT_RULE, None, False, False, f"note  agreement: {name}: {LEFT_OUT}")
+            for name in certificate.left_out]
+
+
 def _overlap(pc: PairComparison, total: int, shared: int, min_overlap: float) -> GateCheck | None:
     """Whether ``pc.other`` holds enough of the baseline's ``total`` question ids (it holds ``shared``);
     None when it holds them all."""
@@ -318,10 +345,8 @@ def check_gate(comparison: Comparison, *, worse: Sequence[str] | bool = False,
                              f"(compared: {', '.join(comparison.metrics)})")
     specs = {s.key: s for s in comparison.specs()}
     checks: list[GateCheck] = []
-    if require_agreement and comparison.certificate is None:
-        checks.append(GateCheck("-", "-", AGREEMENT_RULE, None, True, False,
-                                "FAIL  agreement: cannot be judged: --require-agreement needs panel runs "
-                                "(--judges) that share two judges or more, and these are not"))
+    if require_agreement:
+        checks += _left_out(comparison.certificate)
     named = set(margins) | (set() if worse is True else set(names))
     for pc in comparison.comparisons:
         if pc.kind != "run":
@@ -331,6 +356,10 @@ def check_gate(comparison: Comparison, *, worse: Sequence[str] | bool = False,
             checks.append(overlap)
         by_key = {r.metric: r for r in pc.metrics}
         for key in comparison.metrics:
+            unjudged = _uninformative(comparison, pc, specs[key], key in margins or key in names)
+            if unjudged is not None:
+                checks.append(unjudged)
+                continue
             recorded = _recorded(comparison, pc, key, margins.get(key)) if key in margins or key in names else None
             if recorded is not None:
                 checks.append(_sequential(pc, specs[key], recorded, comparison.k))
