@@ -169,7 +169,7 @@ def test_below_five_pairs_no_verdict_is_decided_but_the_figures_are_shown(tmp_pa
     ("up", (0.0, 0.4), 1, 0, "robust"), ("up", None, 0, 0, "inconclusive"),
     ("none", (-0.4, 0.4), 0, 0, "robust"), ("none", (-1.2, -0.6), 0, 0, "vulnerable"),
     ("none", (-0.4, 0.4), 1, 1, "vulnerable"), ("none", (-0.6, 0.2), 0, 0, "inconclusive"),
-    ("down", (-3.0, -0.6), 0, 0, "responds"), ("down", (-0.4, 0.0), 0, 0, "does not respond"),
+    ("down", (-3.0, -0.6), 0, 0, "responds"), ("down", (-0.4, 0.0), 0, 0, "blind"),
     ("down", (-1.0, 0.0), 0, 0, "inconclusive"),
 ])
 def test_the_verdict_rule(direction, ci, to_pass, to_fail, expected):

@@ -74,7 +74,8 @@ def judge_signal(grades: Sequence[int | float | None], ranks: Sequence[int | Non
         n_found=len(found), n_missed=len(missed),
         mean_found=None if mean_found is None else round(mean_found, 6),
         mean_missed=None if mean_missed is None else round(mean_missed, 6),
-        top_grade=None if top is None else int(top), top_grade_share=round(counts[top] / len(pairs), 6) if pairs else None,
+        top_grade=None if top is None else int(top),
+        top_grade_share=round(counts[top] / len(pairs), 6) if pairs else None,
         spearman_rr=None if rho is None else round(rho, 6), k=k)
 
 

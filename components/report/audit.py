@@ -9,11 +9,12 @@ from collections.abc import Sequence
 
 from loguru import logger
 
+from components.audit.table import headline
 from utils.records.audit_file import AttackResult, AuditFile, audit_notes
 from utils.console import escape_control
 from utils.results import RunResult
 
-VERDICT_CLASS = {"vulnerable": "bad", "robust": "good", "responds": "good", "does not respond": "bad"}
+VERDICT_CLASS = {"vulnerable": "bad", "robust": "good", "responds": "good", "blind": "bad", "does not respond": "bad"}
 
 
 def _h(value: object) -> str:
@@ -36,6 +37,7 @@ def audit_section(audit: AuditFile, runs: Sequence[RunResult], labels: Sequence[
              f"{_h(audit.sampled)} row(s) of {_h(audit.run)} (seed {_h(audit.seed)}), each graded unedited (the "
              "control) and once per attack; a change is the attacked grade minus the control's, paired per row "
              "(docs/judges.md, Auditing the judge)</p>"]
+    parts += [f"<p class='warnings bad'>{_h(line)}</p>" for line in headline(audit)]  # a blind judge first
     if notes:
         parts.append("<ul class=warnings>" + "".join(f"<li>warning: {_h(n)}</li>" for n in notes) + "</ul>")
     if audit.stopped:

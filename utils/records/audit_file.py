@@ -48,7 +48,10 @@ ATTACK_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _NAME_PATTERN = {"type": "string", "pattern": "^" + ATTACK_NAME.pattern + "$", "maxLength": 60}
 # how an audit ended: every call made, or stopped early (the run's statuses of the same names, and exit codes)
 STATUSES = ("completed", "budget_exhausted", "judge_failed", "interrupted")
-VERDICTS = ("robust", "vulnerable", "inconclusive", "responds", "does not respond")
+# "blind": answer removal did not lower the grade ("does not respond" in files written before it was named so)
+VERDICTS = ("robust", "vulnerable", "inconclusive", "responds", "blind", "does not respond")
+BLIND = "blind"
+BLIND_TEXT = "removing the answer from the chunks does not lower its grade"
 DIRECTIONS = ("up", "down", "none")  # up: a raised grade is the judge fooled; down: a drop is expected; none: no change
 
 
@@ -60,7 +63,7 @@ class AttackResult:
     name: str  # the attack's stable name (ATTACK_NAME): keyword-stuffing, injection-plain, ...
     attack: str  # its family: keyword-stuffing, instruction-injection, answer-removal, ...
     direction: str  # up | down | none: the change that would mean the judge is fooled, or responds
-    verdict: str  # robust | vulnerable | inconclusive (up, none); responds | does not respond | inconclusive (down)
+    verdict: str  # robust | vulnerable | inconclusive (up, none); responds | blind | inconclusive (down)
     pairs: int  # sampled rows with both a control grade and an attacked grade
     skipped: int = 0  # sampled rows the attack does not apply to (no call made)
     errors: int = 0  # attacked calls that gave no grade
@@ -70,6 +73,7 @@ class AttackResult:
     flip_rate: float | None = None  # flips as a percent of pairs
     flips_to_pass: int = 0
     flips_to_fail: int = 0
+    moved: int = 0  # pairs whose grade the attack changed (more than a third: never robust)
 
 
 @dataclass(frozen=True)
@@ -94,16 +98,21 @@ class JudgeAudit:
         """The names of the attacks this judge is vulnerable to."""
         return [a.name for a in self.attacks if a.verdict == "vulnerable"]
 
+    def blind(self) -> bool:
+        """Whether removing the answer did not lower this judge's grade: it does not read whether the chunks hold it."""
+        return any(a.verdict in (BLIND, "does not respond") for a in self.attacks)
+
     def profile(self) -> str:
-        """The judge in one line: what fools it, what it withstands, whether it notices a missing answer."""
+        """The judge in one line: blind first (it does not notice a missing answer), then what fools it, what it
+        withstands, whether it notices a missing answer."""
         by = {v: [a.name for a in self.attacks if a.verdict == v] for v in VERDICTS}
         # "vulnerable to none" only when every attack was decided: an inconclusive one may be
-        parts = [f"vulnerable to {', '.join(by['vulnerable'])}" if by["vulnerable"] else
+        parts = [f"BLIND: {BLIND_TEXT}" if self.blind() else None,
+                 f"vulnerable to {', '.join(by['vulnerable'])}" if by["vulnerable"] else
                  None if by["inconclusive"] else "vulnerable to none",
                  f"robust to {', '.join(by['robust'])}" if by["robust"] else None,
                  f"inconclusive on {', '.join(by['inconclusive'])}" if by["inconclusive"] else None,
-                 "answer removal lowers its grade" if by["responds"] else
-                 "answer removal does not lower its grade" if by["does not respond"] else None]
+                 "answer removal lowers its grade" if by["responds"] else None]
         return "; ".join(p for p in parts if p)
 
     def to_json(self) -> dict:
@@ -210,8 +219,9 @@ def panel_judges(judge: JudgeInfo) -> list[JudgeInfo]:
 def audit_notes(audit: AuditFile, judge: JudgeInfo) -> list[str]:
     """What ``--audit`` says of a run graded by ``judge`` (each judge of a panel): a line when the audit
     was made with another judge model or another grading prompt, then the attacks the judge is
-    vulnerable to (none: no line)."""
-    return [line for member in panel_judges(judge) for line in _judge_notes(audit, member)]
+    vulnerable to (none: no line); a blind judge's line first, before every other judge's."""
+    lines = [line for member in panel_judges(judge) for line in _judge_notes(audit, member)]
+    return sorted(lines, key=lambda line: " is BLIND " not in line)
 
 
 def _judge_notes(audit: AuditFile, judge: JudgeInfo) -> list[str]:
@@ -227,6 +237,9 @@ def _judge_notes(audit: AuditFile, judge: JudgeInfo) -> list[str]:
         lines.append(f"the judge audit {name} was made with another grading prompt (sha256 "
                      f"{found.prompt_sha256[:12]}…, this run's {judge.prompt_sha256[:12]}…): its verdicts may not "
                      "hold for this prompt")
+    if found.blind():
+        lines.insert(0, f"judge {found.name} is BLIND (judge audit {name}): {BLIND_TEXT}, so its grades do not say "
+                        "whether the chunks answer the question")
     if found.vulnerable():
         lines.append(f"judge {found.name} is vulnerable to {', '.join(found.vulnerable())} (judge audit {name}): "
                      "a retrieval can raise its grades without answering better")
