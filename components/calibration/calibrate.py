@@ -3,8 +3,10 @@
 The rows of the labelling file (:mod:`components.calibration.labels`) that carry a ``human_grade``
 are matched to RUN's rows by question id, and the command reports, on those n labelled rows:
 
-* agreement of the grades: quadratic- and linear-weighted Cohen's κ, Spearman's ρ, and the
-  grade-by-grade table they are computed from (:mod:`components.stats.agreement`);
+* agreement of the grades: quadratic- and linear-weighted Cohen's κ (the quadratic one with its 95%
+  percentile bootstrap interval over the labelled rows, and a line when that interval includes 0: the
+  judge's grades do not agree with the labels beyond chance), Spearman's ρ, and the grade-by-grade
+  table they are computed from (:mod:`components.stats.agreement`);
 * pass/fail at the pass mark (total score = grade × the row's rank weight ≥ 7) of the judge
   against the human: the 2 × 2 table, the judge's sensitivity and specificity;
 * the mean signed difference judge − human with its 95% paired percentile bootstrap interval
@@ -37,7 +39,7 @@ from loguru import logger
 
 from components.stats import statistics as S
 from components.stats.agreement import (GRADES, LEVEL, Estimate, grade_table, normal_mean, pass_confusion,
-                                           passes, ppi_mean, spearman_rho, weighted_kappa)
+                                           passes, ppi_mean, spearman_rho, weighted_kappa, weighted_kappa_ci)
 from components.calibration.labels import Labels, read_labels
 from components.analysis.panel import is_panel, judge_names, judge_view
 from utils.errors import InputError
@@ -45,6 +47,8 @@ from utils.metrics import NOT_FOUND_WEIGHT, PASS_MARK, total_score
 from utils.files.output import check_output, write_json_atomic
 from utils.results import QuestionResult, RunResult, load_run, recorded_corpora
 
+KAPPA_RESAMPLES = 2_000
+KAPPA_SEED = 20251116
 PPI_FORMULA = ("PPI = mean_N(judge) + mean_n(human - judge); Var = var_N(judge)/N + var_n(human - judge)/n "
                "(ddof 1); 95% interval = PPI +/- 1.959964 * sqrt(Var)")
 
@@ -143,7 +147,7 @@ def _figures(result: RunResult, labels: Labels, run_source: str, skip_ungraded: 
         "run": run_source, "run_id": result.run.id, "labels": labels.path, "judge": f"{judge.provider}/{judge.model}",
         "labels_seed": header.get("seed"), "labelled": n, "graded": big_n,
         "not_yet_labelled": len(labels.rows) - n, "level": LEVEL,
-        "kappa_quadratic": weighted_kappa(p.human, p.judge),
+        "kappa_quadratic": weighted_kappa(p.human, p.judge), "kappa_quadratic_ci95": _kappa_ci(p.human, p.judge),
         "kappa_linear": weighted_kappa(p.human, p.judge, weights="linear"),
         "spearman_rho": spearman_rho(p.human, p.judge),
         "grade_table": {"rows": "human grade", "columns": "judge grade", "grades": list(GRADES),
@@ -156,6 +160,23 @@ def _figures(result: RunResult, labels: Labels, run_source: str, skip_ungraded: 
         "pass_fail": {"pass_mark": PASS_MARK, **confusion.to_json()},
         "estimates": estimates, "ppi_formula": PPI_FORMULA,
     }
+
+
+def _kappa_ci(human: list[int], judge: list[int]) -> list[float] | None:
+    """The quadratic κ's 95% percentile bootstrap interval over the labelled rows (:data:`KAPPA_RESAMPLES`,
+    seed :data:`KAPPA_SEED`)."""
+    ci = weighted_kappa_ci(human, judge, resamples=KAPPA_RESAMPLES, seed=KAPPA_SEED)
+    return None if ci is None else [round(ci[0], 6) + 0.0, round(ci[1], 6) + 0.0]  # + 0.0: never -0.0
+
+
+def kappa_lines(doc: dict) -> list[str]:
+    """The quadratic κ's line with its interval, and a line when the interval includes 0."""
+    ci = doc.get("kappa_quadratic_ci95")
+    shown = f"  [95% CI {ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""
+    lines = [f"  quadratic-weighted Cohen's kappa  {_num(doc['kappa_quadratic'])}{shown}"]
+    if ci and ci[0] <= 0.0 <= ci[1]:
+        lines.append("    the interval includes 0: the judge's grades do not agree with the labels beyond chance")
+    return lines
 
 
 def _within(e: Estimate | None, scale: tuple[float, float]) -> dict | None:
@@ -219,7 +240,7 @@ def format_report(doc: dict) -> str:
     lines = [f"Calibration of the judge {doc['judge']} against {n} human grade(s) (run {doc['run']}, labels "
              f"{doc['labels']})", "",
              f"Agreement on the {n} labelled row(s)",
-             f"  quadratic-weighted Cohen's kappa  {_num(doc['kappa_quadratic'])}",
+             *kappa_lines(doc),
              f"  linear-weighted Cohen's kappa     {_num(doc['kappa_linear'])}",
              f"  Spearman's rho                    {_num(doc['spearman_rho'])}",
              f"  mean difference judge - human     {_num(md['value'], 2, sign=True)}"

@@ -11,7 +11,8 @@ Stateless, numpy only; each formula is defined here once and used by ``calibrate
   occur), which is ``sklearn.metrics.cohen_kappa_score(h, j, weights="quadratic", labels=range(1, 11))``
   (``weights="linear"``). None when the chance disagreement is 0 (both raters gave one and the same
   grade to every row). Quadratic weights forgive a one-point slip and punish a far miss; linear
-  weights count every point of distance alike.
+  weights count every point of distance alike. :func:`weighted_kappa_ci` adds a percentile bootstrap
+  over rows: an interval that holds 0 means the grades do not agree beyond chance.
 - :func:`spearman_rho` — Spearman's ρ: Pearson's correlation of the average ranks (ties share the
   mean of their positions), ``scipy.stats.spearmanr``. None when either side is constant.
 - :func:`pass_confusion` — pass/fail at the pass mark of human and judge on the same rows
@@ -104,6 +105,25 @@ def weighted_kappa(human: Sequence[int], judge: Sequence[int], categories: Seque
     if chance == 0.0:
         return None
     return 1.0 - float((weights * observed).sum()) / chance
+
+
+def weighted_kappa_ci(human: Sequence[int], judge: Sequence[int], *, resamples: int = 2_000, seed: int = 0,
+                      level: float = LEVEL, weights: str = "quadratic") -> tuple[float, float] | None:
+    """The percentile bootstrap interval of :func:`weighted_kappa` over rows (resampled with replacement,
+    ``resamples`` times, ``numpy.random.default_rng(seed)``); None below 2 rows or when κ is undefined in more
+    than 1 resample in 20."""
+    n = len(human)
+    if n < 2 or len(judge) != n:
+        return None
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n, size=(resamples, n))
+    h, j = np.asarray(human), np.asarray(judge)
+    kappas = [weighted_kappa(h[d].tolist(), j[d].tolist(), weights=weights) for d in draws]
+    defined = np.array([k for k in kappas if k is not None])
+    if len(defined) < 0.95 * resamples:
+        return None
+    tail = (1.0 - level) / 2.0 * 100.0
+    return float(np.percentile(defined, tail)), float(np.percentile(defined, 100.0 - tail))
 
 
 def average_ranks(values: Sequence[float]) -> np.ndarray:
