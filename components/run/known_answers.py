@@ -1,0 +1,259 @@
+"""Known answers before paying for a run (``--known-answers N``): can the judge tell the needle from other text?
+
+Before any question is judged, the judge grades N questions twice, where the right answer is known:
+
+* **which questions**: the first N, in the questions file's order, whose retrieval holds a chunk of a needle's
+  document (in a recorded run: the recorded item) (:func:`choose`). Fewer than N such questions, or none at all:
+  bad input, one line saying how many (:class:`~utils.errors.InputError`);
+* **what it is shown**: once the retrieved chunks of the needle's documents (best first), once as many of the
+  top-ranked retrieved chunks of *other* documents — the question's own retrieval first, then what the questions
+  before and after it retrieved, in file and rank order (a question whose retrieval is only its needle borrows
+  them); each pair is graded by the same judge object (``grade(question, expected_answer, chunks)``: the run's
+  grader), two calls per question;
+* **what is recorded** (:class:`KnownAnswers`): per question both grades; over the questions both graded, the
+  paired separation (needle − other) with its 95% interval (one-sample t,
+  :func:`components.stats.statistics.paired_t_ci`: with zero spread, both bounds are the mean itself) and the AUC
+  of the needle grades against the other grades (ties count half);
+* **the rule**: **blind** when the interval's upper end is under :data:`SEPARATION` (1 grade point);
+  **discriminates** when its lower end is at least 1; **inconclusive** otherwise (and below 2 pairs: no interval).
+
+A blind judge stops the run before any question is judged (status ``judge_blind``, exit 3): grading with it would
+measure the judge, not the retrieval. In a panel each judge is checked, and a blind one is named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from statistics import fmean
+from typing import Any, Protocol
+
+from components.core.chunk import Chunk
+from components.core.questions import Question
+from components.stats.statistics import auc, paired_t_ci
+from utils.errors import InputError
+
+SEPARATION = 1.0  # grade points: the least a judge that tells the needle from other text puts between them
+DISCRIMINATES, BLIND, INCONCLUSIVE = "discriminates", "blind", "inconclusive"
+VERDICTS = (DISCRIMINATES, BLIND, INCONCLUSIVE)
+STATUS = "judge_blind"  # the run's status when a blind judge stopped it
+METHOD = "paired t"
+FIELD = "known_answers"  # its name in the results' run record
+
+
+class Judge(Protocol):
+    """What is graded with: the run's grader (:class:`components.judges.retrieval_grader.RetrievalGrader`, the
+    offline judge, or a scripted one in tests)."""
+
+    def grade(self, question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One chosen question and what the judge is shown: its needle's chunks and as many chunks of other documents."""
+
+    question: Question
+    needle: list[Chunk]
+    other: list[Chunk]
+
+
+@dataclass(frozen=True)
+class KnownAnswer:
+    """One question's two grades (None: the call gave no grade; ``error`` says why)."""
+
+    question_id: str
+    needle_grade: int | None
+    other_grade: int | None
+    needle_chunks: list[str] = field(default_factory=list)  # chunk ids shown
+    other_chunks: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class KnownAnswers:
+    """One judge's known-answers check (module docstring)."""
+
+    verdict: str  # discriminates | blind | inconclusive
+    questions: int  # N asked for
+    pairs: int  # questions both calls graded
+    separation: float | None  # mean(needle grade − other grade) over the pairs
+    ci95: list[float] | None  # its 95% interval (one-sample t); null below 2 pairs
+    auc: float | None  # P(a needle grade > an other grade), ties half
+    mean_needle: float | None
+    mean_other: float | None
+    calls: int  # grading calls made (2 per question)
+    rows: list[KnownAnswer] = field(default_factory=list)
+    judge: str | None = None  # a panel's judge name; null for the run's one judge
+    method: str = METHOD
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def line(self) -> str:
+        """What it graded right and wrong, in one line."""
+        who = f"judge {self.judge}" if self.judge else "judge"
+        if not self.pairs:
+            return f"known answers: the {who} graded none of the {self.questions} pair(s): {self.verdict}"
+        ci = f" [95% CI {self.ci95[0]:+.2f}, {self.ci95[1]:+.2f}]" if self.ci95 else ""
+        shown_auc = "n/a" if self.auc is None else f"{self.auc:.2f}"
+        return (f"known answers: on {self.pairs} question(s) the {who} graded the needle's chunks "
+                f"{self.mean_needle:.1f} and other documents' chunks {self.mean_other:.1f} on average: separation "
+                f"{self.separation:+.2f}{ci}, AUC {shown_auc}: {self.verdict}")
+
+
+def verdict(ci: Sequence[float] | None) -> str:
+    """The module docstring's rule."""
+    if ci is None:
+        return INCONCLUSIVE
+    if ci[1] < SEPARATION:
+        return BLIND
+    if ci[0] >= SEPARATION:
+        return DISCRIMINATES
+    return INCONCLUSIVE
+
+
+def check_count(value: object, total: int) -> int:
+    """``--known-answers``'s N: a whole number from 1 to the ``total`` questions of the run. Raises
+    :class:`InputError` (one line) for 0, a negative number, a non-integer or more than the questions."""
+    number = value
+    if isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise InputError(f"--known-answers {value!r}: give a whole number of questions, from 1 to the run's {total}")
+    if number < 1 or number > total:
+        raise InputError(f"--known-answers {number}: give a number of questions from 1 to the run's {total} "
+                         f"({'at least 1' if number < 1 else f'the run has {total}'})")
+    return number
+
+
+def _needle_chunks(question: Question, retrieved: Sequence[Chunk]) -> list[Chunk]:
+    needles = set(question.needle_doc_ids)
+    return [c for c in retrieved if c.doc_id in needles]
+
+
+def _others(question: Question, own: Sequence[Chunk], pool: Sequence[Chunk], wanted: int) -> list[Chunk]:
+    """Up to ``wanted`` chunks of documents that are not the question's needles: its own retrieval's first."""
+    needles, seen, out = set(question.needle_doc_ids), set(), []
+    for chunk in [*own, *pool]:
+        if chunk.doc_id in needles or chunk.chunk_id in seen:
+            continue
+        seen.add(chunk.chunk_id)
+        out.append(chunk)
+        if len(out) == wanted:
+            break
+    return out
+
+
+def choose(questions: Sequence[Question], retrieve: Callable[[Question], Sequence[Chunk]], n: int,
+           strategy: str = "the strategy") -> list[Pair]:
+    """The first ``n`` questions (file order) whose retrieval holds a needle's chunk, each with what it is shown
+    (module docstring). ``retrieve(question)`` gives its retrieved chunks, best first (called once per question,
+    in order, until ``n`` are found; then on for the others' chunks only when one lacks them). Raises
+    :class:`InputError` when no question retrieved its needle, or fewer than ``n`` did."""
+    n = check_count(n, len(questions))
+    retrieved: dict[str, list[Chunk]] = {}
+    chosen: list[Question] = []
+    for q in questions:
+        retrieved[q.id] = list(retrieve(q))
+        if _needle_chunks(q, retrieved[q.id]):
+            chosen.append(q)
+            if len(chosen) == n:
+                break
+    if not chosen:
+        raise InputError(f"--known-answers: {strategy} retrieved no chunk of a needle's document for any of the "
+                         f"{len(retrieved)} questions, so no answer is known to show the judge: run without "
+                         "--known-answers, or with a strategy that retrieves the needles")
+    if len(chosen) < n:
+        raise InputError(f"--known-answers {n}: only {len(chosen)} of the {len(questions)} questions retrieved a chunk "
+                         f"of their needle's document with {strategy}: give --known-answers {len(chosen)} or fewer")
+
+    def pool() -> list[Chunk]:
+        return [c for chunks in retrieved.values() for c in chunks]
+
+    pairs = []
+    for q in chosen:
+        needle = _needle_chunks(q, retrieved[q.id])
+        other = _others(q, retrieved[q.id], pool(), len(needle))
+        for rest in (x for x in questions if x.id not in retrieved):  # borrow further only when short
+            if len(other) == len(needle):
+                break
+            retrieved[rest.id] = list(retrieve(rest))
+            other = _others(q, retrieved[q.id], pool(), len(needle))
+        if not other:
+            raise InputError(f"--known-answers: no question's retrieval with {strategy} holds a chunk of a document "
+                             f"other than {q.id!r}'s needle, so there is nothing wrong to show the judge beside it")
+        pairs.append(Pair(q, needle, other))
+    return pairs
+
+
+def _graded(result: Any) -> tuple[int | None, str | None]:
+    grade = getattr(result, "grade", None)
+    return grade, None if grade is not None else (getattr(result, "error", None) or "no grade")
+
+
+def grade_pairs(pairs: Sequence[Pair], judge: Judge, name: str | None = None) -> KnownAnswers:
+    """Grade every pair with ``judge`` (two calls each: the needle's chunks, then the others') and judge the
+    separation (module docstring). A fatal judge error propagates (the run stops as for any grading call)."""
+    rows = []
+    for pair in pairs:
+        q = pair.question
+        needle, needle_error = _graded(judge.grade(q.question, q.expected_answer, pair.needle))
+        other, other_error = _graded(judge.grade(q.question, q.expected_answer, pair.other))
+        error = "; ".join(f"{side}: {e}" for side, e in (("needle", needle_error), ("other", other_error)) if e)
+        rows.append(KnownAnswer(q.id, needle, other, [c.chunk_id for c in pair.needle],
+                                [c.chunk_id for c in pair.other], error or None))
+    return summarize(rows, len(pairs), 2 * len(pairs), name)
+
+
+def summarize(rows: Sequence[KnownAnswer], questions: int, calls: int, name: str | None = None) -> KnownAnswers:
+    """The check's figures and verdict from its rows (the pairs both calls graded)."""
+    both = [(r.needle_grade, r.other_grade) for r in rows if r.needle_grade is not None and r.other_grade is not None]
+    differences = [float(a - b) for a, b in both]
+    ci = paired_t_ci(differences)
+    return KnownAnswers(
+        verdict=verdict(ci), questions=questions, pairs=len(both),
+        separation=round(fmean(differences), 6) if both else None,
+        ci95=[round(ci[0], 6) + 0.0, round(ci[1], 6) + 0.0] if ci is not None else None,
+        auc=None if not both else round(auc([a for a, _ in both], [b for _, b in both]), 6),
+        mean_needle=round(fmean(a for a, _ in both), 6) if both else None,
+        mean_other=round(fmean(b for _, b in both), 6) if both else None,
+        calls=calls, rows=list(rows), judge=name)
+
+
+def check_judges(pairs: Sequence[Pair], judges: Mapping[str | None, Judge]) -> dict[str | None, KnownAnswers]:
+    """Each judge's check on the same pairs (``{None: judge}`` for the run's one judge; a panel's by name)."""
+    return {name: grade_pairs(pairs, judge, name) for name, judge in judges.items()}
+
+
+def blind(checks: Mapping[str | None, KnownAnswers]) -> list[KnownAnswers]:
+    """The blind judges' checks, in panel order."""
+    return [c for c in checks.values() if c.verdict == BLIND]
+
+
+def record(checks: Mapping[str | None, KnownAnswers]) -> dict:
+    """The results' ``run.known_answers``: the one judge's check, or a panel's (``verdict`` blind when any judge
+    is, ``blind`` naming them, each judge's check under ``judges``)."""
+    if list(checks) == [None]:
+        return checks[None].to_json()
+    named = blind(checks)
+    verdicts = {c.verdict for c in checks.values()}
+    overall = BLIND if named else DISCRIMINATES if verdicts == {DISCRIMINATES} else INCONCLUSIVE
+    return {"verdict": overall, "blind": [c.judge for c in named],
+            "judges": {str(name): c.to_json() for name, c in checks.items()}}
+
+
+def stop_line(checks: Mapping[str | None, KnownAnswers]) -> str:
+    """The one line that says why a blind judge stopped the run: what it graded right and wrong."""
+    named = blind(checks)
+    detail = "; ".join(c.line() for c in named)
+    return (f"{detail}: it does not tell the needle's chunks from other documents', so its grades would measure the "
+            f"judge, not the retrieval; the run stopped before judging any question (status {STATUS}): use another "
+            "judge (docs/judges.md)")
+
+
+def estimate_calls(n: int, judges: int = 1) -> int:
+    """The calls the check adds to a run's cost estimate: 2 per question and judge."""
+    return 2 * n * judges
