@@ -143,7 +143,8 @@ def test_compare_of_two_constant_judge_runs_fails_the_gate_naming_the_judge(acme
     assert done.code == 6, done.stdout + done.stderr
     assert "avg grade: cannot be judged: the grades come from an uninformative judge" in done.stdout
     fails = [line for line in done.stdout.splitlines() if line.startswith("  FAIL")]
-    assert fails and all("cannot be judged: the judge of" in line and "openai/gpt-4.1" in line for line in fails)
+    assert fails and all("cannot be judged: the judge of both runs, openai/gpt-4.1, is uninformative" in line
+                         for line in fails)
     failed = {line.split()[1] for line in fails}
     assert "avg_llm_grade" in failed and "avg_total_score" in failed and "mrr" not in failed  # retrieval: judged
 

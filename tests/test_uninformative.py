@@ -35,8 +35,11 @@ def test_two_runs_of_a_judge_answering_8_cannot_be_judged_and_fail_the_gate():
     gate = comparison.gate(worse=True)
     failed = {c.metric: c.line for c in gate.failures}
     assert not gate.passed and "avg_llm_grade" in failed and "mrr" not in failed
-    assert "cannot be judged: the judge of a, openai/qwen, and the judge of b, openai/qwen, are uninformative" \
-        in failed["avg_llm_grade"]
+    assert "cannot be judged: the judge of both runs, openai/qwen, is uninformative (its grades do not follow the " \
+        "needle): a gate cannot pass on such grades" in failed["avg_llm_grade"]
+    mixed = compare_runs([single("a", 9, 2), single("b", 8, 8)], ["a", "b"]).gate(worse=True)
+    assert "cannot be judged: the judge of b, openai/qwen is uninformative" in \
+        next(c.line for c in mixed.failures if c.metric == "avg_llm_grade")
     assert comparison.to_json()["uninformative"] == {"a": "openai/qwen", "b": "openai/qwen"}
 
 

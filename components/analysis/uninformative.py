@@ -72,12 +72,16 @@ def mark_comparisons(comparisons: Sequence[PairComparison], uninformative: Mappi
 
 def gate_reason(uninformative: Mapping[str, str], pc: PairComparison) -> str | None:
     """Why a grade metric of ``pc`` cannot be judged (the uninformative judges named), or None."""
-    named = [f"the judge of {label}, {uninformative[label]}," for label in (pc.baseline, pc.other)
-             if label in uninformative]
-    if not named:
+    labels = [label for label in (pc.baseline, pc.other) if label in uninformative]
+    if not labels:
         return None
-    return (f"{' and '.join(named)} {'is' if len(named) == 1 else 'are'} uninformative (the grades do not follow "
-            "the needle); a gate cannot pass on grades that do not tell right from wrong")
+    names = {uninformative[label] for label in labels}
+    if len(labels) == 2 and len(names) == 1:
+        who = f"the judge of both runs, {names.pop()}, is"
+    else:
+        who = " and ".join(f"the judge of {label}, {uninformative[label]}," for label in labels)[:-1] + \
+            (" is" if len(labels) == 1 else " are")
+    return f"{who} uninformative (its grades do not follow the needle): a gate cannot pass on such grades"
 
 
 def left_out(runs: Sequence[RunResult], names: Sequence[str], view) -> list[str]:

@@ -74,9 +74,8 @@ class JudgeSignal(JsonRecord):
         line for a console)."""
         if self.verdict != UNINFORMATIVE:
             return None
-        return (f"WARNING: {judge} is uninformative: {self.why()} ({self.figures()}); its grades do "
-                "not tell right chunks from wrong ones, so avg grade, avg total and the pass rates measure the judge, "
-                f"not the retrieval ({DOCS})")
+        return (f"WARNING: {judge} is uninformative: {self.why()} ({self.figures()}): avg grade, avg total "
+                f"and the pass rates measure the judge, not the retrieval ({DOCS})")
 
 
 def signal_of(judge: object, where: str = f"run.judge.{FIELD}") -> JudgeSignal | None:
