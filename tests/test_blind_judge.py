@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import clean_env, run_cli
+from tests.conftest import ROOT, clean_env, run_cli
 from tests.loopback_openai import OpenAILoopback
 
 DOCS = {
@@ -111,6 +111,9 @@ def test_a_judge_answering_8_is_uninformative_and_warned_of(acme, runs):
     s = signal(folder, "constant.json")
     assert (s["verdict"], s["n_found"], s["n_missed"], s["gap"], s["ci95"], s["top_grade"], s["top_grade_share"]) == \
         ("uninformative", 10, 10, 0.0, [0.0, 0.0], 8, 1.0)
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(json.loads((folder / "constant.json").read_text()),
+                        json.loads((ROOT / "docs" / "results.schema.json").read_text()))
     out = runs["constant"].stdout
     assert "judge signal       uninformative: grade gap +0.00 [+0.00, +0.00]" in out
     assert "WARNING: the judge openai gpt-4.1 is uninformative" in out

@@ -24,7 +24,7 @@ measure the judge, not the retrieval. In a panel each judge is checked, and a bl
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from statistics import fmean
 from typing import Any, Protocol
 
@@ -32,13 +32,15 @@ from components.core.chunk import Chunk
 from components.core.questions import Question
 from components.stats.statistics import auc, paired_t_ci
 from utils.errors import InputError
+from utils.records.known_answers import (BLIND, DISCRIMINATES, FIELD, INCONCLUSIVE, METHOD, VERDICTS, KnownAnswer,
+                                         KnownAnswers)
+
+__all__ = ["BLIND", "DISCRIMINATES", "FIELD", "INCONCLUSIVE", "METHOD", "SEPARATION", "STATUS", "VERDICTS", "Judge",
+           "KnownAnswer", "KnownAnswers", "Pair", "blind", "check_count", "check_judges", "choose", "estimate_calls",
+           "grade_pairs", "record", "stop_line", "summarize", "verdict"]
 
 SEPARATION = 1.0  # grade points: the least a judge that tells the needle from other text puts between them
-DISCRIMINATES, BLIND, INCONCLUSIVE = "discriminates", "blind", "inconclusive"
-VERDICTS = (DISCRIMINATES, BLIND, INCONCLUSIVE)
 STATUS = "judge_blind"  # the run's status when a blind judge stopped it
-METHOD = "paired t"
-FIELD = "known_answers"  # its name in the results' run record
 
 
 class Judge(Protocol):
@@ -55,50 +57,6 @@ class Pair:
     question: Question
     needle: list[Chunk]
     other: list[Chunk]
-
-
-@dataclass(frozen=True)
-class KnownAnswer:
-    """One question's two grades (None: the call gave no grade; ``error`` says why)."""
-
-    question_id: str
-    needle_grade: int | None
-    other_grade: int | None
-    needle_chunks: list[str] = field(default_factory=list)  # chunk ids shown
-    other_chunks: list[str] = field(default_factory=list)
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class KnownAnswers:
-    """One judge's known-answers check (module docstring)."""
-
-    verdict: str  # discriminates | blind | inconclusive
-    questions: int  # N asked for
-    pairs: int  # questions both calls graded
-    separation: float | None  # mean(needle grade − other grade) over the pairs
-    ci95: list[float] | None  # its 95% interval (one-sample t); null below 2 pairs
-    auc: float | None  # P(a needle grade > an other grade), ties half
-    mean_needle: float | None
-    mean_other: float | None
-    calls: int  # grading calls made (2 per question)
-    rows: list[KnownAnswer] = field(default_factory=list)
-    judge: str | None = None  # a panel's judge name; null for the run's one judge
-    method: str = METHOD
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    def line(self) -> str:
-        """What it graded right and wrong, in one line."""
-        who = f"judge {self.judge}" if self.judge else "judge"
-        if not self.pairs:
-            return f"known answers: the {who} graded none of the {self.questions} pair(s): {self.verdict}"
-        ci = f" [95% CI {self.ci95[0]:+.2f}, {self.ci95[1]:+.2f}]" if self.ci95 else ""
-        shown_auc = "n/a" if self.auc is None else f"{self.auc:.2f}"
-        return (f"known answers: on {self.pairs} question(s) the {who} graded the needle's chunks "
-                f"{self.mean_needle:.1f} and other documents' chunks {self.mean_other:.1f} on average: separation "
-                f"{self.separation:+.2f}{ci}, AUC {shown_auc}: {self.verdict}")
 
 
 def verdict(ci: Sequence[float] | None) -> str:

@@ -15,6 +15,10 @@ from typing import Any, Union
 from utils import metrics as M
 from utils.results import PANEL_ROW_FIELDS, SCHEMA_VERSION, QuestionResult, RunInfo, RunResult
 from utils.records.diagnosis_schema import DIAGNOSIS_SCHEMA
+from utils.records.judge_signal import VERDICTS as SIGNAL_VERDICTS
+from utils.records.judge_signal import JudgeSignal
+from utils.records.known_answers import VERDICTS as KNOWN_VERDICTS
+from utils.records.known_answers import KnownAnswers
 from utils.records.typecheck import KEYS, hints, remembers_keys
 
 SCHEMA_ID = "https://retrieval-benchmark.invalid/results.schema.json"
@@ -74,8 +78,24 @@ def json_schema() -> dict:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
         "title": "Retrieval benchmark results", "type": "object",
-        "properties": {"schema_version": {"const": SCHEMA_VERSION}, "run": _record_schema(RunInfo), **metrics, **top,
-                       "results": {"type": "array", "items": rows}},
+        "properties": {"schema_version": {"const": SCHEMA_VERSION}, "run": _judge_checks(_record_schema(RunInfo)),
+                       **metrics, **top, "results": {"type": "array", "items": rows}},
         "required": ["schema_version", "run", "question_count", "graded_count", "ungraded_count", "ci95", "results"],
         "additionalProperties": True,
     }
+
+
+def _judge_checks(run: dict) -> dict:
+    """``run`` with the judge's checks: ``run.judge.judge_signal`` (:mod:`utils.records.judge_signal`) and
+    ``run.known_answers`` (:mod:`utils.records.known_answers`: one judge's check, or a panel's), neither required."""
+    signal = type_schema(JudgeSignal)
+    signal["properties"]["verdict"] = {"enum": list(SIGNAL_VERDICTS)}
+    run["properties"]["judge"]["properties"]["judge_signal"] = signal
+    one = type_schema(KnownAnswers)
+    one["properties"]["verdict"] = {"enum": list(KNOWN_VERDICTS)}
+    panel = {"type": "object", "properties": {"verdict": {"enum": list(KNOWN_VERDICTS)},
+                                              "blind": {"type": "array", "items": {"type": "string"}},
+                                              "judges": {"type": "object", "additionalProperties": one}},
+             "required": ["verdict", "blind", "judges"], "additionalProperties": True}
+    run["properties"]["known_answers"] = {"anyOf": [{"type": "null"}, one, panel]}
+    return run
