@@ -137,3 +137,20 @@ def test_no_needle_retrieved_or_too_few_is_refused_saying_how_many():
     with pytest.raises(InputError, match=r"^--known-answers 6: only 5 of the 10 questions retrieved a chunk of their "
                                          r"needle's document with the strategy: give --known-answers 5 or fewer$"):
         K.choose(QUESTIONS, retrieve(), 6)
+
+
+def test_the_run_check_retrieves_with_the_retriever_and_marks_every_question_unjudged_when_blind():
+    class Retriever:
+        def retrieve(self, query, k):
+            i = int(query.split()[1].rstrip("?"))
+            return [SimpleNamespace(chunk=c, score=1.0) for c in RETRIEVED[f"q{i}"]][:k]
+
+    replies: list = []
+    outcome = K.run_check(3, QUESTIONS, Retriever().retrieve, 5, {None: Scripted(8, 8)}, on_reply=replies.append)
+    assert outcome.blind and len(replies) == 6 and outcome.record()["verdict"] == "blind"
+    rule = outcome.unjudged(lambda q: None)
+    assert rule(QUESTIONS[7]).startswith("not judged: the judge is blind (--known-answers)")
+    fine = K.run_check(3, QUESTIONS, Retriever().retrieve, 5, {None: Scripted(9, 2)})
+    assert not fine.blind and fine.unjudged(lambda q: None)(QUESTIONS[0]) is None
+    with pytest.raises(InputError, match="retrieving question 'q0' with the strategy failed \\(ValueError: down\\)"):
+        K.run_check(1, QUESTIONS, lambda query, k: (_ for _ in ()).throw(ValueError("down")), 5, {None: Scripted(8, 8)})

@@ -32,12 +32,13 @@ from components.core.chunk import Chunk
 from components.core.questions import Question
 from components.stats.statistics import auc, paired_t_ci
 from utils.errors import InputError
+from utils.metrics import NOT_JUDGED
 from utils.records.known_answers import (BLIND, DISCRIMINATES, FIELD, INCONCLUSIVE, METHOD, VERDICTS, KnownAnswer,
                                          KnownAnswers)
 
 __all__ = ["BLIND", "DISCRIMINATES", "FIELD", "INCONCLUSIVE", "METHOD", "SEPARATION", "STATUS", "VERDICTS", "Judge",
-           "KnownAnswer", "KnownAnswers", "Pair", "blind", "check_count", "check_judges", "choose", "estimate_calls",
-           "grade_pairs", "record", "stop_line", "summarize", "verdict"]
+           "KnownAnswer", "KnownAnswers", "Outcome", "Pair", "blind", "check_count", "check_judges", "choose", "estimate_calls",
+           "grade_pairs", "record", "run_check", "stop_line", "summarize", "verdict"]
 
 SEPARATION = 1.0  # grade points: the least a judge that tells the needle from other text puts between them
 STATUS = "judge_blind"  # the run's status when a blind judge stopped it
@@ -152,14 +153,22 @@ def _graded(result: Any) -> tuple[int | None, str | None]:
     return grade, None if grade is not None else (getattr(result, "error", None) or "no grade")
 
 
-def grade_pairs(pairs: Sequence[Pair], judge: Judge, name: str | None = None) -> KnownAnswers:
+def grade_pairs(pairs: Sequence[Pair], judge: Judge, name: str | None = None,
+                on_reply: Callable[[Any], None] = lambda result: None) -> KnownAnswers:
     """Grade every pair with ``judge`` (two calls each: the needle's chunks, then the others') and judge the
-    separation (module docstring). A fatal judge error propagates (the run stops as for any grading call)."""
+    separation (module docstring); ``on_reply(result)`` sees each call's result (the run counts its usage). A fatal
+    judge error propagates (the run stops as for any grading call)."""
     rows = []
+
+    def call(q: Question, chunks: Sequence[Chunk]) -> tuple[int | None, str | None]:
+        result = judge.grade(q.question, q.expected_answer, chunks)
+        on_reply(result)
+        return _graded(result)
+
     for pair in pairs:
         q = pair.question
-        needle, needle_error = _graded(judge.grade(q.question, q.expected_answer, pair.needle))
-        other, other_error = _graded(judge.grade(q.question, q.expected_answer, pair.other))
+        needle, needle_error = call(q, pair.needle)
+        other, other_error = call(q, pair.other)
         error = "; ".join(f"{side}: {e}" for side, e in (("needle", needle_error), ("other", other_error)) if e)
         rows.append(KnownAnswer(q.id, needle, other, [c.chunk_id for c in pair.needle],
                                 [c.chunk_id for c in pair.other], error or None))
@@ -181,9 +190,10 @@ def summarize(rows: Sequence[KnownAnswer], questions: int, calls: int, name: str
         calls=calls, rows=list(rows), judge=name)
 
 
-def check_judges(pairs: Sequence[Pair], judges: Mapping[str | None, Judge]) -> dict[str | None, KnownAnswers]:
+def check_judges(pairs: Sequence[Pair], judges: Mapping[str | None, Judge],
+                 on_reply: Callable[[Any], None] = lambda result: None) -> dict[str | None, KnownAnswers]:
     """Each judge's check on the same pairs (``{None: judge}`` for the run's one judge; a panel's by name)."""
-    return {name: grade_pairs(pairs, judge, name) for name, judge in judges.items()}
+    return {name: grade_pairs(pairs, judge, name, on_reply) for name, judge in judges.items()}
 
 
 def blind(checks: Mapping[str | None, KnownAnswers]) -> list[KnownAnswers]:
@@ -215,3 +225,49 @@ def stop_line(checks: Mapping[str | None, KnownAnswers]) -> str:
 def estimate_calls(n: int, judges: int = 1) -> int:
     """The calls the check adds to a run's cost estimate: 2 per question and judge."""
     return 2 * n * judges
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the run does with the check: its record (``run.known_answers``), whether a judge is blind, and the
+    ``unjudged`` rule of the run's loop (every question, when one is: no judge call is made)."""
+
+    checks: dict[str | None, KnownAnswers]
+
+    @property
+    def blind(self) -> bool:
+        return bool(blind(self.checks))
+
+    def record(self) -> dict:
+        return record(self.checks)
+
+    def stop_line(self) -> str:
+        return stop_line(self.checks)
+
+    def lines(self) -> list[str]:
+        """One line per judge checked (what it graded right and wrong)."""
+        return [c.line() for c in self.checks.values()]
+
+    def unjudged(self, then: Callable[[Question], str | None]) -> Callable[[Question], str | None]:
+        """The loop's rule: every question unjudged when a judge is blind, else ``then``'s."""
+        if not self.blind:
+            return then
+        reason = f"{NOT_JUDGED}: the judge is blind (--known-answers): the run stopped before judging any question"
+        return lambda q: reason
+
+
+def run_check(n: int, questions: Sequence[Question], retrieve: Callable[[str, int], Sequence[Any]], k: int,
+              judges: Mapping[str | None, Judge], strategy: str = "the strategy",
+              on_reply: Callable[[Any], None] = lambda result: None) -> Outcome:
+    """The check of a run, before any question is judged: the questions chosen from ``retrieve(query, k)``
+    (the run's retriever: chunks or scored chunks, best first), each judge of ``judges`` grading them. Raises
+    :class:`InputError` for a bad ``n`` or too few questions that retrieved their needle."""
+    def chunks(q: Question) -> list[Chunk]:
+        try:
+            found = retrieve(q.question, k)
+        except Exception as err:  # noqa: BLE001 - the retriever is the user's code
+            raise InputError(f"--known-answers: retrieving question {q.id!r} with {strategy} failed "
+                             f"({type(err).__name__}: {str(err)[:200]}): fix the retriever") from None
+        return [getattr(item, "chunk", item) for item in found][:k]
+
+    return Outcome(check_judges(choose(questions, chunks, n, strategy), judges, on_reply))
