@@ -109,7 +109,8 @@ def test_a_panel_names_its_blind_judge():
     checks = K.check_judges(pairs, {"offline": Scripted(9, 2), "qj": Scripted(8, 8)})
     assert [c.judge for c in K.blind(checks)] == ["qj"]
     doc = K.record(checks)
-    assert doc["verdict"] == "blind" and doc["blind"] == ["qj"] and doc["judges"]["offline"]["verdict"] == "discriminates"
+    assert doc["verdict"] == "blind" and doc["blind"] == ["qj"]
+    assert doc["judges"]["offline"]["verdict"] == "discriminates"
     assert "the judge qj graded the needle's chunks 8.0" in K.stop_line(checks)
     assert K.record({None: checks["offline"]})["verdict"] == "discriminates"
     assert K.estimate_calls(5, judges=2) == 20

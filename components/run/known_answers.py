@@ -36,9 +36,9 @@ from utils.metrics import NOT_JUDGED
 from utils.records.known_answers import (BLIND, DISCRIMINATES, FIELD, INCONCLUSIVE, METHOD, VERDICTS, KnownAnswer,
                                          KnownAnswers)
 
-__all__ = ["BLIND", "DISCRIMINATES", "FIELD", "INCONCLUSIVE", "METHOD", "SEPARATION", "STATUS", "VERDICTS", "Judge",
-           "KnownAnswer", "KnownAnswers", "Outcome", "Pair", "blind", "check_count", "check_judges", "choose", "estimate_calls",
-           "grade_pairs", "record", "run_check", "stop_line", "summarize", "verdict"]
+__all__ = ["BLIND", "DISCRIMINATES", "FIELD", "INCONCLUSIVE", "METHOD", "SEPARATION", "STATUS", "VERDICTS",
+           "Judge", "KnownAnswer", "KnownAnswers", "Outcome", "Pair", "blind", "check_count", "check_judges",
+           "choose", "estimate_calls", "grade_pairs", "record", "run_check", "stop_line", "summarize", "verdict"]
 
 SEPARATION = 1.0  # grade points: the least a judge that tells the needle from other text puts between them
 STATUS = "judge_blind"  # the run's status when a blind judge stopped it
