@@ -24,13 +24,16 @@ measure the judge, not the retrieval. In a panel each judge is checked, and a bl
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any, Protocol
+
+from loguru import logger
 
 from components.core.chunk import Chunk
 from components.core.questions import Question
 from components.stats.statistics import auc, paired_t_ci
+from utils.console import escape_control
 from utils.errors import InputError
 from utils.metrics import NOT_JUDGED
 from utils.records.known_answers import (BLIND, DISCRIMINATES, FIELD, INCONCLUSIVE, METHOD, VERDICTS, KnownAnswer,
@@ -38,7 +41,8 @@ from utils.records.known_answers import (BLIND, DISCRIMINATES, FIELD, INCONCLUSI
 
 __all__ = ["BLIND", "DISCRIMINATES", "FIELD", "INCONCLUSIVE", "METHOD", "SEPARATION", "STATUS", "VERDICTS",
            "Judge", "KnownAnswer", "KnownAnswers", "Outcome", "Pair", "blind", "check_count", "check_judges",
-           "choose", "estimate_calls", "grade_pairs", "record", "run_check", "stop_line", "summarize", "verdict"]
+           "check_number", "choose", "estimate_calls", "grade_pairs", "parse_count", "record", "run_check", "start",
+           "stop_line", "summarize", "verdict"]
 
 SEPARATION = 1.0  # grade points: the least a judge that tells the needle from other text puts between them
 STATUS = "judge_blind"  # the run's status when a blind judge stopped it
@@ -229,17 +233,40 @@ def estimate_calls(n: int, judges: int = 1) -> int:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What the run does with the check: its record (``run.known_answers``), whether a judge is blind, and the
-    ``unjudged`` rule of the run's loop (every question, when one is: no judge call is made)."""
+    """What the run does with the check: its record (``run.known_answers``), whether a judge is blind, the
+    ``unjudged`` rule of the run's loop (every question, when one is: no judge call is made), the run's status and
+    the usage of its calls. No check asked for: no record, the loop's rule and the status as they are."""
 
-    checks: dict[str | None, KnownAnswers]
+    checks: dict[str | None, KnownAnswers] = field(default_factory=dict)
+    replies: list = field(default_factory=list)  # each call's reply (its usage), in order
 
     @property
     def blind(self) -> bool:
         return bool(blind(self.checks))
 
-    def record(self) -> dict:
-        return record(self.checks)
+    def record(self) -> dict | None:
+        return record(self.checks) if self.checks else None
+
+    def fields(self) -> dict:
+        """What the run record adds: ``{"known_answers": ...}``, or nothing without a check."""
+        return {FIELD: self.record()} if self.checks else {}
+
+    def status(self, status: str) -> str:
+        """The run's status: :data:`STATUS` when a judge is blind (unless the run was interrupted)."""
+        return STATUS if self.blind and status != "interrupted" else status
+
+    def count(self, usage: Any) -> None:
+        """Add the check's calls to the run's judge usage (``usage.add(reply)``)."""
+        for reply in self.replies:
+            usage.add(reply)
+
+    def log(self) -> None:
+        """Each judge's line that is not blind; the stop line (an error, naming the blind ones) when one is."""
+        for check in self.checks.values():
+            if check.verdict != BLIND:
+                logger.info("{}", escape_control(check.line()))
+        if self.blind:
+            logger.error("{}", escape_control(self.stop_line()))
 
     def stop_line(self) -> str:
         return stop_line(self.checks)
@@ -271,3 +298,39 @@ def run_check(n: int, questions: Sequence[Question], retrieve: Callable[[str, in
         return [getattr(item, "chunk", item) for item in found][:k]
 
     return Outcome(check_judges(choose(questions, chunks, n, strategy), judges, on_reply))
+
+
+def start(n: int | None, questions: Sequence[Question], retrieve: Callable[[str, int], Sequence[Any]], k: int,
+          judges: Mapping[str | None, Judge], strategy: str = "the strategy") -> Outcome:
+    """The run's check (:func:`run_check`, its calls' replies kept for the run's usage, its lines logged), or no
+    check when ``n`` is None (no ``--known-answers``)."""
+    if n is None:
+        return Outcome()
+    replies: list = []
+    outcome = run_check(n, questions, retrieve, k, judges, strategy,
+                        on_reply=lambda result: replies.append(getattr(result, "reply", None)))
+    outcome = Outcome(outcome.checks, [r for r in replies if r is not None])
+    outcome.log()
+    return outcome
+
+
+def parse_count(text: str | None) -> int | None:
+    """``--known-answers N`` as typed: None (not given), or a whole number of at least 1. Raises :class:`InputError`
+    (one line) otherwise; the run checks it against its questions once they are known."""
+    if text is None:
+        return None
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise InputError(f"--known-answers {text!r}: give a whole number of questions, 1 or more (e.g. 5)") from None
+    return check_number(value)
+
+
+def check_number(value: object) -> int | None:
+    """``--known-answers`` as given, before the questions are known: None (not asked), or a whole number of at
+    least 1. Raises :class:`InputError` (one line)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"--known-answers {value!r}: give a whole number of questions, 1 or more (e.g. 5)")
+    return value
