@@ -112,7 +112,7 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
              panel_aggregate: str = "median", repeat_where: str = "all",
              until_decided: RunResult | str | os.PathLike | Mapping | None = None,
              fail_on: str | Sequence[str] | bool | None = None, margins: Mapping[str, float] | None = None,
-             target_ci: float | str | Mapping[str, float] | None = None) -> RunResult:
+             target_ci: float | str | Mapping[str, float] | None = None, known_answers: int | None = None) -> RunResult:
     """Evaluate ``retriever`` on ``questions`` over ``corpus`` and return the typed result.
 
     - ``retriever``: an object with ``index(chunks)`` and ``retrieve(query, k)``, or a strategy name
@@ -150,6 +150,9 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
       side (or ``{"grade": 0.3, "pass7": 5}``). Rows not judged have ``grade_error`` ``"not judged:
       decided after N"``; ``result.adaptive`` records the looks, the verdicts and the calls saved
       (:mod:`components.run.adaptive`; docs/compare.md).
+    - ``known_answers``: before any question is judged, grade the first N questions whose retrieval holds their
+      needle with the needle's chunks and with other documents'; a blind judge stops the run (status
+      ``judge_blind``, every row ungraded; ``run.known_answers``: :mod:`components.run.known_answers`).
 
     Returns a :class:`RunResult`: ``metrics``, ``ci95``, ``groups``, ``rows``, ``run``; it writes
     nothing (``result.save(path)`` does). Raises :class:`InputError` for bad input and
@@ -162,7 +165,8 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
                    max_cost_usd=max_cost_usd, group_by=tuple(group_by) if group_by is not None else None,
                    keep_text=keep_text, cache_dir=Path(cache_dir) if cache_dir else None, concurrency=concurrency,
                    order_check=order_check, retrieval_timeout=retrieval_timeout, panel_aggregate=panel_aggregate,
-                   adaptive=adaptive_request(until_decided, fail_on=fail_on, margins=margins, target_ci=target_ci))
+                   adaptive=adaptive_request(until_decided, fail_on=fail_on, margins=margins, target_ci=target_ci),
+                   known_answers=known_answers)
     return _evaluate(retriever, questions, corpus, spec=spec, settings=judges_settings, name=name, on_row=on_row,
                      should_stop=should_stop)
 

@@ -170,3 +170,66 @@ def test_a_panel_of_the_offline_judge_and_the_constant_judge_is_certified_on_the
     assert compared.code == 0, compared.stdout + compared.stderr
     assert "Verdict certificate (1 judge: offline;" in compared.stdout
     assert "\n  qj: left out, uninformative\n" in compared.stdout
+
+
+# ---- --known-answers: before any question is judged
+
+def test_known_answers_stop_the_constant_judge_as_blind_after_at_most_ten_calls(acme):
+    folder, server = acme
+    before = len(server.requests)
+    done = run(folder, constant_env(server), "blind.json", "--known-answers", "5")
+    assert done.code == 3, done.stderr
+    assert len(server.requests) - before <= 10
+    doc = json.loads((folder / "blind.json").read_text())
+    known = doc["run"]["known_answers"]
+    assert doc["run"]["status"] == "judge_blind" and known["verdict"] == "blind"
+    assert (known["pairs"], known["separation"], known["ci95"], known["auc"]) == (5, 0.0, [0.0, 0.0], 0.5)
+    assert [r["question_id"] for r in known["rows"]] == [f"q{i}-right" for i in range(1, 6)]
+    assert all(r["llm_grade"] is None and r["grade_error"].startswith("not judged: the judge is blind")
+               for r in doc["results"]) and len(doc["results"]) == 20
+    assert doc["hit_at_1_rate"] == 50.0  # retrieval is still measured
+    assert "graded the needle's chunks 8.0 and other documents' chunks 8.0 on average" in done.stderr
+    assert "the run stopped before judging any question (status judge_blind)" in done.stderr
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(doc, json.loads((ROOT / "docs" / "results.schema.json").read_text()))
+
+
+def test_known_answers_let_the_offline_judge_grade(acme):
+    folder, _ = acme
+    done = run(folder, clean_env(BENCHMARK_JUDGE="offline"), "known.json", "--known-answers", "5")
+    assert done.code == 0, done.stderr
+    doc = json.loads((folder / "known.json").read_text())
+    assert doc["run"]["known_answers"]["verdict"] == "discriminates" and doc["run"]["status"] == "completed"
+    assert doc["graded_count"] == 20
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "--known-answers 0: give a whole number of questions, 1 or more (e.g. 5)"),
+    ("-1", "--known-answers -1: give a whole number of questions, 1 or more (e.g. 5)"),
+    ("2.5", "--known-answers '2.5': give a whole number of questions, 1 or more (e.g. 5)"),
+    ("21", "--known-answers 21: give a number of questions from 1 to the run's 20 (the run has 20)"),
+    ("11", "--known-answers 11: only 10 of the 20 questions retrieved a chunk of their needle's document with "
+           "recorded: give --known-answers 10 or fewer"),
+])
+def test_bad_known_answers_are_one_line_exit_2(acme, value, message):
+    folder, _ = acme
+    done = run(folder, clean_env(BENCHMARK_JUDGE="offline"), "bad.json", "--known-answers", value)
+    assert done.code == 2
+    errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1, done.stderr
+    assert errors[0].endswith(message) and not (folder / "bad.json").exists()
+
+
+def test_a_panel_names_its_blind_judge_and_the_estimate_counts_two_calls_per_question_and_judge(acme):
+    folder, server = acme
+    (folder / "panel2.toml").write_text(f'[[judge]]\nname = "offline"\nprovider = "offline"\n\n[[judge]]\nname = "qj"\n'
+                                        f'provider = "openai"\nmodel = "gpt-4.1"\nbase_url = "{server.url}"\n')
+    done = run(folder, clean_env(), "panel_blind.json", "--judges", str(folder / "panel2.toml"), "--known-answers", "5")
+    assert done.code == 3, done.stderr
+    known = json.loads((folder / "panel_blind.json").read_text())["run"]["known_answers"]
+    assert known["blind"] == ["qj"] and known["judges"]["offline"]["verdict"] == "discriminates"
+    assert "the judge qj graded the needle's chunks 8.0" in done.stderr
+    estimate = run(folder, constant_env(server), "est.json", "--known-answers", "5", "--estimate")
+    assert estimate.code == 0, estimate.stderr
+    (line,) = [x for x in estimate.stdout.splitlines() if x.strip().startswith("known answers")]
+    assert line.split()[2] == "10", estimate.stdout

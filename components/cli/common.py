@@ -18,8 +18,8 @@ from utils.files.output import remove_temp_files
 
 LOG_DIR = Path("logs")  # --log-dir's default: in the current folder, like every output (components/cli/output_home.py)
 STATUS_EXIT = {"completed": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "judge_failed": EXIT_JUDGE,
-               "rate_limited": EXIT_JUDGE, "budget_exhausted": EXIT_BUDGET, "retrieval_failed": EXIT_RETRIEVAL,
-               "incomplete": EXIT_INCOMPLETE}
+               "judge_blind": EXIT_JUDGE, "rate_limited": EXIT_JUDGE, "budget_exhausted": EXIT_BUDGET,
+               "retrieval_failed": EXIT_RETRIEVAL, "incomplete": EXIT_INCOMPLETE}
 # several runs: the exit code of the worst; 8 (incomplete) ranks below 3, 4 and 7 and above 6, the others by value
 _EXIT_RANK = {EXIT_OK: -2, EXIT_GATE: -1, EXIT_INCOMPLETE: 0}
 

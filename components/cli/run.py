@@ -132,6 +132,11 @@ def _add_judging_arguments(p: argparse.ArgumentParser) -> None:
                         "moves the judge's grade (one more judge call per question checked)")
     p.add_argument("--order-check-sample", type=positive_int, metavar="N",
                    help="with --order-check: check N questions drawn with a fixed seed (default: all)")
+    p.add_argument("--known-answers", default=None, metavar="N",
+                   help="before any question is judged, grade the first N questions whose retrieval holds their "
+                        "needle twice, with the needle's chunks and with other documents': a judge that cannot tell "
+                        "them apart stops the run (status judge_blind, exit 3); 2N calls per judge "
+                        "(docs/judges.md#does-the-judge-tell-right-from-wrong)")
 
 
 def header_details(args: argparse.Namespace) -> dict[str, object]:
@@ -215,6 +220,7 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None, suite
     :class:`InputError` for a bad ``--targets``)."""
     from components.analysis.targets import parse_targets
     from components.run.benchmark_run import RunOptions
+    from components.run.known_answers import parse_count
     from components.run.repeat_where import pass_marks
     from components.run.spec import RunSpec
 
@@ -229,6 +235,7 @@ def run_options(args: argparse.Namespace, settings, log_path: Path | None, suite
         judge_batch=args.judge_batch, concurrency=args.concurrency,
         order_check=(args.order_check_sample or True) if args.order_check else None,
         retrieval_timeout=args.retrieval_timeout or None, panel_aggregate=args.panel_aggregate or "median",
+        known_answers=parse_count(args.known_answers),
         adaptive=adaptive_request(args, len(suite.strategies) if suite is not None else len(comma_list(args.strategy))))
     return RunOptions(
         strategies=comma_list(args.strategy) or [args.strategy],

@@ -425,7 +425,8 @@ class BenchmarkRun:
         return judging.kind.estimate(prepared.retriever, todo, self.o.spec.k, judging, strategy=label,
                                      repeats=self.o.spec.judge_repeats,
                                      order_check=order_check_sample(questions, self.o.spec.order_check),
-                                     relevance=judging.relevance is not None, rewrites=strategy.rewrites_queries)
+                                     relevance=judging.relevance is not None, rewrites=strategy.rewrites_queries,
+                                     known_answers=self.o.spec.known_answers)
 
     def _run_strategy(self, strategy: Strategy, label: str, prepared, judging: Judging, qset: QuestionSet,
                       questions: list, previous, *, several: bool, max_cost: float | None,

@@ -10,7 +10,9 @@ calling the judge: retrieval runs (it is local), then per question
 * **order check**: the grading prompt with the chunks reversed, once per question of the
   ``--order-check`` sample with more than one chunk;
 * **rewriter**: the query rewriter's prompt, once per question, when the strategy rewrites
-  queries (retrieval then uses the question itself: the rewrite is not known before it is made).
+  queries (retrieval then uses the question itself: the rewrite is not known before it is made);
+* **known answers**: with ``--known-answers N``, the check's two prompts for each of the N questions it
+  chooses (:mod:`components.run.known_answers`): 2N calls per judge, never batched.
 
 Rows a ``--resume`` keeps are not counted. The estimate assumes every call is made once: no
 retries, no judge failure, and the order check runs for every sampled question (it only runs
@@ -64,11 +66,13 @@ from components.run.calls.query_rewriter import rewrite_prompt
 from components.run.order_check import reversed_order
 
 ROLES = ("grading", "relevance", "order check", "rewriter")
-ASSUMED_OUTPUT_TOKENS = {"grading": 150, "relevance": 40, "order check": 150, "rewriter": 40}
+KNOWN_ANSWERS = "known answers"  # the --known-answers check's role: in an estimate only when asked for
+ASSUMED_OUTPUT_TOKENS = {"grading": 150, "relevance": 40, "order check": 150, "rewriter": 40, "known answers": 150}
 CHARS_PER_TOKEN = 4.0
 COUNT_SAMPLE = 100  # distinct prompts of a role counted by the API; beyond this, a seeded sample is scaled
 COUNT_SEED = 0
-BATCHED = {"grading": True, "rewriter": False, "relevance": None, "order check": None}  # None: not with --judge-batch
+BATCHED = {"grading": True, "rewriter": False, "relevance": None, "order check": None,  # None: not with --judge-batch
+           "known answers": False}  # made one by one before the run, batch or not
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,8 @@ class CostEstimate:
                      f"{money(self.usd_batch, 'total'):>10}")
         if self.model is None:  # the rewriter's calls only
             lines.append(f"  grading: {no_calls}")
-        assumed = ", ".join(f"{role} {n}" for role, n in ASSUMED_OUTPUT_TOKENS.items())
+        assumed = ", ".join(f"{role} {n}" for role, n in ASSUMED_OUTPUT_TOKENS.items()
+                            if role in ROLES or any(r.role == role for r in self.roles))
         if self.supports_batch or self.free:
             lines.append(f"  output tokens assumed per call: {assumed}; $ batch = with --judge-batch (grading at "
                          "the batch price; the rewriter is not batched; — = not sent with --judge-batch)")
@@ -166,10 +171,14 @@ class CostEstimate:
 # --------------------------------------------------------------------------- the requests
 
 def requests(retriever, questions: Sequence, k: int, *, repeats: int = 1, order_check: Collection[str] = (),
-             relevance: bool = False, rewrites: bool = False) -> dict[str, dict[str, int]]:
+             relevance: bool = False, rewrites: bool = False, known_answers: int | None = None
+             ) -> dict[str, dict[str, int]]:
     """Per role, every distinct prompt the run would send and how many times: ``{role: {prompt: n}}``.
-    Retrieval runs here (a retrieval that fails sends no judge call, as in the run)."""
+    Retrieval runs here (a retrieval that fails sends no judge call, as in the run). ``known_answers``: the
+    ``--known-answers`` check's 2 prompts per question (:func:`known_answer_prompts`)."""
     out: dict[str, dict[str, int]] = {role: {} for role in ROLES}
+    if known_answers is not None:  # a role of its own only when asked for
+        out[KNOWN_ANSWERS] = known_answer_prompts(retriever, questions, k, known_answers)
 
     def add(role: str, prompt: str, times: int = 1) -> None:
         out[role][prompt] = out[role].get(prompt, 0) + times
@@ -189,6 +198,24 @@ def requests(retriever, questions: Sequence, k: int, *, repeats: int = 1, order_
         flipped = reversed_order(chunks) if q.id in checked else None
         if flipped is not None:
             add("order check", build_prompt(q.question, q.expected_answer, flipped))
+    return out
+
+
+def known_answer_prompts(retriever, questions: Sequence, k: int, n: int | None) -> dict[str, int]:
+    """The prompts of the ``--known-answers`` check (:mod:`components.run.known_answers`): per chosen question,
+    the needle's chunks and the other documents'. None: no check. Raises :class:`InputError` as the run would."""
+    if n is None:
+        return {}
+    from components.run.known_answers import choose
+
+    def chunks(q) -> list:
+        return [getattr(item, "chunk", item) for item in itertools.islice(retriever.retrieve(q.question, k), k)]
+
+    out: dict[str, int] = {}
+    for pair in choose(questions, chunks, n):
+        for shown in (pair.needle, pair.other):
+            prompt = build_prompt(pair.question.question, pair.question.expected_answer, shown)
+            out[prompt] = out.get(prompt, 0) + 1
     return out
 
 
@@ -225,20 +252,20 @@ def count_input_tokens(provider, choice, prompts: Mapping[str, int]) -> tuple[in
 
 def estimate(retriever, questions: Sequence, k: int, setup, *, strategy: str = "?", repeats: int = 1,
              order_check: Collection[str] = (), relevance: bool = False, rewrites: bool = False,
-             wanted: Mapping[str, Mapping[str, int]] | None = None) -> CostEstimate:
+             wanted: Mapping[str, Mapping[str, int]] | None = None, known_answers: int | None = None) -> CostEstimate:
     """The :class:`CostEstimate` of running ``questions`` (module docstring); ``setup`` is the run's
     :class:`~components.judges.setup.JudgeSetup`; ``wanted``: the requests (:func:`requests`) when
     already built (a panel prices the same requests for each judge). No judge call is made."""
     if wanted is None:
         wanted = requests(retriever, questions, k, repeats=repeats, order_check=order_check, relevance=relevance,
-                          rewrites=rewrites and setup.rewriter is not None)
+                          rewrites=rewrites and setup.rewriter is not None, known_answers=known_answers)
     judge_provider, judge = setup.judge_provider, setup.judge
     free = judge is None and not wanted["rewriter"]
     priced = judge_provider if judge is not None else setup.rewriter_provider  # whose prices the table uses
     result = CostEstimate(strategy, len(questions), judge_provider.name, judge.model if judge is not None else None,
                           free, None if free else priced.prices.as_of,
                           supports_batch=judge_provider.supports_batch)
-    for role in ROLES:
+    for role in (r for r in (*ROLES, KNOWN_ANSWERS) if r in wanted):
         prompts = wanted[role]
         provider, choice = (setup.rewriter_provider, setup.rewriter) if role == "rewriter" else (judge_provider, judge)
         if choice is None:  # no model serves the role (the offline judge): no call, no token

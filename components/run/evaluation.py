@@ -43,7 +43,7 @@ from components.judges.setup import JudgeSetup, make_judge, relevance_judge
 from components.readers import load_questions
 from components.readers.questions_json import parse_questions
 from components.run import adaptive as adaptive_run
-from components.run import retry_policy
+from components.run import known_answers, retry_policy
 from components.run.benchmark_loop import BenchmarkLoop
 from components.run.judges import Judges
 from components.run.panel.judges import judges_kind
@@ -265,6 +265,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     rewriter = _rewriter(judging.setup, rewrites)
     plan = adaptive_run.start(spec.adaptive, selected, k,  # the baseline checked before any judge call
                               kind.judges_now(judging.settings, [j.setup for j in judging.seats]))
+    checked = dict(zip(kind.budget_names(judging.settings) or [None], (seat.judge for seat in judging.seats)))
+    known = known_answers.start(spec.known_answers, selected, prepared.retriever.retrieve, k, checked, label)
     loop = BenchmarkLoop(prepared.retriever, None, k=k, rewriter=rewriter, should_stop=should_stop,
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
                          repeats=spec.judge_repeats, max_cost_usd=spec.max_cost_usd, keep_text=spec.keep_text,
@@ -273,9 +275,10 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
                          order_check=order_check_sample(selected, spec.order_check, spec.order_check_seed),
                          retrieval_timeout=spec.retrieval_timeout,
                          judges=kind.start(judging, spec.panel_aggregate, context.panel_kept),
-                         repeat_rule=rule, unjudged=plan.unjudged)
+                         repeat_rule=rule, unjudged=known.unjudged(plan.unjudged))
+    known.count(loop.judge_usage)
     started = now()
-    status = _status(_drive(loop, plan, context, should_stop), loop, context, selected)
+    status = known.status(_status(_drive(loop, plan, context, should_stop), loop, context, selected))
     run = _run_info(loop, judging, context, rule, spec.judge_repeats, rewriter is not None)
     run = replace(run, started_at=started, finished_at=now(), status=status, strategy=label, k=k,
                   questions_file=context.questions_file or qset.path, questions_sha256=qset.sha256,
@@ -283,7 +286,7 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
                   corpus=CorpusInfo(prepared.source, prepared.documents, len(prepared.chunks), prepared.sha256),
                   max_cost_usd=spec.max_cost_usd, index=prepared.index_info, question_set=qset.about or None,
                   configuration=context.configuration or (strategy.configuration if strategy is not None else None),
-                  spec=spec.to_json())
+                  spec=spec.to_json(), extra={**run.extra, **known.fields()})
     result = build_report(run, plan.in_question_order(loop.results, selected), index_time_s=round(prepared.index_s, 3),
                           group_by=spec.group_by, relevance=judging.relevance is not None,
                           diagnosed=judging.diagnoser is not None)

@@ -328,12 +328,12 @@ class OneJudge(Judges):
 
     @staticmethod
     def estimate(retriever, questions: Sequence, k: int, judging, *, strategy: str = "?", repeats: int = 1,
-                 relevance: bool = False, rewrites: bool = False, order_check=()):
+                 relevance: bool = False, rewrites: bool = False, order_check=(), known_answers: int | None = None):
         """The :class:`~components.run.estimate.CostEstimate` of grading ``questions``."""
         from components.run.estimate import estimate
 
         return estimate(retriever, questions, k, judging.setup, strategy=strategy, repeats=repeats,
-                        order_check=order_check, relevance=relevance, rewrites=rewrites)
+                        order_check=order_check, relevance=relevance, rewrites=rewrites, known_answers=known_answers)
 
     @staticmethod
     def batch(judging, settings, engine):

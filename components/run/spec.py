@@ -15,6 +15,7 @@ from components.run.panel.judges import judges_kind
 from components.run.adaptive import JUDGE_ALL
 from components.run.calls.concurrency import check_concurrency
 from components.run.calls.judge_batch import check_batch_options
+from components.run.known_answers import check_number
 from components.run.repeat_where import ALL, RepeatRule, repeat_rule
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S, check_retrieval_timeout
 from utils.errors import InputError
@@ -41,6 +42,7 @@ class RunSpec:
     retrieval_timeout: float | None = DEFAULT_RETRIEVAL_TIMEOUT_S  # None: no deadline
     panel_aggregate: str = "median"  # a panel's grade of a question (with --judges)
     adaptive: Any = None  # --until-decided / --target-ci: a components.run.adaptive.Request; None: judge every question
+    known_answers: int | None = None  # --known-answers N: check the judge on N known answers first (known_answers.py)
 
     def __post_init__(self) -> None:
         aggregate = str(self.panel_aggregate or "").strip().lower()
@@ -59,6 +61,7 @@ class RunSpec:
                                 chunk_relevance=self.chunk_relevance)
         judges_kind(settings).check_options(order_check=self.order_check)
         self.rule()  # a bad --repeat-where
+        check_number(self.known_answers)  # against the run's questions once they are known (known_answers.choose)
         if self.judge_batch and self.order_check:
             raise InputError("--order-check is not sent through --judge-batch: run without one of them")
         if self.judge_batch and self.concurrency > 1:
@@ -78,4 +81,4 @@ class RunSpec:
                 "concurrency": self.concurrency, "order_check": self.order_check,
                 "order_check_seed": self.order_check_seed, "retrieval_timeout": self.retrieval_timeout,
                 "panel_aggregate": self.panel_aggregate,
-                "adaptive": self.adaptive.identity()}
+                "adaptive": self.adaptive.identity(), "known_answers": self.known_answers}

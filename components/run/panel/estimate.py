@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from components.run.estimate import CostEstimate, RoleEstimate, estimate, requests
+from components.run.estimate import KNOWN_ANSWERS, CostEstimate, RoleEstimate, estimate, requests
 
 
 @dataclass
@@ -53,12 +53,13 @@ class PanelEstimate:
 
 
 def estimate_panel(retriever, questions: Sequence, k: int, judging, *, strategy: str = "?", repeats: int = 1,
-                   relevance: bool = False, rewrites: bool = False) -> PanelEstimate:
+                   relevance: bool = False, rewrites: bool = False, known_answers: int | None = None) -> PanelEstimate:
     """The :class:`PanelEstimate` of running ``questions`` with the panel of ``judging`` (module docstring)."""
     first = judging.members[0].setup
     wanted = requests(retriever, questions, k, repeats=repeats, relevance=relevance,
-                      rewrites=rewrites and first.rewriter is not None)
-    grading_only = {role: (prompts if role == "grading" else {}) for role, prompts in wanted.items()}
+                      rewrites=rewrites and first.rewriter is not None, known_answers=known_answers)
+    # every judge grades and is checked on the known answers; the first alone rates chunks and rewrites
+    grading_only = {role: (prompts if role in ("grading", KNOWN_ANSWERS) else {}) for role, prompts in wanted.items()}
     out = PanelEstimate(strategy, len(questions))
     for i, (member, judge) in enumerate(zip(judging.settings.panel, judging.members, strict=True)):
         out.judges.append((member.name, estimate(retriever, questions, k, judge.setup, strategy=strategy,

@@ -165,11 +165,11 @@ class Panel(Judges):
 
     @staticmethod
     def estimate(retriever, questions: Sequence, k: int, judging, *, strategy: str = "?", repeats: int = 1,
-                 relevance: bool = False, rewrites: bool = False, order_check=()):
+                 relevance: bool = False, rewrites: bool = False, order_check=(), known_answers: int | None = None):
         from components.run.panel.estimate import estimate_panel
 
         return estimate_panel(retriever, questions, k, judging, strategy=strategy, repeats=repeats,
-                              relevance=relevance, rewrites=rewrites)
+                              relevance=relevance, rewrites=rewrites, known_answers=known_answers)
 
     @staticmethod
     def batch(judging, settings, engine):
