@@ -190,6 +190,7 @@ def test_known_answers_stop_the_constant_judge_as_blind_after_at_most_ten_calls(
     assert doc["hit_at_1_rate"] == 50.0  # retrieval is still measured
     assert "graded the needle's chunks 8.0 and other documents' chunks 8.0 on average" in done.stderr
     assert "the run stopped before judging any question (status judge_blind)" in done.stderr
+    assert "To continue this run" not in done.stderr  # --resume with that judge would stop again
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.validate(doc, json.loads((ROOT / "docs" / "results.schema.json").read_text()))
 

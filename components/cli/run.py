@@ -259,6 +259,8 @@ def _execute(args: argparse.Namespace, settings, log_path: Path | None, guard: S
             record_history_folder(settings.state_dir, state.written[0].parent)
     if guard.received:
         return EXIT_INTERRUPTED
+    if any(r.run.status == "judge_blind" for r in results):  # --known-answers: resuming with that judge stops again
+        state.continue_command = None
     code = worst_exit([incomplete_exit(r, args.allow_ungraded) for r in results])
     code = gate_exit(args, results, code)
     return targets_exit(results, code) if args.fail_on_targets else code
