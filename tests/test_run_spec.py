@@ -61,7 +61,7 @@ def test_the_api_records_the_spec_it_ran_with():
         "k": 2, "judge_repeats": 2, "repeat_where": "all", "chunk_relevance": None, "max_cost_usd": None,
         "group_by": ["category"], "keep_text": False, "index_cache": False, "judge_batch": False, "concurrency": 1,
         "order_check": None, "order_check_seed": 0, "retrieval_timeout": 5, "panel_aggregate": "median",
-        "adaptive": None}
+        "adaptive": None, "known_answers": None}
     again = RunResult.from_json(json.loads(json.dumps(result.to_json())))
     assert again.run.spec == result.run.spec
     old = result.to_json()
