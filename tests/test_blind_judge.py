@@ -202,6 +202,7 @@ def test_known_answers_let_the_offline_judge_grade(acme):
     doc = json.loads((folder / "known.json").read_text())
     assert doc["run"]["known_answers"]["verdict"] == "discriminates" and doc["run"]["status"] == "completed"
     assert doc["graded_count"] == 20
+    assert "known answers      discriminates: separation +" in done.stdout
 
 
 @pytest.mark.parametrize("value, message", [

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from utils.metrics import PASS_MARK
 from utils.quality_bands import band_text
 from utils.records.judge_signal import run_judge_name, signal_of
+from utils.records.known_answers import FIELD, known_answers_lines
 
 TEXT_WIDTH = 70
 
@@ -181,12 +182,15 @@ def shown_path(path: str) -> str:
 
 
 def _signal_lines(result: Any, row: Row) -> list[str]:
-    """The judge's signal check (``run.judge.judge_signal``): its line, and a WARNING line when uninformative."""
+    """The judge's signal check (``run.judge.judge_signal``): its line, and a WARNING line when uninformative; then
+    the known-answers check (``run.known_answers``), when the run made one."""
     signal = signal_of(result.run.judge)
-    if signal is None:
-        return []
-    warning = signal.warning(run_judge_name(result.run.judge, getattr(result, "panel", None)))
-    return [row("judge signal", escape_control(signal.line()))] + ([escape_control(warning)] if warning else [])
+    lines = []
+    if signal is not None:
+        warning = signal.warning(run_judge_name(result.run.judge, getattr(result, "panel", None)))
+        lines += [row("judge signal", escape_control(signal.line()))] + ([escape_control(warning)] if warning else [])
+    return lines + [row("known answers", escape_control(line))
+                    for line in known_answers_lines(result.run.extra.get(FIELD))]
 
 
 def _what_ran(result: Any, row: Row, proxy: bool) -> list[str]:

@@ -6,6 +6,7 @@ live on the ground floor so that the results' schema and readers can name them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 DISCRIMINATES, BLIND, INCONCLUSIVE = "discriminates", "blind", "inconclusive"
@@ -57,3 +58,21 @@ class KnownAnswers:
                 f"{self.mean_needle:.1f} and other documents' chunks {self.mean_other:.1f} on average: separation "
                 f"{self.separation:+.2f}{ci}, AUC {shown_auc}: {self.verdict}")
 
+
+def known_answers_lines(record: object) -> list[str]:
+    """The summary's lines of ``run.known_answers`` (one judge's check, or a panel's: a line per judge); [] without
+    one. The verdict first, then the figures."""
+    if not isinstance(record, Mapping):
+        return []
+    checks = record.get("judges") if isinstance(record.get("judges"), Mapping) else {None: record}
+    lines = []
+    for name, check in checks.items():
+        if not isinstance(check, Mapping):
+            continue
+        ci, auc = check.get("ci95"), check.get("auc")
+        separation = check.get("separation")
+        figures = "no pair graded" if separation is None else (
+            f"separation {separation:+.2f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+            + (f", AUC {auc:.2f}" if auc is not None else "") + f" over {check.get('pairs')} question(s)")
+        lines.append((f"{name}: " if name is not None else "") + f"{check.get('verdict')}: {figures}")
+    return lines
