@@ -113,3 +113,20 @@ def test_each_judge_of_a_panel_gets_its_own():
                for line in lines)
     assert lines[-1].startswith("WARNING: the panel's judge qj is uninformative")
     assert not any("judge offline is uninformative" in line for line in lines)
+
+
+def test_the_report_warns_of_an_uninformative_judge_and_shows_each_judges_signal():
+    from components.report.page import render_report
+
+    rows = [_row(f"f{i}", 8, 1) for i in range(6)] + [_row(f"m{i}", 8, None) for i in range(6)]
+    page = render_report([build_report(RunInfo(judge=JudgeInfo("openai", "qwen")), rows)], ["constant"])
+    assert "WARNING: the judge openai qwen is uninformative" in page and "judge signal" in page
+    good = [_row(f"f{i}", 9, 1) for i in range(6)] + [_row(f"m{i}", 2, None) for i in range(6)]
+    assert "WARNING" not in render_report([build_report(RunInfo(judge=JudgeInfo("openai", "qwen")), good)], ["good"])
+    panel_rows = [panel_row(f"f{i}", {"offline": 9, "qj": 8}, rank=1) for i in range(5)] + \
+        [panel_row(f"m{i}", {"offline": 2, "qj": 8}, rank=None) for i in range(5)]
+    result = build_report(RunInfo(judge=JudgeInfo("panel", "offline,qj")), panel_rows)
+    result.panel = panel_section(result.rows, ["offline", "qj"], "median", 5)
+    page = render_report([result], ["panel"])
+    assert "WARNING: the panel&#x27;s judge qj is uninformative" in page
+    assert "<td class=bad title=" in page and ">uninformative</td>" in page and ">informative</td>" in page

@@ -155,8 +155,9 @@ def certificate_lines(c: Certificate) -> list[str]:
     if not c.entries:
         none = ["Verdict certificate: none, every judge left out"]
         return [*none, *left_out_lines(c.left_out)] if c.left_out else []
-    lines = [f"Verdict certificate ({len(c.judges)} judge{'s' * (len(c.judges) != 1)}: "
-             f"{', '.join(shorten(n, 40) for n in c.judges)}; the verdict under the panel, then under each judge alone)",
+    judges = ", ".join(shorten(n, 40) for n in c.judges)
+    lines = [f"Verdict certificate ({len(c.judges)} judge{'s' * (len(c.judges) != 1)}: {judges}; the verdict under "
+             "the panel, then under each judge alone)",
              *left_out_lines([shorten(n, 40) for n in c.left_out])]
     for e in c.entries:
         spec = M.METRICS.get(e.metric)

@@ -902,7 +902,8 @@ def _run_section(result: RunResult, label: str, index: int) -> str:
     plots += [_group_plot(f, stats, f"r{index}-group-{j}") for j, (f, stats) in enumerate(groups.items()) if stats]
     schema = report.get("schema_version", "?")
     return (f'<section class="run" id="run-{index}"><h2>Run {_h(label)} <span class=muted>(schema {_h(schema)})'
-            f'</span></h2>{_signal_warnings(result)}{_cards(result)}<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
+            f'</span></h2>{_signal_warnings(result)}{_cards(result)}'
+            f'<div class="twocol"><div><h3>Run</h3>{_metadata(report, label)}</div>'
             f'<div><h3>Metrics</h3>{_metric_rows(result)}</div></div>{run_html(result, index, (_h, _svg))}'
             f'{adaptive_run(result, _h)}<div class="plots">{"".join(plots)}</div><h3>Questions</h3>'
             f'{_questions(rows, k, result.diagnosis_counts is not None)}</section>')
