@@ -155,3 +155,21 @@ def test_the_run_check_retrieves_with_the_retriever_and_marks_every_question_unj
     assert not fine.blind and fine.unjudged(lambda q: None)(QUESTIONS[0]) is None
     with pytest.raises(InputError, match="retrieving question 'q0' with the strategy failed \\(ValueError: down\\)"):
         K.run_check(1, QUESTIONS, lambda query, k: (_ for _ in ()).throw(ValueError("down")), 5, {None: Scripted(8, 8)})
+
+
+def test_the_api_stops_a_blind_judge_before_judging(tmp_path):
+    import json
+
+    from components import api
+    from components.judges.providers.scripted import play
+    from tests.test_blind_judge import recorded_set
+
+    path = tmp_path / "recorded.json"
+    path.write_text(json.dumps(recorded_set()))
+    with play(then='{"grade": 8, "reasoning": "scripted"}') as script:
+        result = api.evaluate("recorded", str(path), judge="scripted", known_answers=3)
+    assert len(script.prompts) == 6  # two per question checked, none for the run's questions
+    assert result.run.status == "judge_blind" and result.run.extra["known_answers"]["verdict"] == "blind"
+    assert result.graded_count == 0 and result.run.spec["known_answers"] == 3
+    with pytest.raises(InputError, match="--known-answers 0: give a whole number of questions, 1 or more"):
+        api.evaluate("recorded", str(path), judge="offline", known_answers=0)
