@@ -59,7 +59,7 @@ def judge_signal(grades: Sequence[int | float | None], ranks: Sequence[int | Non
     chunk rank (None: not retrieved); the needle counts as found when its rank is at most ``k``."""
     if len(grades) != len(ranks):
         raise ValueError("judge_signal: one rank per grade")
-    pairs = [(float(g), r) for g, r in zip(grades, ranks) if g is not None]
+    pairs = [(float(g), r) for g, r in zip(grades, ranks, strict=True) if g is not None]
     found = [g for g, r in pairs if r is not None and r <= k]
     missed = [g for g, r in pairs if r is None or r > k]
     ci = welch_ci(found, missed)

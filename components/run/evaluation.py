@@ -265,7 +265,8 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     rewriter = _rewriter(judging.setup, rewrites)
     plan = adaptive_run.start(spec.adaptive, selected, k,  # the baseline checked before any judge call
                               kind.judges_now(judging.settings, [j.setup for j in judging.seats]))
-    checked = dict(zip(kind.budget_names(judging.settings) or [None], (seat.judge for seat in judging.seats)))
+    checked = dict(zip(kind.budget_names(judging.settings) or [None], (seat.judge for seat in judging.seats),
+                       strict=True))
     known = known_answers.start(spec.known_answers, selected, prepared.retriever.retrieve, k, checked, label)
     loop = BenchmarkLoop(prepared.retriever, None, k=k, rewriter=rewriter, should_stop=should_stop,
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
