@@ -52,6 +52,7 @@ from components.run.journal import Journal, read_rows
 from components.run.retrieval.deadline import DEFAULT_RETRIEVAL_TIMEOUT_S
 from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
 from components.run.retrieval.suite import resume_files
+from components.run.run_state import RunState
 from components.run.calls.judge_batch import (BatchJudge, PollSchedule, check_batch_options, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
 from utils.records.audit_file import AuditFile, audit_notes
@@ -102,16 +103,6 @@ class RunOptions:
     adaptive: Any = None  # --until-decided / --target-ci: a components.run.adaptive.Request
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
-
-
-@dataclass
-class RunState:
-    """What the edge needs when a run ends badly: the journal holding the work, and the command
-    that continues it."""
-
-    journal: Path | None = None
-    continue_command: str | None = None
-    written: list[Path] = field(default_factory=list)
 
 
 def new_run_id(file_name: str, runs_dir: Path) -> str:
