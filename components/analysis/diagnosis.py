@@ -51,10 +51,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from components.core import Chunk
-from components.judges.lexical_judge import TermStats, chunk_terms, key_terms
 from utils.metrics import PASS_MARK
+
+if TYPE_CHECKING:  # the lexical judge's terms are imported where a question is diagnosed: count_tags needs none
+    from components.core import Chunk
+    from components.judges.lexical_judge import TermStats
 
 VOCABULARY_MIN_SHARE = 0.5
 SPECIFICITY_MAX_MEAN_IDF = 1 + math.log(20)
@@ -116,6 +119,8 @@ class Diagnoser:
     def __init__(self, chunks: Iterable[Chunk], stats: TermStats | None = None) -> None:
         """``stats``: the offline judge's table (``LexicalJudge.stats``) when there is one, to
         count the corpus once; otherwise it is built from ``chunks``."""
+        from components.judges.lexical_judge import TermStats
+
         chunks = list(chunks)
         self.stats = stats if stats is not None else TermStats(chunks)
         self._by_doc: dict[str, list[Chunk]] = {}
@@ -126,6 +131,8 @@ class Diagnoser:
     def _chunk_terms(self, chunk: Chunk) -> set[str]:
         terms = self._terms.get(chunk.chunk_id)
         if terms is None:
+            from components.judges.lexical_judge import chunk_terms
+
             terms = self._terms[chunk.chunk_id] = chunk_terms(chunk.index_text)
         return terms
 
@@ -160,6 +167,8 @@ class Diagnoser:
         """The needle documents' chunk holding the largest share of ``text``'s key terms (pass the
         expected answer, or the question when there is none); None when ``text`` has no key
         terms or no needle chunk holds any."""
+        from components.judges.lexical_judge import key_terms
+
         terms = key_terms(text or "")
         chunk, share = self._best_chunk(terms, self._needle_chunks(needle_doc_ids))
         return None if chunk is None else NeedleBestChunk(chunk.chunk_id, tuple(chunk.heading_path), share)
@@ -171,6 +180,8 @@ class Diagnoser:
         whose ``total_score`` is at least :data:`PASS_MARK`."""
         if rank == 1 and total_score is not None and total_score >= PASS_MARK:
             return None
+        from components.judges.lexical_judge import key_terms
+
         needles = list(dict.fromkeys(needle_doc_ids))
         q_terms = key_terms(question)
         a_terms = key_terms(expected_answer or "")

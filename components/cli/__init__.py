@@ -171,9 +171,11 @@ def _load_provider_modules(env: dict[str, str]) -> InputError | None:
 
 def _open_logs(command, args: argparse.Namespace, env: dict[str, str]) -> LogSinks:
     """The console and log file sinks, the log file's header, older log files pruned."""
-    from components.judges.panel import panel_secrets
+    secrets = secrets_in(env)
+    if isinstance(getattr(args, "judges", None), str):  # a panel file's keys too (the judge modules only then)
+        from components.judges.panel import panel_secrets
 
-    secrets = (*secrets_in(env), *panel_secrets(getattr(args, "judges", None), env))  # a panel file's keys too
+        secrets = (*secrets, *panel_secrets(args.judges, env))
     sinks = add_sinks(args.log_level, log_file_path(args.log_dir), secrets=secrets)
     details = None
     if command is None:  # the run's own header lines
