@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,16 +135,45 @@ def judged(questions: int, delay: float, work: Path) -> dict:
     with LoopbackServer(default=Reply(delay=delay)) as server:
         env = clean_env(ROOT, cache, ANTHROPIC_API_KEY="bench-key", ANTHROPIC_BASE_URL=server.url)
         cwd = Path(tempfile.mkdtemp(dir=work))
-        run = timed(cmd + ["--output", str(cwd / "r.json")], env, cwd)
-        calls = len(server.prompts)
+        started = time.time()
+        run = timed(cmd + ["--output", str(cwd / "r.json"), "--log-dir", str(cwd / "logs")], env, cwd)
+        calls = len(server.requests)
     if run.code != 0:
         raise SystemExit(f"the judged run exited {run.code}")
     rows = json.loads((cwd / "r.json").read_text())["results"]
     graded = sum(r.get("llm_grade") is not None for r in rows)
     judge_s = questions * delay
+    measured = sum(r.get("grading_latency_ms") or 0 for r in rows) / 1000
     return {"questions": questions, "delay_s": delay, "graded": graded, "grading_calls": calls,
             "wall_s": round(run.wall_s, 3), "cpu_s": round(run.cpu_s, 3), "peak_mb": round(run.peak_mb, 1),
-            "sum_judge_s": judge_s, "ratio": round(run.wall_s / judge_s, 4)}
+            "sum_judge_s": judge_s, "sum_measured_judge_s": round(measured, 3),
+            "ratio": round(run.wall_s / judge_s, 4) if judge_s else None,
+            "ratio_measured": round(run.wall_s / measured, 4) if measured else None,
+            "phases_s": phases(next((cwd / "logs").glob("*.log")), started, run.wall_s, questions)}
+
+
+def phases(log: Path, started: float, wall: float, questions: int) -> dict[str, float]:
+    """Where the judged run's wall time went, from the log file's timestamps: start-up (to the log's
+    first line: the interpreter and the command line's imports), the judge and the index (to the
+    first question's line: the SDK's import, the model check, the index cache), the questions (to the
+    last question's line) and the end (aggregates, results written, exit)."""
+    marks: dict[str, float] = {}
+    for line in log.read_text().splitlines():
+        at = line[:23]
+        if len(at) < 23 or not at[:4].isdigit():
+            continue
+        t = datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").timestamp()
+        marks.setdefault("header", t)
+        if "| [1/" in line and "R" in line.split("| [1/", 1)[1][:12]:
+            marks.setdefault("first", t)
+        if f"| [{questions}/{questions}] R" in line:
+            marks["last"] = t
+    end = started + wall
+    if not {"header", "first", "last"} <= marks.keys():
+        return {}
+    return {"to_log_header": round(marks["header"] - started, 3), "judge_and_index_to_question_1": round(
+        marks["first"] - marks["header"], 3), "questions_2_to_last": round(marks["last"] - marks["first"], 3),
+        "after_last_question": round(end - marks["last"], 3)}
 
 
 def main() -> int:
@@ -171,8 +201,10 @@ def main() -> int:
         if args.judged:
             report["judged"] = j = judged(args.questions, args.delay, Path(tmp))
             print(f"judged run: {j['questions']} questions, judge {j['delay_s'] * 1000:.0f} ms, {j['graded']} graded: "
-                  f"wall {j['wall_s']}s / judge {j['sum_judge_s']}s = {j['ratio']} (target <= 1.10); peak memory "
-                  f"{j['peak_mb']} MB")
+                  f"wall {j['wall_s']}s (CPU {j['cpu_s']}s) / judge {j['sum_judge_s']}s = {j['ratio']} "
+                  f"(target <= 1.10); / the measured grading latencies {j['sum_measured_judge_s']}s = "
+                  f"{j['ratio_measured']}; peak memory {j['peak_mb']} MB")
+            print(f"  where the time went (s): {j['phases_s']}")
     report["load_average_after"] = round(os.getloadavg()[0], 2)
     out = ROOT / "bench" / "out" / "startup.json"
     out.parent.mkdir(parents=True, exist_ok=True)
