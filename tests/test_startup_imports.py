@@ -81,3 +81,27 @@ def test_bm25s_without_scipy_until_an_index_is_built(tmp_path):
     assert out["after"] is True and out["backend"] == "scipy"
     assert out["mine"] == out["plain"]
     assert out["mine"][0] > 0 and out["mine"][1] == 0.0 and out["mine"][3] > out["mine"][0]  # a real index
+
+
+FALLBACK = """
+import json, sys
+from utils.bm25s_loader import load_bm25s
+bm25s = load_bm25s()
+left = [m for m in ("scipy", "scipy.sparse") if type(sys.modules.get(m)).__name__ == "Deferred"]
+print(json.dumps({"file": bm25s.__file__, "real": bm25s.csc_matrix.__module__, "stand_ins_left": left}))
+"""
+
+
+def test_a_bm25s_that_reads_scipy_while_imported_is_imported_the_ordinary_way(tmp_path):
+    """A bm25s whose import reads scipy (not 0.2 or 0.3; a later one might): the stand-ins give way
+    and it is imported again with the real scipy."""
+    fake = tmp_path / "fake" / "bm25s"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("from scipy.sparse import csc_matrix\n")
+    env = clean_env(PYTHONPATH=f"{tmp_path / 'fake'}:{ROOT}")
+    proc = subprocess.run([sys.executable, "-c", FALLBACK], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["file"] == str(fake / "__init__.py")
+    assert out["real"].startswith("scipy.sparse") and out["stand_ins_left"] == []

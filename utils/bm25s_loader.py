@@ -6,7 +6,8 @@ which :class:`poc.bm25.BM25Retriever` chooses for its memory. Loading a stored i
 scoring a query and the stopword list the offline judge reads are numpy or plain Python. So
 :func:`load_bm25s` imports bm25s while ``scipy`` and ``scipy.sparse`` stand in ``sys.modules`` as
 deferred modules, which import the real ones on their first attribute read (an index build), and
-takes them out of ``sys.modules`` again as soon as bm25s is imported.
+takes them out of ``sys.modules`` again as soon as bm25s is imported. A bm25s that reads scipy while
+it is imported (a later version) is imported again the ordinary way, scipy included.
 """
 
 from __future__ import annotations
@@ -48,8 +49,17 @@ def load_bm25s() -> ModuleType:
         sys.modules.update(stand_ins)
         try:
             import bm25s
+        except ImportError:  # a bm25s that reads scipy while it is imported: imported the ordinary way
+            _forget(stand_ins)
+            for name in [n for n in sys.modules if n == "bm25s" or n.startswith("bm25s.")]:
+                del sys.modules[name]
+            import bm25s
         finally:
-            for name, module in stand_ins.items():
-                if sys.modules.get(name) is module:
-                    del sys.modules[name]
+            _forget(stand_ins)
     return bm25s
+
+
+def _forget(stand_ins: dict[str, ModuleType]) -> None:
+    for name, module in stand_ins.items():
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
