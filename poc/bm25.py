@@ -12,11 +12,11 @@ from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
-import bm25s
 import numpy as np
 import Stemmer
 
 from components.core import Chunk, ScoredChunk, top_k
+from utils.bm25s_loader import load_bm25s
 
 
 class BM25Retriever:
@@ -26,6 +26,7 @@ class BM25Retriever:
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         self._chunks = list(chunks)
+        bm25s = load_bm25s()
         self._tokenizer = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
         # Texts made one at a time, token ids kept as 4-byte arrays rather than lists of 8-byte
         # pointers: at 100k pages a list of all texts is most of a gigabyte, lists of ids another.
@@ -53,6 +54,7 @@ class BM25Retriever:
         folder = Path(folder)
         chunks = list(chunks)
         saved = json.loads((folder / "bm25.json").read_text())
+        bm25s = load_bm25s()
         if saved != {"chunks": len(chunks), "k1": self.k1, "b": self.b}:
             raise ValueError(f"BM25 index for {saved.get('chunks')} chunks (k1={saved.get('k1')}, b={saved.get('b')}),"
                              f" expected {len(chunks)} (k1={self.k1}, b={self.b})")

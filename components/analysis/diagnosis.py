@@ -209,6 +209,8 @@ class Diagnoser:
     def __init__(self, chunks: Iterable[Chunk], stats: TermStats | None = None) -> None:
         """``stats``: the offline judge's table (``LexicalJudge.stats``) when there is one, to
         count the corpus once; otherwise it is built from ``chunks``."""
+        from components.judges.lexical_judge import TermStats
+
         chunks = list(chunks)
         self.stats = stats if stats is not None else TermStats(chunks)
         self._by_doc: dict[str, list[Chunk]] = {}
@@ -221,6 +223,8 @@ class Diagnoser:
     def _chunk_terms(self, chunk: Chunk) -> set[str]:
         terms = self._terms.get(chunk.chunk_id)
         if terms is None:
+            from components.judges.lexical_judge import chunk_terms
+
             terms = self._terms[chunk.chunk_id] = chunk_terms(chunk.index_text)
         return terms
 

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from loguru import logger
 
-from components.cli import run as run_command
 from components.cli.common import SignalGuard, add_common_arguments, environment_help
 from components.judges.providers import secrets_in
 from components.judges.settings import Settings
@@ -98,6 +97,8 @@ def run_parser() -> argparse.ArgumentParser:
         epilog=f"commands (python benchmark.py NAME --help):\n{commands}\n\n"
                + EPILOG.format(environment=environment_help()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    from components.cli import run as run_command  # here: a command (compare, report...) never loads the run
+
     run_command.add_arguments(p)
     add_common_arguments(p)
     return p
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None, *, sc
     if home.note:
         logger.warning("{}", home.note)
     try:
-        from components.run.benchmark_run import RunState
+        from components.run.run_state import RunState
 
         state = RunState()
         with redacted_stdout(secrets_in(env)):
@@ -218,11 +219,18 @@ def _load_plugins(env: dict[str, str]) -> InputError | None:
 
 def _open_logs(command, args: argparse.Namespace, env: dict[str, str]) -> LogSinks:
     """The console and log file sinks, the log file's header, older log files pruned."""
-    from components.judges.panel import panel_secrets
+    secrets = secrets_in(env)
+    if isinstance(getattr(args, "judges", None), str):  # a panel file's keys too (the judge modules only then)
+        from components.judges.panel import panel_secrets
 
-    secrets = (*secrets_in(env), *panel_secrets(getattr(args, "judges", None), env))  # a panel file's keys too
+        secrets = (*secrets, *panel_secrets(args.judges, env))
     sinks = add_sinks(args.log_level, log_file_path(args.log_dir), secrets=secrets)
-    log_header(args.argv, run_command.header_details(args) if command is None else None)
+    details = None
+    if command is None:  # the run's own header lines
+        from components.cli import run as run_command
+
+        details = run_command.header_details(args)
+    log_header(args.argv, details)
     if sinks.path is not None:  # None: console only (add_sinks said why, once)
         prune_logs(sinks.path.parent, args.log_keep, current=sinks.path)
     return sinks
@@ -232,6 +240,8 @@ def _work(command, args: argparse.Namespace, env: dict[str, str], log_path: Path
     """The run or the command, under a :class:`SignalGuard`; its exit code."""
     guard = SignalGuard()
     if command is None:
+        from components.cli import run as run_command
+
         return run_command.run(args, env, log_path=log_path, guard=guard, state=state)
     settings = Settings.from_env(env)
     with guard:  # a signal interrupts the command (its temp file removed), exit 130

@@ -44,11 +44,11 @@ _STEMMER = Stemmer.Stemmer("english")
 
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    """bm25s's English stopwords, imported on first use: importing bm25s loads scipy (about a
-    second), which the commands that only read results (report, compare) never need."""
-    from bm25s.stopwords import STOPWORDS_EN
+    """bm25s's English stopwords, imported on first use (the commands that only read results, report
+    and compare, never need bm25s), and without scipy (utils/bm25s_loader.py)."""
+    from utils.bm25s_loader import load_bm25s
 
-    return frozenset(STOPWORDS_EN)
+    return frozenset(load_bm25s().stopwords.STOPWORDS_EN)
 
 
 @lru_cache(maxsize=200_000)

@@ -51,6 +51,7 @@ from components.run.file_names import strategy_file_names, strategy_results_path
 from components.run.journal import Journal, read_rows
 from components.run.retrieval.recorded import RECORDED, RECORDED_SOURCE, recorded_strategy, source_for
 from components.run.retrieval.suite import resume_files
+from components.run.run_state import RunState
 from components.run.spec import RunSpec
 from components.run.calls.judge_batch import (BatchJudge, PollSchedule, check_resume_repeats,
                                         finished as batch_finished, warn_uncollected)
@@ -92,16 +93,6 @@ class RunOptions:
     audit: AuditFile | None = None  # --audit: a judge audit, its warnings after the summary (utils.records.audit_file)
     log_file: Path | None = None
     argv: list[str] = field(default_factory=list)  # as given, for the "to continue" command
-
-
-@dataclass
-class RunState:
-    """What the edge needs when a run ends badly: the journal holding the work, and the command
-    that continues it."""
-
-    journal: Path | None = None
-    continue_command: str | None = None
-    written: list[Path] = field(default_factory=list)
 
 
 def new_run_id(file_name: str, runs_dir: Path) -> str:

@@ -94,7 +94,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
 
 from utils.errors import InputError
 
@@ -139,6 +138,8 @@ def look_counts(questions: int, block: int | None = None) -> tuple[int, ...]:
 def spending(fraction: float | np.ndarray, alpha: float) -> float | np.ndarray:
     """Lan-DeMets O'Brien-Fleming-type cumulative two-sided α spent by information fraction t:
     α*(t) = 2 − 2Φ(z_{1−α/2}/√t) (0 at t = 0)."""
+    from scipy import special  # here, not at the top: a run without a sequential plan never needs scipy
+
     t = np.asarray(fraction, dtype=float)
     with np.errstate(divide="ignore"):
         out = 2.0 * special.ndtr(special.ndtri(alpha / 2.0) / np.sqrt(t))
@@ -158,6 +159,8 @@ def boundaries(fractions: Sequence[float], spent: Sequence[float]) -> np.ndarray
     """Two-sided z-scale boundaries c_1..c_K for information fractions 0 < t_1 < … < t_K ≤ 1 and the
     cumulative α spent by each look (non-decreasing), by recursive numerical integration (see the
     module docstring). Any spending function: :func:`spending` gives the O'Brien-Fleming type."""
+    from scipy import optimize, special
+
     t = np.asarray(fractions, dtype=float)
     cum = np.asarray(spent, dtype=float)
     if t.ndim != 1 or not len(t) or t.shape != cum.shape:
@@ -191,6 +194,8 @@ def boundaries(fractions: Sequence[float], spent: Sequence[float]) -> np.ndarray
 def _stop_excess(c: float, root_t: float, gw, x, sd: float, increment: float) -> float:
     """The probability of stopping at a look with boundary ``c`` (the continuation sub-density ``gw``
     at ``x`` carried one increment of standard deviation ``sd``), less the α ``increment`` it may spend."""
+    from scipy import special
+
     b = c * root_t
     return float(gw @ (special.ndtr((-b - x) / sd) + special.ndtr((x - b) / sd))) - increment
 
@@ -224,6 +229,8 @@ class Design:
 
     def nominal(self, index: int) -> float:
         """Two-sided nominal level of look ``index`` (1-based): 2(1 − Φ(c_k))."""
+        from scipy import special
+
         return float(2.0 * special.ndtr(-self.bounds[index - 1]))
 
 
@@ -293,6 +300,8 @@ def moments(differences: np.ndarray | Sequence[float]) -> Moments:
 def critical_value(bound: float, n: int | np.ndarray) -> np.ndarray:
     """Student's t quantile with n − 1 degrees of freedom at the boundary's one-sided nominal level:
     F⁻¹_{t,n−1}(Φ(c)) (∞ below two differences)."""
+    from scipy import special, stats
+
     n = np.asarray(n, dtype=float)
     with np.errstate(invalid="ignore"):
         q = stats.t.isf(special.ndtr(-bound), np.maximum(n - 1.0, 1.0))
