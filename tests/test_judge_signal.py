@@ -130,3 +130,13 @@ def test_the_report_warns_of_an_uninformative_judge_and_shows_each_judges_signal
     page = render_report([result], ["panel"])
     assert "WARNING: the panel&#x27;s judge qj is uninformative" in page
     assert "<td class=bad title=" in page and ">uninformative</td>" in page and ">informative</td>" in page
+
+
+@pytest.mark.parametrize("df", [1, 1.5, 2.7, 5, 7.3, 30, 99.5, 1000, 1e6])
+@pytest.mark.parametrize("level", [0.8, 0.95, 0.99, 0.999])
+def test_the_t_quantile_is_scipys_without_scipy(df, level):
+    from scipy.special import stdtrit
+
+    from components.stats.statistics import t_quantile
+
+    assert t_quantile(df, level) == pytest.approx(float(stdtrit(df, 1 - (1 - level) / 2)), rel=1e-8)
