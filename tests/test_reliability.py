@@ -161,12 +161,12 @@ def _indent(code: str, width: int = 8) -> str:
 
 def continue_command(stderr: str) -> list[str]:
     """The command the last console line gives to continue the run: its arguments after
-    ``python benchmark.py``."""
+    ``python benchmark.py`` (the script as it was run: ``python /path/to/benchmark.py`` from a child process)."""
     last = stderr.strip().splitlines()[-1]
-    m = re.search(r"(?:to continue(?: this run)?): (python benchmark\.py .*)$", last, re.I)
+    m = re.search(r"(?:to continue(?: this run)?): (python \S*benchmark\.py .*)$", last, re.I)
     assert m, f"the last console line gives no command to continue: {last!r}"
     words = shlex.split(m.group(1))
-    assert words[:2] == ["python", "benchmark.py"] and "--resume" in words
+    assert words[0] == "python" and words[1].endswith("benchmark.py") and "--resume" in words
     return words[2:]
 
 
