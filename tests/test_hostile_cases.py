@@ -302,3 +302,14 @@ def test_a_panel_judges_key_in_its_own_variable_is_in_no_output(tmp_path: Path):
     for text in (run.stdout, run.stderr, report.stdout, report.stderr, *(p.read_text() for p in written)):
         assert key not in text
     assert "[REDACTED]" in (tmp_path / "out.json").read_text()
+
+
+@pytest.mark.parametrize("placeholder", ["x", "none", "EMPTY", "dummy"])
+def test_a_placeholder_key_is_not_cut_out_of_every_word(placeholder: str):
+    """Local servers accept any key; users set OPENAI_API_KEY=x or EMPTY. Redacting that would cut it out of
+    every word holding it ("e[REDACTED]it 8", "pro[REDACTED]y"): a value under 6 characters is not a secret."""
+    from utils.redaction import Redactor
+
+    text = "exit 8: proxy none, EMPTY or dummy values"
+    assert Redactor([placeholder])(text) == text
+    assert Redactor(["s3cr3t!"])("pw s3cr3t! here") == "pw [REDACTED] here"

@@ -46,6 +46,9 @@ from typing import Any, TextIO
 
 REDACTED = "[REDACTED]"
 MIN_BASE64_CHARS = 8  # a shorter base64 fragment of a secret is not looked for (it would match by chance)
+# A shorter value is a placeholder, not a secret: the "x", "none" or "EMPTY" a local server accepts as its key.
+# Redacted, it would be cut out of every word that holds it ("e[REDACTED]it 8" for the key "x").
+MIN_SECRET_CHARS = 6
 _ANCHOR = 16  # the quick check looks for this many first characters of each form
 # whitespace, or its escape (escaped again any number of times), between two characters; possessive: no backtracking
 _BETWEEN = r"(?:\s|\\+[nrt])*+"
@@ -137,7 +140,8 @@ class Redactor:
     expression of every form. Nothing backtracks: the cost is linear in the text."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        found = sorted({s for s in secrets if s}, key=lambda s: (-len(s), s))  # a longer secret first
+        # a longer secret first; a placeholder shorter than MIN_SECRET_CHARS is not one
+        found = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=lambda s: (-len(s), s))
         self.secrets: tuple[str, ...] = tuple(found)
         self.forms: tuple[str, ...] = tuple(sorted({f for s in found for f in secret_forms(s)},
                                                    key=lambda f: (-len(f), f)))
