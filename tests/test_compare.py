@@ -78,15 +78,29 @@ def test_hand_computed_comparison():
 
 
 def test_intervals_are_scipys_paired_bootstrap():
+    """Beyond 20 questions a metric that is not binary gets the percentile bootstrap interval (scipy's,
+    to the digit) and a Monte-Carlo sign-flip p, an estimate of scipy's exact permutation p within a
+    few of its standard errors."""
     stats = pytest.importorskip("scipy.stats")
-    c = compare_runs([A, B])
-    a = np.array([1, 0.5, 0, 1])
-    b = np.array([1, 1, 1 / 3, 1])
+    ranks = [(1, 2), (2, 1), (None, 1), (3, 1), (1, 1), (2, 3), (1, None), (4, 2), (5, 1), (None, None)] * 3
+    base = results([row(f"q{i}", a, 5) for i, (a, _) in enumerate(ranks)], "base")
+    new = results([row(f"q{i}", b, 5) for i, (_, b) in enumerate(ranks)], "new")
+    c = compare_runs([base, new])
+    a = np.array([M.reciprocal_rank(x) for x, _ in ranks])
+    b = np.array([M.reciprocal_rank(y) for _, y in ranks])
     res = stats.bootstrap((a, b), lambda x, y, axis: np.mean(y - x, axis=axis), paired=True, method="percentile",
                           n_resamples=S.RESAMPLES, rng=np.random.default_rng(S.BOOTSTRAP_SEED))
-    assert metric(c, "mrr").ci95 == pytest.approx([res.confidence_interval.low, res.confidence_interval.high])
-    p = stats.permutation_test((b - a,), np.mean, permutation_type="samples", vectorized=True).pvalue
-    assert metric(c, "mrr").p == pytest.approx(p)
+    mrr = metric(c, "mrr")
+    assert (mrr.test, mrr.ci_method) == ("sign-flip-mc", "bootstrap-percentile")
+    assert mrr.ci95 == pytest.approx([res.confidence_interval.low, res.confidence_interval.high])
+    p = stats.permutation_test((b - a,), np.mean, permutation_type="samples", vectorized=True, n_resamples=200_000,
+                               rng=np.random.default_rng(1)).pvalue
+    assert mrr.p_mc_se == pytest.approx(np.sqrt(mrr.p * (1 - mrr.p) / S.PERMUTATIONS))
+    assert abs(mrr.p - p) < 4 * mrr.p_mc_se
+    # a binary metric (hit@1: 0 or 100 per question in both runs) gets McNemar's exact test: b = 12 up, c = 6 down
+    hit1 = metric(c, "hit_at_1_rate")
+    assert (hit1.test, hit1.ci_method, hit1.p_mc_se) == ("mcnemar-exact", "test-inversion", None)
+    assert hit1.p == pytest.approx(stats.binomtest(12, 18).pvalue)
 
 
 def test_verdicts_better_and_worse():
@@ -100,8 +114,8 @@ def test_verdicts_better_and_worse():
     assert metric(down, "mrr").verdict == WORSE and [q.question_id for q in down.comparisons[0].worse][:1] == ["q0"]
     text = format_comparison(up)
     assert "MRR: better (Δ +0.667" in text
-    assert ("hit@5: no detectable difference (Δ +0.0, 95% CI [+0.0, +0.0], p 1.000); every question moved by "
-            "the same amount") in text
+    assert ("hit@5: no detectable difference (Δ +0.0, 95% CI [+0.0, +0.0], exact McNemar p 1.000); every question "
+            "moved by the same amount") in text
 
 
 def test_question_sets_and_runs_that_differ_are_named():
@@ -181,7 +195,8 @@ def test_json_is_strict_and_complete():
                                              "level": 0.95}
     m = data["comparisons"][0]["metrics"][0]
     assert set(m) == {"metric", "n", "mean_baseline", "mean_other", "delta", "ci95", "p", "p_holm", "wins", "ties",
-                      "losses", "verdict", "mde", "effect", "questions_needed"}
+                      "losses", "verdict", "mde", "effect", "questions_needed", "test", "ci_method", "p_mc_se",
+                      "borderline"}
     assert isinstance(m["ci95"], list) and data["metrics"][4]["label"] == "nDCG@5"
 
 

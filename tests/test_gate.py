@@ -62,7 +62,7 @@ def test_worse_fails_with_one_line_per_failing_metric(tmp_path: Path):
     assert [line.split()[1] for line in fails] == ["hit_at_1_rate", "mrr", "mrr_doc", "ndcg_at_k"]
     mrr = next(line for line in fails if line.split()[1] == "mrr")
     assert "worse in" not in mrr and "worse (p below α 0.05)" in mrr
-    assert "Δ -0.667, 95% CI [-0.667, -0.667], p <0.001" in mrr and "worse vs base" in mrr
+    assert "Δ -0.667, 95% CI [-0.667, -0.667], exact sign-flip p <0.001" in mrr and "worse vs base" in mrr
     assert "Gate failed: hit_at_1_rate, mrr, mrr_doc, ndcg_at_k (4 failing check(s)): exit 6" in run.stderr
     assert sum(1 for line in gate_lines(run.stdout) if line.startswith("not gated")) == 3  # nothing graded
 
@@ -114,7 +114,7 @@ def test_the_gate_from_python():
         ("worse", "worse", True), ("worse", "regressions", True), ("better", "worse", False),
         ("better", "regressions", False)]
     assert result.to_json()["passed"] is False and "FAILED (2 checks)" in str(result)
-    assert "p <0.001 (Holm <0.001)" in result.failures[0].line  # several runs: Holm-adjusted
+    assert "exact sign-flip p <0.001, Holm <0.001" in result.failures[0].line  # several runs: Holm-adjusted
     with pytest.raises(InputError, match="'map_at_k' was not compared"):
         comparison.gate(worse=["map"])  # aliases work from Python too
     assert [c.metric for c in comparison.gate(margins={"ndcg": 0.5}).checks] == ["ndcg_at_k", "ndcg_at_k"]

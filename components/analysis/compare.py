@@ -43,12 +43,14 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
+from components.stats import paired_inference as PI
 from components.stats import statistics as S
 from components.analysis.adaptive import comparison_lines, judged_in_part, sequential_verdicts
 from components.analysis.certificate import certify
 from components.analysis.uninformative import CANNOT_JUDGE, mark_comparisons, uninformative_judges
 from components.analysis.comparison import Comparison
 from components.analysis.gate import GateResult, check_gate
+from components.analysis import inference_text as T
 from components.analysis.paired import (ALPHA, NOT_COMPARABLE, POWER, MetricResult, PairComparison, QuestionChange,
                                         QuestionView, RunSummary, verdict)
 from components.analysis.panel import reconcile
@@ -210,12 +212,25 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
+def _exact(d: np.ndarray, unit: float | None, repeated: bool, alpha: float) -> PI.Inference | None:
+    """The exact inference of one metric's deltas ``d`` (:func:`components.stats.paired_inference.paired_inference`:
+    McNemar for a binary metric, the exact sign-flip test up to its largest n), or None: the Monte-Carlo test and the
+    bootstrap. With judge repeats the interval stays the two-level bootstrap (it carries the judge's noise, which no
+    sign pattern does): ``ci95`` None, ``ci_method`` bootstrap-percentile, filled in by the caller."""
+    if unit is None and d.size > PI.EXACT_MAX_N:
+        return None
+    inference = PI.paired_inference(d, unit=unit, alpha=alpha)
+    return replace(inference, ci_method=PI.BOOTSTRAP, ci95=None) if repeated and d.size else inference
+
+
 def _pair_stats(base: list[QuestionView], others: list[list[QuestionView]], specs: Sequence[M.Metric], *,
                 alpha: float, power: float, bootstrap_seed: int, permutation_seed: int) -> list[dict[str, dict]]:
-    """Raw per-metric statistics of each ``other − base`` (no Holm, no verdict). Every (comparison,
-    metric) over the same questions shares one bootstrap pass and one set of sign patterns: the
-    streams restart from the fixed seeds for each question set, so the numbers are those each
-    comparison would get alone, at a fraction of the cost."""
+    """Raw per-metric statistics of each ``other − base`` (no Holm, no verdict), each metric's p and
+    interval by :mod:`components.stats.paired_inference` (exact where cheap: :func:`_exact`; else the
+    Monte-Carlo sign-flip p and the bootstrap). Every (comparison, metric) over the same questions
+    shares one bootstrap pass and one set of sign patterns: the streams restart from the fixed seeds
+    for each question set, so the numbers are those each comparison would get alone, at a fraction of
+    the cost."""
     by_mask: dict[tuple[bool, ...], list[tuple[int, M.Metric]]] = {}
     for i, other in enumerate(others):
         for spec in specs:
@@ -230,17 +245,24 @@ def _pair_stats(base: list[QuestionView], others: list[list[QuestionView]], spec
         samples = [S.paired_deltas([base[q].repeats.get(s.key, base[q].values[s.key]) for q in keep],
                                    [others[i][q].repeats.get(s.key, others[i][q].values[s.key]) for q in keep])
                    for i, s in members]
-        cis = S.bootstrap_cis(samples, seed=bootstrap_seed)
-        ps = S.sign_flip_tests(points, seed=permutation_seed)
+        units = [PI.binary_unit([v for q in keep for v in (base[q].values[s.key], others[i][q].values[s.key])])
+                 for i, s in members]
+        inferences = [_exact(points[:, j], units[j], samples[j].repeated, alpha) for j in range(len(members))]
+        boot = [j for j, inf in enumerate(inferences) if inf is None or inf.ci_method == PI.BOOTSTRAP]
+        cis = dict(zip(boot, S.bootstrap_cis([samples[j] for j in boot], seed=bootstrap_seed), strict=True))
+        mc = [j for j, inf in enumerate(inferences) if inf is None]
+        ps = dict(zip(mc, S.sign_flip_tests(points[:, mc], seed=permutation_seed), strict=True)) if mc else {}
         for j, (i, spec) in enumerate(members):
             d = points[:, j]
+            inference = inferences[j] or PI.paired_inference(d, mc_p=ps[j], permutations=S.PERMUTATIONS)
             out[i][spec.key] = {
                 "n": len(keep),
                 "mean_baseline": _mean([base[q].values[spec.key] for q in keep]),
                 "mean_other": _mean([others[i][q].values[spec.key] for q in keep]),
                 "delta": _mean(d),
-                "ci95": cis[j],
-                "p": ps[j],
+                "ci95": cis[j] if j in cis else inference.ci95,
+                "p": inference.p, "test": inference.test, "ci_method": inference.ci_method,
+                "p_mc_se": inference.p_mc_se,
                 "wins": int((d > 1e-12).sum()), "ties": int((np.abs(d) <= 1e-12).sum()),
                 "losses": int((d < -1e-12).sum()),
                 "mde": S.min_detectable_delta(d, alpha, power),
@@ -389,7 +411,8 @@ def _verdicts(pairs: Sequence[tuple[str, str, list[QuestionView]]], base: list[Q
                 metric=spec.key, n=r["n"], mean_baseline=r["mean_baseline"], mean_other=r["mean_other"],
                 delta=r["delta"], ci95=r["ci95"], p=r["p"], p_holm=p_holm, wins=r["wins"], ties=r["ties"],
                 losses=r["losses"], verdict=verdict(r["delta"], p_used, alpha), mde=r["mde"], effect=spec.effect,
-                questions_needed=r["questions_needed"]))
+                questions_needed=r["questions_needed"], test=r["test"], ci_method=r["ci_method"],
+                p_mc_se=r["p_mc_se"], borderline=PI.disagrees(r["ci95"], p_used, alpha)))
         worse, better = _changes(base, v) if kind == "run" else ([], [])
         comparisons.append(PairComparison(baseline, label, kind, results, worse, better))
     return comparisons
@@ -476,16 +499,6 @@ def _num(value: float | None, digits: int, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-def _ci(ci: tuple[float, float] | None, digits: int) -> str:
-    return "-" if ci is None else f"[{_num(ci[0], digits, True)}, {_num(ci[1], digits, True)}]"
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "-"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
 def _rank(r: int | None) -> str:
     return "-" if r is None else str(r)
 
@@ -494,15 +507,14 @@ def _grade(g: float | None) -> str:
     return "-" if g is None else f"{g:g}"
 
 
-def _verdict_line(spec: M.Metric, r: MetricResult, k: int) -> str:
+def _verdict_line(spec: M.Metric, r: MetricResult, k: int, alpha: float = ALPHA) -> str:
     label = spec.label_at(k)
     if r.verdict == NOT_COMPARABLE:
         return f"  {label}: not comparable (no question has it in both runs)"
     if r.verdict == CANNOT_JUDGE:
         return f"  {label}: {CANNOT_JUDGE}: the grades come from an uninformative judge (see the warning above)."
-    ci = _ci(r.ci95, spec.digits)
-    p = f"p {_p(r.p)}" + (f", Holm {_p(r.p_holm)}" if r.p_holm is not None else "")
-    line = f"  {label}: {r.verdict} (Δ {_num(r.delta, spec.digits, True)}, 95% CI {ci}, {p})"
+    line = (f"  {label}: {r.verdict} (Δ {_num(r.delta, spec.digits, True)}, 95% CI {T.interval(r, spec.digits)}, "
+            f"{T.p_text(r)}){T.borderline(r, alpha)}")
     unit = " points" if spec.unit == "percent" else ""
     if r.questions_needed is not None:
         line += (f"; {r.n} questions detect a change of about {_num(r.mde, spec.digits)}{unit}; you would need about "
@@ -572,20 +584,27 @@ def format_comparison(c: Comparison, top: int = 10, *, bold: bool = False) -> st
         header = (f"{'metric':<{name_width}}{'n':>5}{baseline:>{w}}{other:>{w}}{'Δ':>9}  {'95% CI':<20}{'p':>7}"
                   + (f"{'Holm':>8}" if holm else "") + f"{'W/T/L':>10}")
         out += ["", f"{other} vs {baseline} (Δ = {other} − {baseline}, paired over questions)", header]
+        estimates = False
         for r in pc.metrics:
             spec = by_key[r.metric]
             if r.n == 0:
                 continue
-            ci = _ci(r.ci95, spec.digits)
+            ci = "unbounded" if T.interval(r, spec.digits) == T.UNBOUNDED else T.interval(r, spec.digits)
             line = (f"{spec.label_at(c.k):<{name_width}}{r.n:>5}{_num(r.mean_baseline, spec.digits):>{w}}"
                     f"{_num(r.mean_other, spec.digits):>{w}}{_num(r.delta, spec.digits, True):>9}  {ci:<20}"
-                    f"{_p(r.p):>7}" + (f"{_p(r.p_holm):>8}" if holm else "") + f"{f'{r.wins}/{r.ties}/{r.losses}':>10}")
-            out.append(line + ("" if pc.kind == "run" else f"  {r.verdict}"))
+                    f"{T.p_cell(r.p, r):>7}" + (f"{T.p_cell(r.p_holm, r):>8}" if holm else "")
+                    + f"{f'{r.wins}/{r.ties}/{r.losses}':>10}")
+            line += "" if pc.kind == "run" else f"  {r.verdict}"
+            out.append(line + ("  borderline" if r.borderline else ""))
+            estimates = estimates or (T.estimated(r) and r.n > 0)
+        if estimates:
+            out.append(f"(≈: a Monte-Carlo estimate of the sign-flip p over {S.PERMUTATIONS:,} random sign patterns; "
+                       "the others are exact)")
         if pc.kind != "run":
             continue
         out.append(f"Verdicts (α {c.alpha:g}" + (", Holm-adjusted" if holm else "")
                    + f"; detectable change at power {c.power:g}):")
-        out += [_verdict_line(by_key[r.metric], r, c.k) for r in pc.metrics]
+        out += [_verdict_line(by_key[r.metric], r, c.k, c.alpha) for r in pc.metrics]
         out += comparison_lines(c.sequential.get(pc.other), c.k)
         out += _change_lines(f"Worse in {other}", pc.worse, top)
         out += _change_lines(f"Better in {other}", pc.better, top)

@@ -52,6 +52,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from components.analysis import inference_text as T
 from components.analysis.certificate_record import Entry, Verdict
 from components.analysis.comparison import Comparison
 from components.analysis.paired import NOT_COMPARABLE, WORSE, MetricResult, PairComparison
@@ -155,17 +156,10 @@ def _fmt(value: float | None, digits: int, sign: bool = True) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-def _p(r: MetricResult) -> str:
-    def one(p: float) -> str:
-        return "<0.001" if p < 0.001 else f"{p:.3f}"
-    if r.p is None:
-        return "p -"
-    return f"p {one(r.p)}" + (f" (Holm {one(r.p_holm)})" if r.p_holm is not None else "")
-
-
-def _figures(spec: M.Metric, r: MetricResult) -> str:
-    ci = "-" if r.ci95 is None else f"[{_fmt(r.ci95[0], spec.digits)}, {_fmt(r.ci95[1], spec.digits)}]"
-    return f"Δ {_fmt(r.delta, spec.digits)}, 95% CI {ci}, {_p(r)}, n {r.n}"
+def _figures(spec: M.Metric, r: MetricResult, alpha: float) -> str:
+    """``Δ …, 95% CI …, p …, n …`` with the ``borderline`` mark (:mod:`components.analysis.inference_text`)."""
+    return f"Δ {_fmt(r.delta, spec.digits)}, 95% CI {T.interval(r, spec.digits)}, {T.p_text(r)}, n {r.n}" \
+        + T.borderline(r, alpha)
 
 
 def _unjudged(pc: PairComparison, rule: str, spec: M.Metric, head: str, why: str, named: bool) -> GateCheck:
@@ -183,10 +177,11 @@ def _worse(pc: PairComparison, spec: M.Metric, r: MetricResult, alpha: float, k:
     failed = r.verdict == WORSE
     what = f"worse (p below α {alpha:g})" if failed else r.verdict
     return GateCheck(pc.other, pc.baseline, WORSE_RULE, spec.key, failed, True,
-                     f"{'FAIL' if failed else 'pass'}  {head}: {what}: {_figures(spec, r)}")
+                     f"{'FAIL' if failed else 'pass'}  {head}: {what}: {_figures(spec, r, alpha)}")
 
 
-def _margin(pc: PairComparison, spec: M.Metric, r: MetricResult, margin: float, k: int) -> GateCheck:
+def _margin(pc: PairComparison, spec: M.Metric, r: MetricResult, margin: float, k: int,
+            alpha: float) -> GateCheck:
     head = f"{spec.key} ({spec.label_at(k)}), {pc.other} vs {pc.baseline}"
     unit = " points" if spec.unit == "percent" else ""
     if r.ci95 is None:
@@ -197,7 +192,7 @@ def _margin(pc: PairComparison, spec: M.Metric, r: MetricResult, margin: float, 
     relation = "below" if failed else "within"
     return GateCheck(pc.other, pc.baseline, "margin", spec.key, failed, True,
                      f"{'FAIL' if failed else 'pass'}  {head}: the CI's lower bound {_fmt(lower, spec.digits)} is "
-                     f"{relation} the margin −{margin:g}{unit}: {_figures(spec, r)}")
+                     f"{relation} the margin −{margin:g}{unit}: {_figures(spec, r, alpha)}")
 
 
 def _sequential(pc: PairComparison, spec: M.Metric, entry: AdaptiveMetric, k: int) -> GateCheck:
@@ -364,7 +359,7 @@ def check_gate(comparison: Comparison, *, worse: Sequence[str] | bool = False,
             if recorded is not None:
                 checks.append(_sequential(pc, specs[key], recorded, comparison.k))
             elif key in margins:
-                checks.append(_margin(pc, specs[key], by_key[key], margins[key], comparison.k))
+                checks.append(_margin(pc, specs[key], by_key[key], margins[key], comparison.k, comparison.alpha))
             elif key in names:
                 checks.append(_worse(pc, specs[key], by_key[key], comparison.alpha, comparison.k, worse is not True))
         if regressions is not None:

@@ -62,7 +62,7 @@ class MetricResult:
     mean_other: float | None
     delta: float | None  # mean(other − baseline)
     ci95: tuple[float, float] | None
-    p: float | None  # sign-flip, two-sided
+    p: float | None  # two-sided, by ``test``
     p_holm: float | None  # when the family has more than one comparison
     wins: int  # questions where other > baseline
     ties: int
@@ -71,6 +71,12 @@ class MetricResult:
     mde: float | None  # smallest detectable |delta| with these n questions
     effect: float
     questions_needed: int | None  # to detect ``effect``
+    # the inference (components.stats.paired_inference): the test that gave ``p`` (sign-flip-exact, sign-flip-mc,
+    # mcnemar-exact) and how ``ci95`` was made (test-inversion, bootstrap-percentile)
+    test: str = "sign-flip-mc"
+    ci_method: str = "bootstrap-percentile"
+    p_mc_se: float | None = None  # the standard error of a Monte-Carlo ``p`` (sign-flip-mc); null otherwise
+    borderline: bool = False  # ``ci95`` and the p the verdict used read differently (analysis.compare)
 
 
 @dataclass(frozen=True)

@@ -685,15 +685,19 @@ def _pair_table(comp: Mapping, labels: Mapping[str, str], digits_of: Mapping[str
             continue
         ci = m.get("ci95")
         ci_text = (f"[{_fmt(ci[0], digits, True)}, {_fmt(ci[1], digits, True)}]"
-                   if isinstance(ci, (list, tuple)) and len(ci) == 2 else "-")
+                   if isinstance(ci, (list, tuple)) and len(ci) == 2 else
+                   "unbounded (too few questions)" if m.get("ci_method") == "test-inversion" else "-")
         wtl = "/".join(_h(m.get(k, "-")) for k in ("wins", "ties", "losses"))
         verdict = m.get("verdict") or "-"
+        estimate = "≈" if m.get("test") == "sign-flip-mc" else ""  # a Monte-Carlo p: an estimate
+        marked = verdict + (" (borderline: the 95% CI and the p disagree)" if m.get("borderline") is True else "")
         rows.append(f"<tr><th>{_h(label)}</th><td class=num>{_h(m.get('n'))}</td>"
                     f"<td class=num>{_fmt(m.get('mean_baseline'), digits)}</td>"
                     f"<td class=num>{_fmt(m.get('mean_other'), digits)}</td>"
                     f"<td class=num>{_fmt(m.get('delta'), digits, True)}</td><td class=ci>{_h(ci_text)}</td>"
-                    f"<td class=num>{_h(_p(m.get('p')))}</td><td class=num>{_h(_p(m.get('p_holm')))}</td>"
-                    f"<td class=num>{wtl}</td><td class='verdict {_verdict_class(verdict)}'>{_h(verdict)}</td></tr>")
+                    f"<td class=num>{_h(estimate + _p(m.get('p')))}</td>"
+                    f"<td class=num>{_h((estimate if is_number(m.get('p_holm')) else '') + _p(m.get('p_holm')))}</td>"
+                    f"<td class=num>{wtl}</td><td class='verdict {_verdict_class(verdict)}'>{_h(marked)}</td></tr>")
         if is_number(m.get("questions_needed")):
             power.append(f"{label}: {m['n']} questions detect a change of about {_fmt(m.get('mde'), digits)}; "
                          f"you would need about {m['questions_needed']} questions to detect a "

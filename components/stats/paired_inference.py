@@ -89,8 +89,10 @@ def sign_flip_exact(deltas: Iterable[float], alpha: float = 0.05) -> tuple[float
     r = math.ceil(alpha * total / 2) - 1
     if r <= 0:
         return p, None
-    means = np.sort(sums[1:] / sizes[1:])
-    return p, (float(means[r - 1]), float(means[-r]))
+    means = sums[1:] / sizes[1:]
+    low, high = r - 1, means.size - r  # the r-th smallest and the r-th largest: a partition, not a sort
+    means = np.partition(means, (low, high))
+    return p, (float(means[low]), float(means[high]))
 
 
 def mcnemar_exact(deltas: Iterable[float], unit: float, alpha: float = 0.05) -> tuple[float, tuple[float, float]]:
