@@ -199,22 +199,22 @@ def test_ids_are_counted_not_graded_pairs():
         short.gate(worse=["mrr"], min_overlap=1.5)
 
 
-def test_a_named_metric_that_cannot_be_judged_fails(tmp_path: Path):
-    """The new run's judge failed: its grade and total cannot be compared. Named, they fail the gate
-    with a line saying why; in the default set (--fail-on worse alone) they stay "not gated"."""
+def test_a_run_without_a_judged_row_fails_whether_the_metric_is_named_or_not(tmp_path: Path):
+    """The new run's judge failed: its grade and total have no judged row, the baseline's have. Named or
+    in the default set (--fail-on worse alone), they fail the gate with a line naming the run without."""
     base, failed = write(tmp_path, graded([1] * N, "base", 8), graded([1] * N, "failed", None))
     run = run_cli("compare", base, failed, "--fail-on", "worse:grade,total")
     assert run.code == EXIT_GATE, run.stdout[-3000:] + run.stderr[-2000:]
     assert gate_lines(run.stdout) == [
-        "FAIL  avg_llm_grade (avg grade), failed vs base: cannot be judged: not comparable (no question has it in "
-        "both runs); a metric the gate names must be judged",
-        "FAIL  avg_total_score (avg total), failed vs base: cannot be judged: not comparable (no question has it "
-        "in both runs); a metric the gate names must be judged"]
+        "FAIL  avg_llm_grade (avg grade), failed vs base: failed has no judged row for it (base has): a run without "
+        "one does not pass the gate",
+        "FAIL  avg_total_score (avg total), failed vs base: failed has no judged row for it (base has): a run "
+        "without one does not pass the gate"]
     margin = run_cli("compare", base, failed, "--margin", "grade=1")
     assert margin.code == EXIT_GATE and gate_lines(margin.stdout)[0].startswith("FAIL  avg_llm_grade")
     default = run_cli("compare", base, failed, "--fail-on", "worse")
-    assert default.code == 0, default.stdout[-3000:]
-    assert sum(line.startswith("not gated  avg_llm_grade") for line in gate_lines(default.stdout)) == 1
+    assert default.code == EXIT_GATE, default.stdout[-3000:]
+    assert sum(line.startswith("FAIL  avg_llm_grade") for line in gate_lines(default.stdout)) == 1
 
 
 def test_a_gate_that_judges_nothing_fails(tmp_path: Path):
@@ -235,3 +235,42 @@ def test_bad_min_overlap_is_one_line_and_exit_2(tmp_path: Path, args, words):
     base, worse = write(tmp_path, BASE, WORSE)
     run = run_cli("compare", base, worse, *args)
     assert run.code == 2 and words in run.stderr and run.stdout == ""
+
+
+def test_the_gate_never_passes_on_a_run_whose_retriever_failed_on_every_question(tmp_path: Path):
+    """A run whose retriever failed on every question (status retrieval_failed, exit 7) has no rank better
+    or worse than noise on 3 questions: without the rule, every metric reads "no detectable difference" and
+    the gate passed. It fails, with one line naming the failed run, whichever side it is on."""
+    from components import api
+    from tests.test_api import DOCS, QUESTIONS, KeywordRetriever
+    from tests.test_retrieval_failures import Failing
+
+    failed = api.evaluate(Failing(""), QUESTIONS, DOCS, judge="offline")
+    good = api.evaluate(KeywordRetriever(), QUESTIONS, DOCS, judge="offline")
+    assert failed.run.status == "retrieval_failed"
+    paths = {"good": tmp_path / "good.json", "failed": tmp_path / "failed.json"}
+    good.save(paths["good"])
+    failed.save(paths["failed"])
+    for first, second in (("good", "failed"), ("failed", "good")):
+        run = run_cli("compare", str(paths[first]), str(paths[second]), "--fail-on", "worse")
+        assert run.code == EXIT_GATE == 6, run.stderr
+        lines = [line.strip() for line in run.stdout.splitlines() if line.strip().startswith("FAIL")]
+        assert len(lines) == 1 and "retriever failed on every question (status retrieval_failed): a failed run " \
+            "does not pass the gate" in lines[0], run.stdout
+        assert "no detectable difference" in run.stdout  # what the metrics alone said
+
+
+def test_a_run_with_no_judged_row_for_a_gated_metric_fails_the_gate():
+    """A run with grades against one without any (its grade metrics null on every question): the grade
+    metrics of the default set were "not gated"; the run without a judged row now fails the gate."""
+    graded = results([1] * N, "graded")
+    for r in graded["results"]:
+        r["llm_grade"], r["total_score"] = 8, 8.0
+    ungraded = results([1] * N, "ungraded")
+    gate = check_gate(compare_runs([graded, ungraded]), worse=True)
+    failing = [c for c in gate.checks if c.failed]
+    assert not gate.passed and {c.metric for c in failing} == {"avg_llm_grade", "avg_total_score", "pass_rate_7"}
+    assert all(c.rule == "failed_run" and "ungraded has no judged row for it (graded has)" in c.line
+               for c in failing)
+    both = check_gate(compare_runs([BASE, results([1] * N, "other")]), worse=True)  # neither has grades: not gated
+    assert both.passed

@@ -29,10 +29,15 @@ files after the first; reference systems and TREC runs are not gated):
 
 What the gate cannot judge does not pass it:
 
+- a **failed run** never passes: when the baseline or a gated run has status ``retrieval_failed`` (its
+  retriever failed on every question: exit 7), or has no judged row for a gated metric that the other
+  run has (its values of it null on every compared question), the gate fails with a ``FAIL`` line
+  saying which run and why (rule ``failed_run``);
+
 - a metric that cannot be judged (not comparable: no question has it in both runs, e.g. the grade
   when the judge graded nothing; or no interval) **fails** the gate when it was named — in
   ``--fail-on worse:a,b`` or ``--margin`` — with a ``FAIL`` line saying why; one of the default set
-  (``--fail-on worse`` alone) is named in a ``not gated`` line and does not fail;
+  (``--fail-on worse`` alone) that neither run has is named in a ``not gated`` line and does not fail;
 - a grade metric whose grades come from an **uninformative** judge (the run's judge, or a panel's aggregate:
   :mod:`components.analysis.uninformative`) **fails** the gate, named or one of the default set, with a ``FAIL``
   line naming the judge: the grades do not tell right chunks from wrong ones;
@@ -68,6 +73,8 @@ WORSE_RULE = "worse"
 NOT_JUDGED = "not comparable (no question has it in both runs)"
 AGREEMENT_RULE = "agreement"
 SEQUENTIAL_RULE = "sequential"
+FAILED_RUN_RULE = "failed_run"
+RETRIEVAL_FAILED = "retrieval_failed"  # run.status when the retriever failed on every question
 SEQUENTIAL_FAILING = (Q.WORSE, Q.INFERIOR, Q.NOT_SHOWN)  # a recorded sequential verdict that fails the gate
 _EXAMPLES = 5  # question ids named in a regressions line
 
@@ -119,6 +126,7 @@ class GateCheck:
     other: str  # the run compared with the baseline
     baseline: str
     rule: str  # "worse" | "margin" | "sequential" | "regressions" | "overlap" | "nothing_judged" | "agreement"
+    #          | "failed_run"
     metric: str | None  # the metric key (None for the other rules)
     failed: bool
     gated: bool  # False: the metric could not be judged (not comparable, no interval)
@@ -253,6 +261,32 @@ def _overlap(pc: PairComparison, total: int, shared: int, min_overlap: float) ->
                      f"{min_overlap:g} needs {need})")
 
 
+def _failed_runs(comparison: Comparison, pc: PairComparison, gated: Sequence[str]) -> list[GateCheck]:
+    """A failed run never passes (module docstring): a ``FAIL`` for the baseline or ``pc.other`` when its
+    retriever failed on every question (status ``retrieval_failed``), else for each gated metric one of the
+    two has on no compared question while the other has it."""
+    summaries = {s.label: s for s in comparison.runs}
+    pair = [summaries[label] for label in (pc.baseline, pc.other) if label in summaries]
+    head = f"{pc.other} vs {pc.baseline}"
+    failed = [s for s in pair if s.status == RETRIEVAL_FAILED]
+    if failed:
+        return [GateCheck(pc.other, pc.baseline, FAILED_RUN_RULE, None, True, True,
+                          f"FAIL  failed run, {head}: {s.label}'s retriever failed on every question (status "
+                          f"{RETRIEVAL_FAILED}): a failed run does not pass the gate; fix it and run again")
+                for s in failed]
+    checks = []
+    for key in gated:
+        spec = M.METRICS[key]
+        have = [s for s in pair if s.means.get(key) is not None]
+        if len(have) == 1:
+            lacking = next(s for s in pair if s is not have[0])
+            checks.append(GateCheck(pc.other, pc.baseline, FAILED_RUN_RULE, key, True, True,
+                                    f"FAIL  {key} ({spec.label_at(comparison.k)}), {head}: {lacking.label} has no "
+                                    f"judged row for it ({have[0].label} has): a run without one does not pass "
+                                    "the gate"))
+    return checks
+
+
 def _regressions(pc: PairComparison, allowed: int) -> GateCheck:
     lost = sorted({c.question_id for c in [*pc.worse, *pc.better] if c.rank_before == 1 and c.rank_after != 1})
     failed = len(lost) > allowed
@@ -349,8 +383,10 @@ def check_gate(comparison: Comparison, *, worse: Sequence[str] | bool = False,
         overlap = _overlap(pc, comparison.runs[0].question_count, comparison.shared_ids.get(pc.other, 0), min_overlap)
         if overlap is not None:
             checks.append(overlap)
+        failed = _failed_runs(comparison, pc, [key for key in comparison.metrics if key in margins or key in names])
+        checks += failed
         by_key = {r.metric: r for r in pc.metrics}
-        for key in comparison.metrics:
+        for key in [key for key in comparison.metrics if key not in {c.metric for c in failed}]:
             unjudged = _uninformative(comparison, pc, specs[key], key in margins or key in names)
             if unjudged is not None:
                 checks.append(unjudged)
