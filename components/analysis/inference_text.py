@@ -49,7 +49,7 @@ def p_text(r: MetricResult) -> str:
     if r.p is None:
         return "p -"
     if estimated(r):
-        se = f" ± {r.p_mc_se:.3f}" if r.p_mc_se is not None else ""
+        se = "" if r.p_mc_se is None else f" ± {r.p_mc_se:.3f}" if r.p_mc_se >= 0.001 else f" ± {r.p_mc_se:.1g}"
         text = f"{TESTS[r.test]} p ≈ {p_value(r.p)}{se}"
     else:
         text = f"{TESTS.get(r.test, r.test)} p {p_value(r.p)}"
