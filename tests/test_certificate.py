@@ -203,3 +203,46 @@ def test_the_cli_refuses_require_agreement_without_a_gate(tmp_path):
     assert run_cli("compare", *paths, "--require-agreement").code == 2
     gated = run_cli("compare", *paths, "--fail-on", "worse:grade", "--require-agreement")
     assert gated.code == 6 and "FAIL  agreement  avg_llm_grade" in gated.stdout
+
+
+# ---- panels with different members
+
+
+def test_panels_that_differ_are_compared_on_the_judges_they_share():
+    """A 2-judge baseline (a 6, b 8: median 7) against a 3-judge run (a 6, b 8, harsh 2: median 6) on 8
+    questions: read as recorded, "the panel" says worse by 1 point while a and b, the judges both runs have,
+    see no change. Aggregated again over a and b (median 7 in both), the panel's verdict covers them: no
+    detectable difference; one warning names harsh; the certificate says so; the Python API does the same."""
+    from components import api
+
+    base = run_of("base", (6, 8), judges=("a", "b"))
+    new = run_of("new", (6, 8, 2), judges=("a", "b", "harsh"))
+    for comparison in (compare_runs([base, new], ["base", "new"]), api.compare([base, new], labels=["base", "new"])):
+        grade = next(r for r in comparison.comparisons[0].metrics if r.metric == "avg_llm_grade")
+        assert (grade.mean_baseline, grade.mean_other, grade.delta, grade.verdict) == (
+            7.0, 7.0, 0.0, "no detectable difference")
+        assert comparison.warnings == ["the runs' panels differ: harsh only in new; the panel's grades and verdicts "
+                                       "are the median of the judges every run has (a, b)"]
+        text = str(comparison)
+        assert "warning: the runs' panels differ: harsh only in new" in text
+        cert = comparison.certificate
+        assert cert.judges == ["a", "b"] and cert.not_shared == ["harsh"]
+        assert cert.entry("base", "new", "avg_llm_grade").holds is True
+        assert "the panel is the judges every run has: harsh left out (not in every run's panel)" in text
+        assert comparison.to_json()["certificate"]["not_shared"] == ["harsh"]
+    # the rows as recorded: the 3-judge median is 6, which the comparison would have set against 7
+    assert new.rows[0].llm_grade == 6 and base.rows[0].llm_grade == 7
+
+
+def test_a_mean_panel_is_aggregated_again_by_its_mean_and_panels_with_no_judge_in_common_are_named():
+    base = run_of("base", (6, 9), judges=("a", "b"))
+    new = run_of("new", (7, 9, 1), judges=("a", "b", "harsh"))
+    for run in (base, new):
+        run.run.judge.details["aggregate"] = "mean"
+    grade = next(r for r in compare_runs([base, new], ["base", "new"]).comparisons[0].metrics
+                 if r.metric == "avg_llm_grade")
+    assert (grade.mean_baseline, grade.mean_other) == (8.0, 8.0)  # (6 + 9)/2 = 7.5 → 8; (7 + 9)/2 = 8
+    apart = compare_runs([run_of("x", (6, 6), judges=("a", "b")), run_of("y", (7, 7), judges=("c", "d"))],
+                         ["x", "y"])
+    assert any(w.startswith("the runs' panels differ: a only in x; b only in x; c only in y; d only in y; they "
+                            "share no judge") for w in apart.warnings)

@@ -93,13 +93,16 @@ class Certificate:
     rankings: list[Ranking] = field(default_factory=list)
     k: int | None = None
     left_out: list[str] = field(default_factory=list)  # shared judges left out: uninformative in a compared run
+    # judges of some runs' panels but not of every one's: the panel's verdict covers the others (analysis.panel)
+    not_shared: list[str] = field(default_factory=list)
 
     def entry(self, baseline: str, other: str, metric: str) -> Entry | None:
         return next((e for e in self.entries if (e.baseline, e.other, e.metric) == (baseline, other, metric)), None)
 
     def to_json(self) -> dict:
         return {"judges": list(self.judges), "entries": [e.to_json() for e in self.entries],
-                "rankings": [r.to_json() for r in self.rankings], "k": self.k, "left_out": list(self.left_out)}
+                "rankings": [r.to_json() for r in self.rankings], "k": self.k, "left_out": list(self.left_out),
+                "not_shared": list(self.not_shared)}
 
     @classmethod
     def from_json(cls, doc: Mapping) -> Certificate:
@@ -112,7 +115,7 @@ class Certificate:
         rankings = [Ranking(**{k: r[k] for k in ("metric", "runs", "panel", "judges", "tau", "top", "tau_top")})
                     for r in doc.get("rankings") or []]
         return cls([str(n) for n in doc.get("judges") or []], entries, rankings, doc.get("k"),
-                   [str(n) for n in doc.get("left_out") or []])
+                   [str(n) for n in doc.get("left_out") or []], [str(n) for n in doc.get("not_shared") or []])
 
     def __str__(self) -> str:
         return "".join(line + "\n" for line in certificate_lines(self))
@@ -159,6 +162,9 @@ def certificate_lines(c: Certificate) -> list[str]:
     lines = [f"Verdict certificate ({len(c.judges)} judge{'s' * (len(c.judges) != 1)}: {judges}; the verdict under "
              "the panel, then under each judge alone)",
              *left_out_lines([shorten(n, 40) for n in c.left_out])]
+    if c.not_shared:
+        lines.append(f"  the panel is the judges every run has: {', '.join(shorten(n, 40) for n in c.not_shared)} "
+                     "left out (not in every run's panel); its verdicts are over the judges above")
     for e in c.entries:
         spec = M.METRICS.get(e.metric)
         digits = spec.digits if spec else 3

@@ -53,7 +53,7 @@ from components.analysis.gate import GateResult, check_gate
 from components.analysis import inference_text as T
 from components.analysis.paired import (ALPHA, NOT_COMPARABLE, POWER, MetricResult, PairComparison, QuestionChange,
                                         QuestionView, RunSummary, verdict)
-from components.analysis.panel import reconcile
+from components.analysis.panel import on_shared_judges, reconcile
 from components.analysis.qrels_scoring import qrels_table, score_runs
 from components.analysis.recommendations import best_columns, recommend_runs
 from components.analysis.run_files import read_run_or_ranking, resolve_run
@@ -455,7 +455,9 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
     labels = list(labels) if labels else default_labels(runs, sources)
     if len(labels) != len(runs) or len(set(labels)) != len(labels):
         raise InputError(f"compare: labels {labels} must be distinct, one per run")
-    runs, judge_warnings = reconcile(runs, labels)  # panel runs beside single-judge runs
+    panels = on_shared_judges(runs, labels)  # panels that differ: compared on the judges they share
+    runs, judge_warnings = reconcile(panels.runs, labels)  # panel runs beside single-judge runs
+    judge_warnings = panels.warnings + judge_warnings
     specs = _chosen_metrics(metrics)
     bootstrap_seed = S.BOOTSTRAP_SEED if seed is None else seed
     permutation_seed = S.PERMUTATION_SEED if seed is None else seed + 1
@@ -488,6 +490,8 @@ def compare_runs(runs: Sequence[RunResult | dict], labels: Sequence[str] | None 
                               uninformative=uninformative)
     certificate = certify(runs, labels, comparison, lambda judged, keys: compare_runs(
         judged, labels, alpha=alpha, power=power, seed=seed, metrics=keys))
+    if certificate is not None and panels.not_shared:
+        certificate = replace(certificate, not_shared=panels.not_shared)
     return comparison if certificate is None else replace(comparison, certificate=certificate)
 
 

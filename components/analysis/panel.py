@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
 from components.stats.agreement import krippendorff_alpha, krippendorff_alpha_ci, pass_agreement, weighted_kappa
 from components.analysis.aggregate import confidence_intervals
 from components.analysis.judge_signal import JudgeSignal, member_signals, rows_signal
+from components.analysis.panel_grade import MEDIAN, aggregate, round_half_up
 from utils import metrics as M
 from utils.console import escape_control
 from utils.records.sections import AlphaOrdinal, JudgePair, PanelAgreement, PanelJudge, PanelSection
@@ -194,34 +195,112 @@ def _signal_text(signal: JudgeSignal | None) -> str:
     return f", signal {signal.verdict}{gap}"
 
 
-def _identity(spec: Mapping) -> tuple[str | None, str | None]:
+def _identity(spec: Mapping) -> tuple[str | None, str | None, str | None]:
+    """A panel member's judge: provider, model and endpoint (the host its record names; None: the provider's
+    public API). Never the model alone: two endpoints may serve one model id."""
     recorded = spec.get("judge") if isinstance(spec.get("judge"), Mapping) else {}
-    return recorded.get("provider", spec.get("provider")), recorded.get("model", spec.get("model"))
+    return (recorded.get("provider", spec.get("provider")), recorded.get("model", spec.get("model")),
+            recorded.get("base_url_host"))
+
+
+def _single_identity(run: RunResult) -> tuple[str | None, str | None, str | None]:
+    judge = run.run.judge
+    return judge.provider, judge.model, judge.details.get("base_url_host")
+
+
+def _member(run: RunResult, judge: tuple[str | None, str | None, str | None]) -> str | None:
+    """The name of the one judge of ``run``'s panel that is ``judge``; None when none is, or several are."""
+    names = [s["name"] for s in judge_specs(run.run) if _identity(s) == judge]
+    return names[0] if len(names) == 1 else None
 
 
 def reconcile(runs: Sequence[RunResult], labels: Sequence[str]) -> tuple[list[RunResult], list[str]]:
     """Panel runs compared with single-judge runs: when every single-judge run has the same judge
-    (provider and model) and every panel has it too, each panel run is read as that judge alone
-    graded it (:func:`judge_view`); otherwise the panel runs keep their aggregate. Either way a
-    warning says which. All panel runs, or none: the runs as they are. A panel of one judge is read
-    as that judge's run first (its grades are that judge's)."""
+    (provider, model and endpoint) and every panel has exactly one judge that is it, each panel run is
+    read as that judge alone graded it (:func:`judge_view`); otherwise the panel runs keep their
+    aggregate. Either way a warning says which. All panel runs, or none: the runs as they are. A panel
+    of one judge is read as that judge's run first (its grades are that judge's)."""
     runs = [judge_view(r, judge_names(r)[0]) if is_panel(r) and len(judge_names(r)) == 1 else r for r in runs]
     panels = [i for i, r in enumerate(runs) if is_panel(r)]
     out = list(runs)
     if not panels or len(panels) == len(runs):
         return out, []
-    singles = [r for i, r in enumerate(runs) if i not in panels]
-    judges = {(r.run.judge.provider, r.run.judge.model) for r in singles}
+    judges = {_single_identity(r) for i, r in enumerate(runs) if i not in panels}
     if len(judges) == 1:
         shared = next(iter(judges))
-        names = [next((s["name"] for s in judge_specs(runs[i].run) if _identity(s) == shared), None) for i in panels]
+        names = [_member(runs[i], shared) for i in panels]
         if all(names):
             for i, name in zip(panels, names, strict=True):
                 out[i] = judge_view(runs[i], name)
             return out, [f"{labels[i]} is a panel run: compared on the grades of its judge {name} "
-                         f"({' '.join(shared)}), the judge every run has"
+                         f"({' '.join(str(x) for x in shared[:2])}), the judge every run has"
                          for i, name in zip(panels, names, strict=True)]
     others = ", ".join(labels[i] for i in range(len(runs)) if i not in panels)
     return out, [f"{labels[i]} is a panel run and {others} had one judge that is not in its panel: its grades are the "
                  f"panel's aggregate ({runs[i].run.judge.details.get('aggregate', 'median')} of "
                  f"{', '.join(judge_names(runs[i]))}), compared with another judge's" for i in panels]
+
+
+@dataclass(frozen=True)
+class SharedPanels:
+    """Panel runs read on the judges they all have (:func:`on_shared_judges`): the runs, the warning that
+    their panels differ (none when they do not), and the judges left out (not in every run's panel)."""
+
+    runs: list[RunResult]
+    warnings: list[str]
+    not_shared: list[str]
+
+
+def _shared_row(row: QuestionResult, names: Sequence[str], method: str) -> QuestionResult:
+    """A panel row aggregated again over ``names`` only (as the loop aggregates: the judges of them that
+    graded; none graded: no grade, the first one's error)."""
+    if row.grades_by_judge is None:
+        return row
+    kept = {n: g for n, g in row.grades_by_judge.items() if n in names}
+    grades = [g.grade for g in kept.values() if g.grade is not None]
+    if not grades:
+        error = next((g.error for g in kept.values() if g.error), None) or row.grade_error
+        return replace(row, llm_grade=None, grade_error=error, total_score=None, grades_by_judge=kept,
+                       panel_grade=None, panel_graded=0)
+    value = aggregate(grades, method)
+    grade = round_half_up(value)
+    return replace(row, llm_grade=grade, grade_error=None, total_score=M.total_score(grade, row.rank),
+                   grades_by_judge=kept, panel_grade=round(value, 4), panel_graded=len(grades))
+
+
+def _shared_run(result: RunResult, names: Sequence[str]) -> RunResult:
+    """``result`` as the panel of ``names`` alone graded it, aggregated with the run's own method; one judge:
+    that judge's run (:func:`judge_view`)."""
+    if len(names) == 1:
+        return judge_view(result, names[0])
+    method = str(result.run.judge.details.get("aggregate") or MEDIAN)
+    specs = [j for j in judge_specs(result.run) if j["name"] in names]
+    details = {**result.run.judge.details, "judges": specs} if specs else result.run.judge.details
+    judge = replace(result.run.judge, model=",".join(names), details=details)
+    return replace(result, rows=[_shared_row(r, names, method) for r in result.rows],
+                   run=replace(result.run, judge=judge), panel=None)
+
+
+def on_shared_judges(runs: Sequence[RunResult], labels: Sequence[str]) -> SharedPanels:
+    """Panel runs whose panels differ, compared on what they share: each run's grades aggregated again over
+    the judges every run has (its own method: median or mean), and one warning naming the judges each run
+    alone has: ``the runs' panels differ: harsh only in <run>``. Runs that are not all panel runs, or whose
+    panels are the same, are returned as they are."""
+    if len(runs) < 2 or not all(is_panel(r) for r in runs):
+        return SharedPanels(list(runs), [], [])
+    members = [judge_names(r) for r in runs]
+    shared = [n for n in members[0] if all(n in m for m in members[1:])]
+    every = list(dict.fromkeys(n for m in members for n in m))
+    not_shared = [n for n in every if n not in shared]
+    if not not_shared:
+        return SharedPanels(list(runs), [], [])
+    where = "; ".join(f"{escape_control(n)} only in "
+                      + ", ".join(label for label, m in zip(labels, members, strict=True) if n in m)
+                      for n in not_shared)
+    if not shared:
+        return SharedPanels(list(runs), [f"the runs' panels differ: {where}; they share no judge, so their grades "
+                                         "are not comparable"], not_shared)
+    method = ", ".join(dict.fromkeys(str(r.run.judge.details.get("aggregate") or MEDIAN) for r in runs))
+    return SharedPanels([_shared_run(r, shared) for r in runs],
+                        [f"the runs' panels differ: {where}; the panel's grades and verdicts are the {method} of the "
+                         f"judges every run has ({', '.join(escape_control(n) for n in shared)})"], not_shared)

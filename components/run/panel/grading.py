@@ -14,25 +14,13 @@ rounds, so every metric, report and recipe reads a panel run as it reads any run
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from components.analysis.panel_grade import MEAN, MEDIAN, aggregate, round_half_up  # noqa: F401 - the run's names
 from components.judges.llm import RETRIED_KINDS
 from components.judges.retrieval_grader import GradeResult
 from utils.results import JudgeGrade
-
-MEDIAN, MEAN = "median", "mean"
-
-
-def round_half_up(value: float) -> int:
-    return int(math.floor(value + 0.5))
-
-
-def aggregate(grades: Sequence[float], method: str = MEDIAN) -> float:
-    """The panel's value of ``grades`` (at least one): their median or mean."""
-    return float(statistics.median(grades) if method == MEDIAN else statistics.fmean(grades))
 
 
 def judge_grade(result: GradeResult, repeats: Sequence[GradeResult] | None, cost: float | None) -> JudgeGrade:
