@@ -18,14 +18,16 @@ files after the first; reference systems and TREC runs are not gated):
 - ``--fail-on-regressions N``: fail when more than N questions lost their rank-1 hit (chunk
   rank 1 in the baseline, not in the other run);
 - ``--require-agreement`` (with the rules above, on panel runs: ``--judges``): fail when a gated
-  verdict depends on the judge — a metric that uses grades whose *worse* verdict, or whose margin
-  check, comes out otherwise under one judge of the panel alone than under the panel
-  (:mod:`components.analysis.certificate`). Checks that cannot be judged follow the rule below:
-  runs that are not panel runs sharing two judges fail it (the option was asked for); a metric
-  whose verdict is not comparable under a judge fails when it is named (``worse:a,b``, a margin)
-  and reads ``not gated`` when it is one of every compared metric. A metric that does not use
-  grades cannot depend on the judge. A judge of the panel that is uninformative is left out of the
-  check (a ``note`` line names it), as the certificate leaves it out.
+  OUTCOME depends on the judge — for a metric that uses grades, the gate's outcome under one judge of
+  the panel alone differs from its outcome under the panel (:mod:`components.analysis.certificate`):
+  *worse* or not worse for ``--fail-on``, margin met or not met for ``--margin``. A change of label
+  that does not change the outcome (the panel says *better*, a judge *no detectable difference*)
+  passes. Checks that cannot be judged follow the rule below: runs that are not panel runs sharing
+  two judges fail it (the option was asked for); a metric whose verdict is not comparable under a
+  judge fails when it is named (``worse:a,b``, a margin) and reads ``not gated`` when it is one of
+  every compared metric. A metric that does not use grades cannot depend on the judge. A judge of
+  the panel that is uninformative is left out of the check (a ``note`` line names it), as the
+  certificate leaves it out: it does not count.
 
 What the gate cannot judge does not pass it:
 
@@ -33,7 +35,6 @@ What the gate cannot judge does not pass it:
   retriever failed on every question: exit 7), or has no judged row for a gated metric that the other
   run has (its values of it null on every compared question), the gate fails with a ``FAIL`` line
   saying which run and why (rule ``failed_run``);
-
 - a metric that cannot be judged (not comparable: no question has it in both runs, e.g. the grade
   when the judge graded nothing; or no interval) **fails** the gate when it was named — in
   ``--fail-on worse:a,b`` or ``--margin`` — with a ``FAIL`` line saying why; one of the default set
@@ -301,20 +302,26 @@ def _margin_fails(verdict: Verdict, margin: float) -> bool | None:
     return None if verdict.ci95 is None else verdict.ci95[0] < -margin
 
 
+def _fails(verdict: Verdict, margin: float | None) -> bool | None:
+    """The gated outcome under one verdict: whether it fails the gate (worse; the margin not met)."""
+    return verdict.verdict == WORSE if margin is None else _margin_fails(verdict, margin)
+
+
 def _agreement(pc: PairComparison, spec: M.Metric, entry: Entry | None, margin: float | None, named: bool,
                k: int) -> GateCheck:
-    """``--require-agreement`` on one gated metric of one comparison (module docstring)."""
+    """``--require-agreement`` on one gated metric of one comparison (module docstring): it compares the gate's
+    OUTCOMES, not the labels: worse or not worse (``--fail-on``), margin met or not (``--margin``) under the
+    panel and under each judge of the certificate (a judge it left out does not count)."""
     head = f"agreement  {spec.key} ({spec.label_at(k)}), {pc.other} vs {pc.baseline}"
     if entry is None or entry.holds is None:
         why = "not comparable under the panel or under a judge alone"
         return GateCheck(pc.other, pc.baseline, AGREEMENT_RULE, spec.key, named, False,
                          f"{'FAIL' if named else 'not gated'}  {head}: cannot be judged ({why})")
+    panel = _fails(entry.panel, margin)
+    differ = [n for n, v in entry.judges.items() if _fails(v, margin) != panel]
     if margin is None:
-        differ = entry.disagreeing
-        what = f"the verdict {entry.panel.verdict!r}"
+        what = f"the outcome ({'worse' if panel else 'not worse'}: the panel says {entry.panel.verdict})"
     else:
-        panel = _margin_fails(entry.panel, margin)
-        differ = [n for n, v in entry.judges.items() if _margin_fails(v, margin) != panel]
         what = f"the margin check ({'fails' if panel else 'passes'} under the panel)"
     if not differ:
         return GateCheck(pc.other, pc.baseline, AGREEMENT_RULE, spec.key, False, True,
