@@ -156,12 +156,13 @@ def test_require_agreement_fails_the_gate_only_where_the_verdict_depends_on_the_
     good, bad, second = (str(runs[s][0]) for s in ("good", "bad", "second"))
     depends = run_cli("compare", good, bad, "--fail-on", "worse:mrr,grade", "--require-agreement", env=env, cwd=folder)
     assert depends.code == 6
-    assert "FAIL  agreement  avg_llm_grade (avg grade), panel_rets:bad vs panel_rets:good: the verdict 'worse' " \
-           "depends on the judge: flip: better (Δ +5.00, 95% CI [+5.00, +5.00])" in depends.stdout
+    assert "FAIL  agreement  avg_llm_grade (avg grade), panel_rets:bad vs panel_rets:good: the outcome (worse: the " \
+           "panel says worse) depends on the judge: flip: better (Δ +5.00, 95% CI [+5.00, +5.00])" in depends.stdout
     holds = run_cli("compare", good, second, "--fail-on", "worse:grade", "--require-agreement", env=env, cwd=folder)
     assert holds.code == 0, holds.stdout
-    assert "pass  agreement  avg_llm_grade (avg grade), panel_rets:second vs panel_rets:good: the verdict " \
-           "'no detectable difference' holds under every judge (lenient, strict, flip)" in holds.stdout
+    assert "pass  agreement  avg_llm_grade (avg grade), panel_rets:second vs panel_rets:good: the outcome (not " \
+           "worse: the panel says no detectable difference) holds under every judge (lenient, strict, flip)" \
+        in holds.stdout
     without = run_cli("compare", good, second, "--fail-on", "worse:grade", env=env, cwd=folder)
     assert without.code == 0 and "agreement" not in without.stdout
 
