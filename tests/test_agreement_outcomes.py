@@ -79,4 +79,5 @@ def test_where_a_judge_says_worse_and_another_does_not_the_gate_fails(runs):
     assert run.code == EXIT_GATE, run.stdout[-4000:]
     grade = next(line for line in agreement_lines(run.stdout) if "avg_llm_grade" in line)
     assert grade.startswith("FAIL  agreement  avg_llm_grade (avg grade), none vs found: the outcome (worse: the "
-                            "panel says worse) depends on the judge: question: no detectable difference (Δ +0.00"), grade
+                            "panel says worse) depends on the judge: question: no detectable difference (Δ +0.00"), \
+        grade

@@ -509,3 +509,74 @@ def test_a_one_pair_attack_keeps_the_table_aligned_and_the_profile_says_nothing_
     decided = JudgeAudit("j", "p", "m", attacks=[removal, AttackResult("order-reversal", "order-reversal", "none",
                                                                         "robust", 2, delta=0.0, ci95=[0.0, 0.0])])
     assert decided.profile() == "vulnerable to none; robust to order-reversal; answer removal lowers its grade"
+
+
+# --------------------------------------------------------------------------- two endpoints, one model id
+
+def _host(url: str) -> str:
+    return url.split("//", 1)[1].split("/", 1)[0]
+
+
+def _two_endpoint_panel_run(tmp_path: Path, hosts: dict[str, str]) -> Path:
+    """A panel run of "harsh" (3 on every row) and "kind" (9), both openai/gpt-4.1, at two endpoints."""
+    rows = [replace(row(i), grades_by_judge={"harsh": JudgeGrade(3), "kind": JudgeGrade(9)}) for i in range(3)]
+    members = [{"name": name, "provider": "openai", "model": "gpt-4.1", "base_url": f"http://{host}/v1",
+                "judge": JudgeInfo("openai", "gpt-4.1", PROMPT_SHA256, details={"base_url_host": host}).to_json()}
+               for name, host in hosts.items()]
+    info = RunInfo(status="completed", strategy="test", id="two-endpoints",
+                   judge=JudgeInfo("panel", "harsh,kind", PROMPT_SHA256, details={"judges": members}))
+    path = tmp_path / "panel.json"
+    RunResult(run=info, rows=rows, question_count=3).save(path)
+    return path
+
+
+def test_two_endpoints_serving_one_model_id_are_two_judges_in_the_audit(tmp_path: Path):
+    """harsh answers 5 now (3 in the run), kind 8 (9 in the run): harsh's control_vs_run is |5 - 3| = 2 and
+    kind's |8 - 9| = 1, each against its own grades; matched by model id alone, kind's would have been |8 - 3|.
+    Named otherwise in the audit's panel file, the judges are matched by provider, model and endpoint."""
+    from tests.loopback_openai import OpenAILoopback
+    from tests.loopback_openai import Reply as OpenAIReply
+
+    with OpenAILoopback(default=OpenAIReply(grade(5))) as harsh, OpenAILoopback(default=OpenAIReply(grade(8))) as kind:
+        hosts = {"harsh": _host(harsh.url), "kind": _host(kind.url)}
+        path = _two_endpoint_panel_run(tmp_path, hosts)
+        for names in (("harsh", "kind"), ("h2", "k2")):
+            panel = tmp_path / "judges.toml"
+            panel.write_text("".join(f'[[judge]]\nname = "{name}"\nprovider = "openai"\nmodel = "gpt-4.1"\n'
+                                     f'base_url = "{srv.url}"\napi_key_env = "AUDIT_KEY"\n\n'
+                                     for name, srv in zip(names, (harsh, kind), strict=True)))
+            out = tmp_path / "audit.json"
+            run = run_cli("audit-judge", str(path), "--judges", str(panel), "--attacks", "order", "-o", str(out),
+                          env=clean_env(AUDIT_KEY="sk-audit-0123456789abcdef"))
+            assert run.code == 0, run.stderr
+            audit = read_audit(out)
+            assert [(j.name, j.control_mean, j.control_vs_run, j.base_url_host) for j in audit.judges] == [
+                (names[0], 5.0, 2.0, hosts["harsh"]), (names[1], 8.0, 1.0, hosts["kind"])]
+            # the console's judge line shows it
+            assert f"judge {names[0]} (openai/gpt-4.1): " in run.stdout
+            assert "control vs run: mean absolute difference 2.00 from its own grades in the run" in run.stdout
+
+
+def test_the_notes_and_the_report_never_lend_one_judges_audit_to_another(tmp_path: Path):
+    """An audit of harsh alone, vulnerable to keyword stuffing; the run's panel has harsh and kind, one model id
+    at two endpoints: one vulnerability line (harsh's), and one line saying kind was not audited."""
+    from components.report.audit import audit_section
+
+    hosts = {"harsh": "127.0.0.1:8101", "kind": "127.0.0.1:8102"}
+    result = RunResult.from_json(json.loads(_two_endpoint_panel_run(tmp_path, hosts).read_text()), "panel.json")
+    attacks = [AttackResult("keyword-stuffing", "keyword-stuffing", "up", "vulnerable", 10, delta=1.0, ci95=[0.6, 1.4])]
+    audit = AuditFile(run="panel.json", sample=10, sampled=10, seed=0, attacks=["keyword-stuffing"], calls_per_row=2,
+                      judges=[JudgeAudit("harsh", "openai", "gpt-4.1", PROMPT_SHA256, attacks=attacks,
+                                         base_url_host=hosts["harsh"])])
+    notes = audit_notes(audit, result.run.judge)
+    assert notes == [
+        "judge harsh is vulnerable to keyword-stuffing (judge audit panel.json): a retrieval can raise its grades "
+        "without answering better",
+        "the judge audit panel.json was made with harsh (openai/gpt-4.1 at 127.0.0.1:8101), not with this run's "
+        "judge kind (openai/gpt-4.1 at 127.0.0.1:8102): its verdicts may not hold for this judge (audit it: python "
+        "benchmark.py audit-judge RUN)"]
+    page = audit_section(audit, [result], ["panel"])
+    assert page.count("is vulnerable to keyword-stuffing") == 1 and "not with this run&#x27;s judge kind" in page
+    # by the name alone the audit's judge is found whatever its recorded endpoint
+    renamed = replace(audit, judges=[replace(audit.judges[0], base_url_host=None)])
+    assert sum("is vulnerable" in line for line in audit_notes(renamed, result.run.judge)) == 1

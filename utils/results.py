@@ -208,6 +208,13 @@ class JudgeInfo:
     repeat_where: dict | None = None  # --repeat-where uncertain: {rule, pass_marks, near, disagree}; null: all
     details: dict = field(default_factory=dict)
 
+    @property
+    def identity(self) -> tuple[str, str, str | None]:
+        """Which judge this is: provider, model and endpoint (the host ``details`` records, ``base_url_host``;
+        None: the provider's public API). Never the model alone: two endpoints may serve one model id."""
+        host = self.details.get("base_url_host")
+        return self.provider, self.model, host if isinstance(host, str) else None
+
     def to_json(self) -> dict:
         data = asdict(self)
         details = data.pop("details")

@@ -40,13 +40,14 @@ from loguru import logger
 from components.audit.attacks import Attacked, TextChunk, attack, parse_attacks, row_chunks
 from components.audit.effects import attack_result
 from components.audit.judges import AuditedJudge, audited_judges
+from components.analysis.panel import judge_specs
 from components.audit.sample import draw, eligible, sample_size
 from components.judges.settings import Settings
 from components.run.calls.budget import Budget, BudgetRefused, through
 from components.run.evaluation import check_budget
 from utils.records.audit_file import AuditFile, JudgeAudit
 from utils.errors import InputError, JudgeError
-from utils.results import RunResult, load_run
+from utils.results import JudgeInfo, RunResult, load_run
 
 
 @dataclass(frozen=True)
@@ -104,15 +105,19 @@ class Stop:
     reason: str
 
 
-def _run_member(result: RunResult, judge: AuditedJudge) -> str | None:
-    """The name under which the run recorded ``judge``'s grades: ``""`` for the run's one judge, a
-    panel member's name, or None when ``judge`` (provider and model) did not grade the run."""
-    recorded, audited = result.run.judge, (judge.provider, judge.model)
-    members = recorded.details.get("judges")
-    if isinstance(members, list) and members:
-        return next((m["name"] for m in members if isinstance(m, dict) and isinstance(m.get("judge"), dict)
-                     and (m["judge"].get("provider"), m["judge"].get("model")) == audited), None)
-    return "" if (recorded.provider, recorded.model) == audited else None
+def _run_member(result: RunResult, name: str, identity: tuple[str, str, str | None]) -> str | None:
+    """The name under which the run recorded the grades of the audited judge ``name`` (of provider, model and
+    endpoint ``identity``): ``""`` for the run's one judge; in a panel, the member of that name, else the one
+    member of that identity; None when the judge did not grade the run (or two members are it). Never by the
+    model id alone: two endpoints may serve one model."""
+    members = judge_specs(result.run)
+    if not members:
+        return "" if result.run.judge.identity == identity else None
+    if any(m["name"] == name for m in members):
+        return name
+    same = [m["name"] for m in members if isinstance(m.get("judge"), dict)
+            and JudgeInfo.from_json(m["judge"], "run.judge.judges").identity == identity]
+    return same[0] if len(same) == 1 else None
 
 
 def _run_grade(row: Any, member: str) -> int | None:
@@ -161,11 +166,11 @@ def audit_one(plan: Plan, judge: AuditedJudge, budget: Budget | None,
     except KeyboardInterrupt as interrupt:
         stop = Stop("interrupted", f"interrupted ({interrupt})" if str(interrupt) else "interrupted")
         logger.warning("Interrupted after {} call(s) of judge {}: keeping what was graded", len(costs), judge.name)
-    member = _run_member(plan.result, judge)
-    graded = [(g, _run_grade(row, member) if member is not None else None)
-              for g, row in zip(control, plan.rows, strict=False) if g is not None]
     calls_models = judge.judging.setup.calls_models
     info = judge.judging.judge_info("judge", 1)
+    member = _run_member(plan.result, judge.name, info.identity)
+    graded = [(g, _run_grade(row, member) if member is not None else None)
+              for g, row in zip(control, plan.rows, strict=False) if g is not None]
     return JudgeAudit(
         name=judge.name, provider=judge.provider, model=judge.model, prompt_sha256=info.prompt_sha256,
         reference_free_prompt_sha256=info.reference_free_prompt_sha256, calls=len(costs) if calls_models else 0,
@@ -173,7 +178,8 @@ def audit_one(plan: Plan, judge: AuditedJudge, budget: Budget | None,
         control_graded=len(graded), control_mean=round(fmean(g for g, _ in graded), 4) if graded else None,
         control_vs_run=round(fmean(abs(g - r) for g, r in graded if r is not None), 4)
         if any(r is not None for _, r in graded) else None,
-        attacks=[attack_result(v, pairs[v], skipped[v], errors[v]) for v in plan.variants]), stop
+        attacks=[attack_result(v, pairs[v], skipped[v], errors[v]) for v in plan.variants],
+        base_url_host=info.identity[2]), stop
 
 
 def run_audit(plan: Plan, judges: Sequence[AuditedJudge], *, max_cost_usd: float | None = None,

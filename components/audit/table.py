@@ -41,6 +41,13 @@ def few_pairs(attacks: list[AttackResult]) -> str | None:
             "an interval of width zero, one flip in 3 pairs is 33%): audit more rows (--sample)")
 
 
+def _against_run(value: float | None) -> str:
+    """``control_vs_run`` in words: how far this judge's control grades are from its own grades in the run."""
+    if value is None:
+        return "not one of the run's judges (no control vs run)"
+    return f"control vs run: mean absolute difference {value:.2f} from its own grades in the run"
+
+
 def audit_table(audit: AuditFile) -> str:
     """The table of ``audit`` (every judge), ending with a newline: the headline (a blind judge first), then per
     judge its attacks, why the verdicts of attacks with too few pairs are inconclusive, and its profile."""
@@ -52,7 +59,8 @@ def audit_table(audit: AuditFile) -> str:
         cost = f", ${judge.cost_usd:.4f}" if judge.cost_usd is not None else ""
         control = f"{judge.control_mean:.2f}" if judge.control_mean is not None else "—"
         lines.append(escape_control(f"judge {judge.name} ({judge.provider}/{judge.model}): {judge.calls} calls{cost}; "
-                                    f"control mean grade {control} over {judge.control_graded} row(s)"))
+                                    f"control mean grade {control} over {judge.control_graded} row(s); "
+                                    f"{_against_run(judge.control_vs_run)}"))
         header = f"  {'attack':<22}{'expected':<20}{'pairs':>6}  {'Δ grade [95% CI]':<24}{'flips':<13}verdict"
         lines.append(header)
         for a in judge.attacks:

@@ -89,10 +89,12 @@ class JudgeAudit:
     cost_usd: float | None = None  # null: no price known, or a judge that calls no model
     control_graded: int = 0  # sampled rows the control call graded
     control_mean: float | None = None
-    # mean |control grade - the run's grade| when this judge is the one that graded the run (alone or in its
-    # panel: same provider and model): the judge's own noise; null when it is another judge
+    # the MEAN ABSOLUTE difference |control grade - the run's grade by this same judge| over the rows both graded:
+    # the judge's own noise. This judge is matched with the run's judges by its panel name, else by provider,
+    # model and endpoint (never the model alone); null when none of the run's judges is it
     control_vs_run: float | None = None
     attacks: list[AttackResult] = field(default_factory=list)
+    base_url_host: str | None = None  # the endpoint it was reached at (null: the provider's public API, or none)
 
     def vulnerable(self) -> list[str]:
         """The names of the attacks this judge is vulnerable to."""
@@ -192,6 +194,12 @@ def audit_schema() -> dict:
     schema["properties"]["status"] = {"enum": list(STATUSES)}
     judge = schema["properties"]["judges"]["items"]
     judge["properties"]["profile"] = {"type": "string"}
+    judge["properties"]["control_vs_run"]["description"] = (
+        "The mean absolute difference |control grade - the run's grade| over the sampled rows both graded, the run's "
+        "grade being this same judge's (its panel name, else provider, model and endpoint; never the model id "
+        "alone): the judge's own noise. Null when none of the run's judges is this one.")
+    judge["properties"]["base_url_host"]["description"] = (
+        "The endpoint (host and port) the judge was reached at; null: the provider's public API, or none.")
     judge["properties"]["vulnerable"] = {"type": "array", "items": dict(_NAME_PATTERN)}
     attack = judge["properties"]["attacks"]["items"]
     attack["properties"]["name"] = dict(_NAME_PATTERN)
@@ -202,35 +210,47 @@ def audit_schema() -> dict:
             "title": "Retrieval benchmark judge audit", **schema}
 
 
-def audited_judge(audit: AuditFile, judge: JudgeInfo) -> JudgeAudit | None:
-    """The audit's judge that is ``judge`` (same provider and model), or None."""
-    return next((j for j in audit.judges if (j.provider, j.model) == (judge.provider, judge.model)), None)
+def audited_judge(audit: AuditFile, judge: JudgeInfo, name: str | None = None) -> JudgeAudit | None:
+    """The audit's judge that is ``judge``: the one of its panel ``name`` when the audit has it, else the one of
+    the same provider, model and endpoint (:attr:`JudgeInfo.identity`: never the model alone); or None."""
+    named = next((j for j in audit.judges if name is not None and j.name == name), None)
+    return named or next((j for j in audit.judges if (j.provider, j.model, j.base_url_host) == judge.identity), None)
 
 
-def panel_judges(judge: JudgeInfo) -> list[JudgeInfo]:
-    """The judges of a panel run's ``run.judge`` (its ``judges`` detail), or ``[judge]`` for one judge."""
+def panel_judges(judge: JudgeInfo) -> list[tuple[str | None, JudgeInfo]]:
+    """The judges of a panel run's ``run.judge`` (its ``judges`` detail) with their panel names, or
+    ``[(None, judge)]`` for one judge."""
     members = judge.details.get("judges")
     if not isinstance(members, list) or not members:
-        return [judge]
-    return [JudgeInfo.from_json(m["judge"], "run.judge.judges") for m in members
-            if isinstance(m, dict) and isinstance(m.get("judge"), dict)] or [judge]
+        return [(None, judge)]
+    return [(m.get("name") if isinstance(m.get("name"), str) else None,
+             JudgeInfo.from_json(m["judge"], "run.judge.judges"))
+            for m in members if isinstance(m, dict) and isinstance(m.get("judge"), dict)] or [(None, judge)]
+
+
+def judge_label(name: str | None, provider: str, model: str, host: str | None) -> str:
+    """``harsh (openai/m at 127.0.0.1:8101)``; ``provider/model`` alone when that is its name and no endpoint."""
+    core = f"{provider}/{model}" + (f" at {host}" if host else "")
+    return core if name in (None, core, f"{provider}/{model}") else f"{name} ({core})"
 
 
 def audit_notes(audit: AuditFile, judge: JudgeInfo) -> list[str]:
     """What ``--audit`` says of a run graded by ``judge`` (each judge of a panel): a line when the audit
     was made with another judge model or another grading prompt, then the attacks the judge is
     vulnerable to (none: no line); a blind judge's line first, before every other judge's."""
-    lines = [line for member in panel_judges(judge) for line in _judge_notes(audit, member)]
+    lines = [line for member, info in panel_judges(judge) for line in _judge_notes(audit, info, member)]
     return sorted(lines, key=lambda line: " is BLIND " not in line)
 
 
-def _judge_notes(audit: AuditFile, judge: JudgeInfo) -> list[str]:
+def _judge_notes(audit: AuditFile, judge: JudgeInfo, member: str | None = None) -> list[str]:
+    """The lines of one of the run's judges (``member``: its panel name): matched by name, else by provider,
+    model and endpoint; a judge the audit did not audit gets one line saying so, never another judge's verdicts."""
     name = audit.source or audit.run
-    found = audited_judge(audit, judge)
-    audited = ", ".join(f"{j.provider}/{j.model}" for j in audit.judges)
+    found = audited_judge(audit, judge, member)
+    audited = ", ".join(judge_label(j.name, j.provider, j.model, j.base_url_host) for j in audit.judges)
     if found is None:
         return [f"the judge audit {name} was made with {audited}, not with this run's judge "
-                f"{judge.provider}/{judge.model}: its verdicts may not hold for this judge (audit it: "
+                f"{judge_label(member, *judge.identity)}: its verdicts may not hold for this judge (audit it: "
                 "python benchmark.py audit-judge RUN)"]
     lines = []
     if found.prompt_sha256 and judge.prompt_sha256 and found.prompt_sha256 != judge.prompt_sha256:
