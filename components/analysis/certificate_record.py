@@ -32,10 +32,11 @@ class Verdict:
     delta: float | None
     ci95: tuple[float, float] | None
     p: float | None  # the p the verdict used (Holm-adjusted when several runs are compared)
+    borderline: bool = False  # the interval and that p read differently (components.analysis.inference_text)
 
     @classmethod
     def of(cls, r: MetricResult) -> Verdict:
-        return cls(r.verdict, r.delta, r.ci95, r.p_holm if r.p_holm is not None else r.p)
+        return cls(r.verdict, r.delta, r.ci95, r.p_holm if r.p_holm is not None else r.p, r.borderline)
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ class Certificate:
         """A certificate from a comparison's JSON (``compare --json``'s ``certificate``), as the report reads it."""
         def verdict(v: Mapping) -> Verdict:
             ci = v.get("ci95")
-            return Verdict(str(v.get("verdict")), v.get("delta"), tuple(ci) if ci else None, v.get("p"))
+            return Verdict(str(v.get("verdict")), v.get("delta"), tuple(ci) if ci else None, v.get("p"),
+                           v.get("borderline") is True)
         entries = [Entry(str(e["baseline"]), str(e["other"]), str(e["metric"]), verdict(e["panel"]),
                          {str(n): verdict(v) for n, v in e["judges"].items()}) for e in doc.get("entries") or []]
         rankings = [Ranking(**{k: r[k] for k in ("metric", "runs", "panel", "judges", "tau", "top", "tau_top")})
@@ -135,9 +137,9 @@ def _num(value: float | None, digits: int, sign: bool = True) -> str:
 
 
 def describe(v: Verdict, digits: int) -> str:
-    """``worse (Δ -2.00, 95% CI [-2.00, -2.00])``."""
+    """``worse (Δ -2.00, 95% CI [-2.00, -2.00])``; ``…, borderline)`` when the interval and the p disagree."""
     ci = "-" if v.ci95 is None else f"[{_num(v.ci95[0], digits)}, {_num(v.ci95[1], digits)}]"
-    return f"{v.verdict} (Δ {_num(v.delta, digits)}, 95% CI {ci})"
+    return f"{v.verdict} (Δ {_num(v.delta, digits)}, 95% CI {ci}{', borderline' if v.borderline else ''})"
 
 
 def entry_line(e: Entry, k: int | None) -> str:

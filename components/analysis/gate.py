@@ -59,7 +59,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from components.analysis import inference_text as T
-from components.analysis.certificate_record import Entry, Verdict
+from components.analysis.certificate_record import Entry, Verdict, describe
 from components.analysis.comparison import Comparison
 from components.analysis.paired import NOT_COMPARABLE, WORSE, MetricResult, PairComparison
 from components.analysis.uninformative import CANNOT_JUDGE, LEFT_OUT, gate_reason
@@ -326,11 +326,7 @@ def _agreement(pc: PairComparison, spec: M.Metric, entry: Entry | None, margin: 
     if not differ:
         return GateCheck(pc.other, pc.baseline, AGREEMENT_RULE, spec.key, False, True,
                          f"pass  {head}: {what} holds under every judge ({', '.join(entry.judges)})")
-    detail = "; ".join(f"{n}: {entry.judges[n].verdict} (Δ {_fmt(entry.judges[n].delta, spec.digits)}, 95% CI "
-                       + ("-" if entry.judges[n].ci95 is None else
-                          f"[{_fmt(entry.judges[n].ci95[0], spec.digits)}, "
-                          f"{_fmt(entry.judges[n].ci95[1], spec.digits)}]")
-                       + ")" for n in differ)
+    detail = "; ".join(f"{n}: {describe(entry.judges[n], spec.digits)}" for n in differ)
     return GateCheck(pc.other, pc.baseline, AGREEMENT_RULE, spec.key, True, True,
                      f"FAIL  {head}: {what} depends on the judge: {detail}")
 
