@@ -99,3 +99,18 @@ def test_an_unadjusted_interval_beside_a_holm_adjusted_verdict_is_marked():
     assert mrr.verdict == "no detectable difference" and mrr.ci95 == pytest.approx((0.5, 0.5)) and mrr.borderline
     assert "Holm 0.062) — borderline (the 95% CI is not Holm-adjusted and the Holm-adjusted p disagrees with it)" \
         in str(c)
+
+
+def test_the_report_marks_the_borderline_row_and_the_estimated_p(tmp_path: Path):
+    from components.report.page import render_comparison
+    from utils.results import load_run
+
+    base, new = five_more_at_rank_1(tmp_path)
+    runs = [load_run(base), load_run(new)]
+    comparison = json.loads(json.dumps(compare_runs(runs, ["base", "new"]).to_json(), allow_nan=False))
+    section = render_comparison(comparison, runs)
+    mrr = re.search(r"<tr><th>MRR</th><td class=num>27</td>.*?</tr>", section).group(0)
+    assert "<td class=num>≈0.06" in mrr and "no detectable difference †</td>" in mrr
+    hit1 = re.search(r"<tr><th>hit@1</th><td class=num>27</td>.*?</tr>", section).group(0)
+    assert "<td class=num>0.062</td>" in hit1 and "†" not in hit1
+    assert "MRR †: borderline: its 95% CI and its p disagree" in section

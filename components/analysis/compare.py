@@ -218,7 +218,14 @@ def _exact(d: np.ndarray, unit: float | None, repeated: bool, alpha: float) -> P
     bootstrap. With judge repeats the interval stays the two-level bootstrap (it carries the judge's noise, which no
     sign pattern does): ``ci95`` None, ``ci_method`` bootstrap-percentile, filled in by the caller."""
     if unit is None and d.size > PI.EXACT_MAX_N:
-        return None
+        if np.ptp(d) > 1e-12:
+            return None
+        # every question moved by the same c: of the 2^n patterns only the observed one and its mirror reach
+        # |c| (none moves a zero), and every shift but c is rejected: the exact test, without its patterns
+        c = float(d[0])
+        inference = PI.Inference(PI.SIGN_FLIP_EXACT, PI.TEST_INVERSION, 1.0 if abs(c) <= 1e-12 else
+                                 min(1.0, 2.0 ** (1 - d.size)), (c, c))
+        return replace(inference, ci_method=PI.BOOTSTRAP, ci95=None) if repeated else inference
     inference = PI.paired_inference(d, unit=unit, alpha=alpha)
     return replace(inference, ci_method=PI.BOOTSTRAP, ci95=None) if repeated and d.size else inference
 

@@ -686,11 +686,14 @@ def _pair_table(comp: Mapping, labels: Mapping[str, str], digits_of: Mapping[str
         ci = m.get("ci95")
         ci_text = (f"[{_fmt(ci[0], digits, True)}, {_fmt(ci[1], digits, True)}]"
                    if isinstance(ci, (list, tuple)) and len(ci) == 2 else
-                   "unbounded (too few questions)" if m.get("ci_method") == "test-inversion" else "-")
+                   "unbounded" if m.get("ci_method") == "test-inversion" else "-")
         wtl = "/".join(_h(m.get(k, "-")) for k in ("wins", "ties", "losses"))
         verdict = m.get("verdict") or "-"
         estimate = "≈" if m.get("test") == "sign-flip-mc" else ""  # a Monte-Carlo p: an estimate
-        marked = verdict + (" (borderline: the 95% CI and the p disagree)" if m.get("borderline") is True else "")
+        marked = verdict + (" †" if m.get("borderline") is True else "")
+        if m.get("borderline") is True:
+            power.append(f"{label} †: borderline: its 95% CI and its p disagree (one excludes 0, the other does not "
+                         "reach α): treat it as undecided.")
         rows.append(f"<tr><th>{_h(label)}</th><td class=num>{_h(m.get('n'))}</td>"
                     f"<td class=num>{_fmt(m.get('mean_baseline'), digits)}</td>"
                     f"<td class=num>{_fmt(m.get('mean_other'), digits)}</td>"
