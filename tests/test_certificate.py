@@ -246,3 +246,31 @@ def test_a_mean_panel_is_aggregated_again_by_its_mean_and_panels_with_no_judge_i
                          ["x", "y"])
     assert any(w.startswith("the runs' panels differ: a only in x; b only in x; c only in y; d only in y; they "
                             "share no judge") for w in apart.warnings)
+
+
+def test_one_model_id_at_two_endpoints_is_two_judges_in_compare():
+    """A single-judge run of openai/gpt-4.1 at the host of harsh, beside a panel of harsh and kind (the same
+    model id, another host): compared on harsh's grades, never kind's; at a host neither has, on the panel's
+    aggregate. Two single-judge runs of one model id at two hosts: warned as two judges."""
+    def info(host: str) -> JudgeInfo:
+        return JudgeInfo("openai", "gpt-4.1", details={"base_url_host": host})
+
+    rows = [panel_row(f"q{i}", {"harsh": 3, "kind": 9}) for i in range(6)]
+    members = [{"name": n, "provider": "openai", "model": "gpt-4.1", "judge": info(h).to_json()}
+               for n, h in (("harsh", "127.0.0.1:8101"), ("kind", "127.0.0.1:8102"))]
+    panel = RunResult(RunInfo(strategy="p", k=5, judge=JudgeInfo("panel", "harsh,kind", details={
+        "aggregate": "median", "judges": members})), rows)
+    single = RunResult(RunInfo(strategy="s", k=5, judge=info("127.0.0.1:8101")),
+                       [panel_row(f"q{i}", {"x": 5}) for i in range(6)])
+    single = RunResult(single.run, [r for r in judge_view(single, "x").rows])
+    runs, warnings = reconcile([single, panel], ["s", "p"])
+    assert [r.llm_grade for r in runs[1].rows] == [3] * 6
+    assert warnings == ["p is a panel run: compared on the grades of its judge harsh (openai gpt-4.1), the judge "
+                        "every run has"]
+    elsewhere = RunResult(RunInfo(strategy="s", k=5, judge=info("127.0.0.1:9999")), single.rows)
+    runs, warnings = reconcile([elsewhere, panel], ["s", "p"])
+    assert [r.llm_grade for r in runs[1].rows] == [6] * 6 and "had one judge that is not in its panel" in warnings[0]
+    other = RunResult(RunInfo(strategy="t", k=5, judge=info("127.0.0.1:8102")), single.rows)
+    assert any(w == "judge differs between s and t (openai gpt-4.1 at 127.0.0.1:8101 vs openai gpt-4.1 at "
+                    "127.0.0.1:8102): grades are not comparable across judges"
+               for w in compare_runs([single, other], ["s", "t"]).warnings)

@@ -303,7 +303,8 @@ def _summary(label: str, kind: str, run: RunResult | None, source: str | None, c
                       corpus_sha256=info.corpus.sha256 if info else None,
                       judge_provider=info.judge.provider if info else None,
                       judge_model=info.judge.model if info else None,
-                      judge_prompt_sha256=info.judge.prompt_sha256 if info else None, means=means)
+                      judge_prompt_sha256=info.judge.prompt_sha256 if info else None, means=means,
+                      judge_endpoint=info.judge.identity[2] if info else None)
 
 
 def _short_hash(h: str | None) -> str:
@@ -319,8 +320,9 @@ def _meta_warnings(summaries: list[RunSummary]) -> list[str]:
             out.append(f"corpus differs between {pair} (sha256 {_short_hash(base.corpus_sha256)} vs "
                        f"{_short_hash(s.corpus_sha256)}): ranks and grades are not comparable")
         judge_a, judge_b = (base.judge_provider, base.judge_model), (s.judge_provider, s.judge_model)
-        if all(judge_a) and all(judge_b) and judge_a != judge_b:
-            out.append(f"judge differs between {pair} ({' '.join(judge_a)} vs {' '.join(judge_b)}): "
+        if all(judge_a) and all(judge_b) and (*judge_a, base.judge_endpoint) != (*judge_b, s.judge_endpoint):
+            ends = [f" at {x.judge_endpoint or 'its public API'}" if judge_a == judge_b else "" for x in (base, s)]
+            out.append(f"judge differs between {pair} ({' '.join(judge_a)}{ends[0]} vs {' '.join(judge_b)}{ends[1]}): "
                        "grades are not comparable across judges")
         elif base.judge_prompt_sha256 and s.judge_prompt_sha256 and base.judge_prompt_sha256 != s.judge_prompt_sha256:
             out.append(f"judge prompt differs between {pair} (sha256 {_short_hash(base.judge_prompt_sha256)} vs "

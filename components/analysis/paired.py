@@ -52,6 +52,7 @@ class RunSummary:
     judge_model: str | None
     judge_prompt_sha256: str | None
     means: dict[str, float | None]  # over the common questions that have the metric
+    judge_endpoint: str | None = None  # the host its judge was reached at (null: the provider's public API, or none)
 
 
 @dataclass(frozen=True)
