@@ -25,7 +25,9 @@ def five_more_at_rank_1(tmp_path: Path) -> tuple[Path, Path]:
     paths = []
     for name, ranks in (("base", before), ("new", after)):
         path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps(results([row(f"q{i:02d}", r, 7) for i, r in enumerate(ranks)], name)))
+        # the grades follow the needle (8 found, 3 not), as an informative judge's do
+        path.write_text(json.dumps(results([row(f"q{i:02d}", r, 3 if r is None else 8) for i, r in enumerate(ranks)],
+                                           name)))
         paths.append(path)
     return paths[0], paths[1]
 
