@@ -116,3 +116,31 @@ def test_the_report_marks_the_borderline_row_and_the_estimated_p(tmp_path: Path)
     hit1 = re.search(r"<tr><th>hit@1</th><td class=num>27</td>.*?</tr>", section).group(0)
     assert "<td class=num>0.062</td>" in hit1 and "†" not in hit1
     assert "MRR †: borderline: its 95% CI and its p disagree" in section
+
+
+COMPARE = """
+import json, sys
+from benchmark import main
+code = main(["compare", {a!r}, {b!r}, "--json", {out!r}, "--log-dir", {logs!r}], {{}})
+print(json.dumps({{"code": code, "scipy": sorted(m for m, v in sys.modules.items()
+                                               if v is not None and m.split(".")[0] == "scipy")}}))
+"""
+
+
+def test_compare_with_exact_tests_imports_no_scipy(tmp_path: Path):
+    """McNemar's test and its interval, the exact sign-flip test: computed without scipy, whose import alone
+    would cost compare more than its statistics."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, clean_env
+
+    base, new = five_more_at_rank_1(tmp_path)
+    code = COMPARE.format(a=str(base), b=str(new), out=str(tmp_path / "c.json"), logs=str(tmp_path / "logs"))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=clean_env(PYTHONPATH=str(ROOT)),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"code": 0, "scipy": []}
+    tests = {m["metric"]: m["test"] for m in json.loads((tmp_path / "c.json").read_text())["comparisons"][0]["metrics"]}
+    assert tests["hit_at_1_rate"] == "mcnemar-exact" and tests["mrr"] == "sign-flip-mc"

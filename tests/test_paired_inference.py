@@ -98,3 +98,23 @@ def test_the_choice_of_test():
                                            (None, 0.3, False), ((0.1, 0.5), None, False)])
 def test_disagrees(ci, p, expected):
     assert disagrees(ci, p, 0.05) is expected
+
+
+@pytest.mark.parametrize("q,a,b", [(0.025, 5, 1), (0.975, 12, 3), (0.5, 2.5, 7.0), (0.001, 40, 200), (0.999, 1, 1)])
+def test_the_beta_quantile_and_cdf_are_scipys(q, a, b):
+    from components.stats.statistics import beta_cdf, beta_quantile
+
+    assert beta_quantile(q, a, b) == pytest.approx(stats.beta.ppf(q, a, b), rel=1e-9, abs=1e-12)
+    assert beta_cdf(0.3, a, b) == pytest.approx(stats.beta.cdf(0.3, a, b), rel=1e-9, abs=1e-14)
+
+
+def test_mcnemar_beyond_the_exact_integer_sum_is_scipys(monkeypatch):
+    """Past EXACT_TAIL_MAX discordant questions the tail is the incomplete beta: the same p as scipy."""
+    import components.stats.paired_inference as PI
+
+    d = [1.0] * 70 + [-1.0] * 45 + [0.0] * 85
+    exact = mcnemar_exact(d, 1.0)
+    monkeypatch.setattr(PI, "EXACT_TAIL_MAX", 10)
+    approx = mcnemar_exact(d, 1.0)
+    assert exact[0] == pytest.approx(stats.binomtest(70, 115).pvalue, rel=1e-12)
+    assert approx[0] == pytest.approx(exact[0], rel=1e-9) and approx[1] == exact[1]

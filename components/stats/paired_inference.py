@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.stats import statistics as S
+
 EXACT_MAX_N = 20  # 2^20 sign patterns: the exact sign-flip test and its inversion stay under a second
 MCNEMAR, SIGN_FLIP_EXACT, SIGN_FLIP_MC = "mcnemar-exact", "sign-flip-exact", "sign-flip-mc"
 TEST_INVERSION, BOOTSTRAP = "test-inversion", "bootstrap-percentile"
@@ -95,20 +97,37 @@ def sign_flip_exact(deltas: Iterable[float], alpha: float = 0.05) -> tuple[float
     return p, (float(means[low]), float(means[high]))
 
 
+EXACT_TAIL_MAX = 20_000  # discordant questions up to which the binomial tail is summed in integers
+
+
+def _binomial_half_cdf(k: int, m: int) -> float:
+    """P(B ≤ k) for B ~ Binomial(m, ½): the sum of C(m, i) / 2^m in integers (exact, correctly rounded) up to
+    :data:`EXACT_TAIL_MAX` trials, else the incomplete beta I_½(m − k, k + 1)."""
+    if k >= m:
+        return 1.0
+    if m > EXACT_TAIL_MAX:
+        return S.beta_cdf(0.5, m - k, k + 1)
+    term = total = 1
+    for i in range(1, k + 1):
+        term = term * (m - i + 1) // i
+        total += term
+    return total / 2 ** m
+
+
 def mcnemar_exact(deltas: Iterable[float], unit: float, alpha: float = 0.05) -> tuple[float, tuple[float, float]]:
     """The exact McNemar test of paired binary values (deltas in {−unit, 0, +unit}) and its inverted
-    interval as a mean difference (module docstring)."""
-    from scipy import stats
-
+    interval as a mean difference (module docstring). Without scipy (compare does not import it): the
+    binomial tail summed exactly (:func:`_binomial_half_cdf`), the Clopper-Pearson bounds the quantiles of
+    the beta distributions (:func:`components.stats.statistics.beta_quantile`)."""
     d = np.asarray(list(deltas), dtype=float)
     n = d.size
     b, c = int((d > _TOL).sum()), int((d < -_TOL).sum())
     m = b + c
     if m == 0:
         return 1.0, (0.0, 0.0)
-    p = min(1.0, 2.0 * min(stats.binom.cdf(b, m, 0.5), stats.binom.sf(b - 1, m, 0.5)))
-    lo = 0.0 if b == 0 else float(stats.beta.ppf(alpha / 2, b, c + 1))
-    hi = 1.0 if c == 0 else float(stats.beta.ppf(1 - alpha / 2, b + 1, c))
+    p = min(1.0, 2.0 * _binomial_half_cdf(min(b, c), m))  # the smaller tail, doubled (B and m − B alike)
+    lo = 0.0 if b == 0 else S.beta_quantile(alpha / 2, b, c + 1)
+    hi = 1.0 if c == 0 else S.beta_quantile(1 - alpha / 2, b + 1, c)
     scale = m * unit / n
     return float(p), ((2 * lo - 1) * scale, (2 * hi - 1) * scale)
 

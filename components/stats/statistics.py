@@ -302,6 +302,23 @@ def _beta_regularized(a: float, b: float, x: float) -> float:
     return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
 
 
+def beta_cdf(x: float, a: float, b: float) -> float:
+    """P(X ≤ x) for X ~ Beta(a, b): the regularized incomplete beta I_x(a, b) (``scipy.stats.beta.cdf``)."""
+    return _beta_regularized(a, b, x)
+
+
+def beta_quantile(q: float, a: float, b: float) -> float:
+    """The ``q`` quantile of Beta(a, b) (``scipy.stats.beta.ppf``, to 1e-14): the root of :func:`beta_cdf` by
+    bisection on [0, 1]."""
+    low, high = 0.0, 1.0
+    for _ in range(200):
+        mid = (low + high) / 2.0
+        low, high = (mid, high) if _beta_regularized(a, b, mid) < q else (low, mid)
+        if high - low <= 1e-15:
+            break
+    return (low + high) / 2.0
+
+
 def t_upper_tail(t: float, df: float) -> float:
     """P(T > t) for Student's t with ``df`` degrees of freedom, t ≥ 0: I_{df/(df+t²)}(df/2, 1/2) / 2."""
     return 0.5 * _beta_regularized(df / 2.0, 0.5, df / (df + t * t))
