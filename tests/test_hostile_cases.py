@@ -313,3 +313,33 @@ def test_a_placeholder_key_is_not_cut_out_of_every_word(placeholder: str):
     text = "exit 8: proxy none, EMPTY or dummy values"
     assert Redactor([placeholder])(text) == text
     assert Redactor(["s3cr3t!"])("pw s3cr3t! here") == "pw [REDACTED] here"
+
+
+def test_a_recorded_needle_listed_three_times_ranks_at_its_first_position(tmp_path: Path):
+    data = json.loads((ROOT / "examples" / "recorded_retrievals.json").read_text())
+    first = data["questions"][0]
+    needle, other = first["retrieved"][0], first["retrieved"][1]
+    cases = {"front": [needle, needle, needle, other], "behind": [other, needle, needle, needle],
+             "texts": [other, dict(needle, text=needle["text"] + " (a)"), dict(needle, text=needle["text"] + " (b)"),
+                       needle]}
+    data["questions"] = [dict(first, id=name, question=f"{first['question']} ({name})", retrieved=items)
+                         for name, items in cases.items()]
+    recorded = tmp_path / "recorded.json"
+    recorded.write_text(json.dumps(data))
+    run = run_cli("--strategy", "recorded", "--questions", str(recorded), "--output", str(tmp_path / "out.json"))
+    assert run.code == 0, run.stderr
+    ranks = {r["question_id"]: r["rank"] for r in json.loads((tmp_path / "out.json").read_text())["results"]}
+    assert ranks == {"front": 1, "behind": 2, "texts": 2}
+
+
+def test_the_report_of_several_runs_has_unique_element_ids(tmp_path: Path):
+    import re
+
+    from components.report.page import render_report
+    from tests.test_certificate import run_of
+
+    runs = [run_of(f"r{i}", (8 - i, 6, 8 - i)) for i in range(3)]
+    page = render_report(runs, ["r0", "r1", "r2"],
+                         extra="<section id=judge-audit><h2>Judge audit</h2></section>")
+    ids = re.findall(r"""\sid=["']?([^"'\s>]+)""", page)
+    assert ids and len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
