@@ -145,7 +145,7 @@ def evaluate(retriever: Retriever | str, questions: str | os.PathLike | Sequence
       judge on the same questions: the judge is called in a seeded random order, in blocks, only
       until every gated metric that uses grades is decided against it (``fail_on`` ``"worse"`` or
       ``"worse:grade,pass7"``, ``margins`` {metric: non-inferiority margin}: as for ``compare``;
-      default: the mean grade, the mean total score and the pass rate); ``target_ci``: without a
+      default: the primary metric, the mean grade, alone); ``target_ci``: without a
       baseline, judge until the mean grade's anytime-valid 95% interval is at most that wide on either
       side (or ``{"grade": 0.3, "pass7": 5}``). Rows not judged have ``grade_error`` ``"not judged:
       decided after N"``; ``result.adaptive`` records the looks, the verdicts and the calls saved

@@ -1,5 +1,6 @@
 """The retry pass: after the loop, one more sequential pass over the rows whose grade failed
-transiently (rate limit, overload, 5xx, timeout, connection), after waiting the longest
+transiently (rate limit, overload, 5xx, a reset connection: never a timeout, see
+:mod:`components.run.retry_policy`), after waiting the longest
 ``retry-after`` seen (at most the loop's ``retry_wait_max_s``). Which judges grade again is the
 judges' to say (:meth:`components.run.judges.Judges.retried`): the one judge, or each judge of a
 panel whose own grade failed transiently."""
