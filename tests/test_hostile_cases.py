@@ -307,12 +307,14 @@ def test_a_panel_judges_key_in_its_own_variable_is_in_no_output(tmp_path: Path):
 @pytest.mark.parametrize("placeholder", ["x", "none", "EMPTY", "dummy"])
 def test_a_placeholder_key_is_not_cut_out_of_every_word(placeholder: str):
     """Local servers accept any key; users set OPENAI_API_KEY=x or EMPTY. Redacting that would cut it out of
-    every word holding it ("e[REDACTED]it 8", "pro[REDACTED]y"): a value under 6 characters is not a secret."""
+    every word holding it ("e[REDACTED]it 8", "pro[REDACTED]y"): a known placeholder is not a secret, while
+    any other value of 3 characters or more is, however short."""
     from utils.redaction import Redactor
 
     text = "exit 8: proxy none, EMPTY or dummy values"
     assert Redactor([placeholder])(text) == text
     assert Redactor(["s3cr3t!"])("pw s3cr3t! here") == "pw [REDACTED] here"
+    assert Redactor(["q7z"])("a short q7z password") == "a short [REDACTED] password"
 
 
 def test_a_recorded_needle_listed_three_times_ranks_at_its_first_position(tmp_path: Path):

@@ -46,9 +46,16 @@ from typing import Any, TextIO
 
 REDACTED = "[REDACTED]"
 MIN_BASE64_CHARS = 8  # a shorter base64 fragment of a secret is not looked for (it would match by chance)
-# A shorter value is a placeholder, not a secret: the "x", "none" or "EMPTY" a local server accepts as its key.
-# Redacted, it would be cut out of every word that holds it ("e[REDACTED]it 8" for the key "x").
-MIN_SECRET_CHARS = 6
+# The placeholders a local server accepts as its key ("x", "none", "EMPTY"...) are not secrets: redacted,
+# they would be cut out of every word that holds them ("e[REDACTED]it 8" for the key "x"). Any other value of
+# 3 characters or more is redacted, however short.
+PLACEHOLDER_KEYS = frozenset({"none", "null", "empty", "dummy", "no-key", "nokey", "key", "local", "test",
+                              "ollama", "lm-studio", "placeholder", "changeme", "not-needed", "unused"})
+
+
+def is_placeholder(value: str) -> bool:
+    """Whether ``value`` is a placeholder key, not a secret (under 3 characters, or a known placeholder)."""
+    return len(value) < 3 or value.strip().lower() in PLACEHOLDER_KEYS
 _ANCHOR = 16  # the quick check looks for this many first characters of each form
 # whitespace, or its escape (escaped again any number of times), between two characters; possessive: no backtracking
 _BETWEEN = r"(?:\s|\\+[nrt])*+"
@@ -140,8 +147,8 @@ class Redactor:
     expression of every form. Nothing backtracks: the cost is linear in the text."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        # a longer secret first; a placeholder shorter than MIN_SECRET_CHARS is not one
-        found = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=lambda s: (-len(s), s))
+        # a longer secret first; a placeholder key is not one (is_placeholder)
+        found = sorted({s for s in secrets if s and not is_placeholder(s)}, key=lambda s: (-len(s), s))
         self.secrets: tuple[str, ...] = tuple(found)
         self.forms: tuple[str, ...] = tuple(sorted({f for s in found for f in secret_forms(s)},
                                                    key=lambda f: (-len(f), f)))
