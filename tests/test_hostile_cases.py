@@ -345,3 +345,13 @@ def test_the_report_of_several_runs_has_unique_element_ids(tmp_path: Path):
                          extra="<section id=judge-audit><h2>Judge audit</h2></section>")
     ids = re.findall(r"""\sid=["']?([^"'\s>]+)""", page)
     assert ids and len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+
+
+def test_a_known_answers_count_refused_after_retrieval_leaves_nothing(tmp_path: Path):
+    """--known-answers N with fewer eligible questions than N is found out only once retrieval ran: exit 2,
+    and like every other exit 2, nothing written: no journal, no command to continue."""
+    run = run_cli("--strategy", "baseline", "--quick", "--known-answers", "5", "--output", str(tmp_path / "o.json"),
+                  cwd=tmp_path)
+    assert run.code == 2, run.stderr
+    assert "known-answers" in run.stderr and "to continue" not in run.stderr.lower()
+    assert not (tmp_path / "o.json").exists() and not list(tmp_path.rglob("*.journal.jsonl"))

@@ -467,10 +467,17 @@ class BenchmarkRun:
             selection={"limit": o.limit, "ids": o.ids,
                        **({"order_check": {"sample": o.spec.order_check, "seed": 0}} if o.spec.order_check else {})},
             log_file=str(o.log_file) if o.log_file else None, configuration=strategy.configuration, checked=True)
-        with progress:
-            result = evaluate(prepared, (qset, questions), spec=replace(o.spec, max_cost_usd=max_cost), judging=judging,
-                              settings=self.settings, name=strategy.name, rewrites_queries=strategy.rewrites_queries,
-                              on_row=_row_printer(progress), should_stop=self.should_stop, context=context)
+        try:
+            with progress:
+                result = evaluate(prepared, (qset, questions), spec=replace(o.spec, max_cost_usd=max_cost),
+                                  judging=judging, settings=self.settings, name=strategy.name,
+                                  rewrites_queries=strategy.rewrites_queries, on_row=_row_printer(progress),
+                                  should_stop=self.should_stop, context=context)
+        except InputError:  # refused before any row (e.g. --known-answers N over what retrieval found)
+            if journal.rows == 0 and not done:  # exit 2 writes nothing: no journal, no command to continue
+                journal.remove()
+                self.state.journal = self.state.continue_command = None
+            raise
         if o.targets:
             from components.analysis.targets import check_targets
 

@@ -41,6 +41,7 @@ class Journal:
         self._fh = self.path.open("a", encoding="ascii")
         self._grouped = False
         self._last_sync = time.monotonic()
+        self.rows = 0  # rows appended (the header is not one)
         try:
             self._write({"journal": JOURNAL_VERSION, "run": identity})
         except BaseException:  # e.g. a full disk: no header, no journal (the run holds nothing yet)
@@ -59,6 +60,7 @@ class Journal:
         """Append one row and make it durable (flush + fsync) before returning; inside
         :meth:`grouped`, flushed (it survives the process being killed) and fsynced with the group."""
         self._write(row, sync=not self._grouped or "batch" in row)
+        self.rows += 1
 
     @contextlib.contextmanager
     def grouped(self) -> Iterator[None]:
