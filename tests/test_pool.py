@@ -46,7 +46,8 @@ def text_of(doc: str) -> str:
 def row(i: int, docs: list[str]) -> QuestionResult:
     return QuestionResult(question_id=f"q{i}", question=f"How do I change limit{i}?", expected_answer=answer(i),
                           needle_doc_id=f"doc{i}", needle_doc_ids=[f"doc{i}"],
-                          retrieved=[RetrievedItem(r, d, f"{d}#0", text=text_of(d)) for r, d in enumerate(docs, 1)])
+                          retrieved=[RetrievedItem(r, d, f"{d}#0", text=text_of(d)) for r, d in enumerate(docs, 1)],
+                          extra={"category": f"c{i % 2}", "required_concepts": [f"limit{i}"]})
 
 
 def run_file(path: Path, rankings: dict[int, list[str]], run_id: str) -> Path:
@@ -160,6 +161,8 @@ def test_accepted_false_negatives_are_written_as_extra_needles_beside_the_input(
     reviewed = load_questions(tmp_path / "out" / "questions.reviewed.json")
     needles = {q.id: list(q.needle_doc_ids) for q in reviewed.questions}
     assert needles == {"q0": ["doc0"], "q1": ["doc1", "dup1"], "q2": ["doc2"], "q3": ["doc3"]}
+    # the questions' own fields are kept: their groups and concepts still work on the reviewed set
+    assert {q.id: q.extra for q in reviewed.questions}["q1"] == {"category": "c1", "required_concepts": ["limit1"]}
     lines = [json.loads(x) for x in (tmp_path / "out" / "provenance.jsonl").read_text().splitlines()]
     assert len(lines) == 25
     first = next(x for x in lines if (x["question_id"], x["doc_id"]) == ("q1", "dup1"))

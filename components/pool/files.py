@@ -75,6 +75,7 @@ def reviewed_questions(questions: Sequence[PoolQuestion], accepted: Sequence[Can
         if q.expected_answer is not None:
             item["expected_answer"] = q.expected_answer
         item["needle_doc_ids"] = [*q.needle_doc_ids, *(d for d in added.get(q.id, []) if d not in q.needle_doc_ids)]
+        item.update({k: v for k, v in q.fields.items() if k not in item and k not in ("needle_doc_id", "needles")})
         out.append(item)
     return {"description": "questions with the documents the pool's judges all labelled relevant added as needles",
             "questions": out}

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 
 from utils.errors import InputError
 from utils.records import trec
-from utils.results import READABLE_SCHEMAS, read_json_file
+from utils.results import READABLE_SCHEMAS, QuestionResult, read_json_file
 
 RESULTS, TREC = "results", "trec"
 
@@ -31,6 +32,10 @@ class PoolQuestion:
     question: str
     expected_answer: str | None
     needle_doc_ids: tuple[str, ...]
+    fields: dict = field(default_factory=dict, compare=False)  # the question's own other fields (category...)
+
+
+_ROW_FIELDS = frozenset(f.name for f in dataclass_fields(QuestionResult)) | {"extra"}  # a results row's own
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,7 @@ def _question(raw: object, where: str) -> tuple[PoolQuestion, list]:
         raise InputError(f"{where}.retrieved is not a list: {_FIX}")
     question = PoolQuestion(raw["question_id"], _text(raw.get("question", ""), f"{where}.question") or "",
                             _text(raw.get("expected_answer"), f"{where}.expected_answer", optional=True),
-                            tuple(needles))
+                            tuple(needles), {k: v for k, v in raw.items() if k not in _ROW_FIELDS})
     return question, retrieved
 
 
@@ -192,7 +197,7 @@ def pool_questions(runs: Sequence[PoolRun], questions: str | Path | None = None)
     elif questions is not None:
         from components.readers import load_questions
 
-        out = [PoolQuestion(q.id, q.question, q.expected_answer, tuple(q.needle_doc_ids))
+        out = [PoolQuestion(q.id, q.question, q.expected_answer, tuple(q.needle_doc_ids), dict(q.extra))
                for q in load_questions(questions).questions]
     else:
         raise InputError("every run is a TREC run: give the questions they answer with --questions (their text and "
