@@ -394,9 +394,10 @@ def test_a_failed_call_leaves_its_pairs_unlabelled_with_the_reason(tmp_path: Pat
     a, b, _ = runs(tmp_path)
     with play(reading_judge, "no list here", fail("overloaded"), reading_judge) as script:
         done = pool(a, b, "-o", tmp_path / "out", "--depth", "5", "--store", tmp_path / "s.sqlite")
-    assert done.code == 0 and len(script.prompts) == 4
+    assert done.code == 8 and len(script.prompts) == 4  # incomplete, as a run with missing grades
+    assert "Incomplete: 13 pair(s) have no label" in done.stderr
     figures = read_pool(tmp_path / "out")
-    assert figures["unlabelled"] == 7 + 6 and figures["judged"] == 12
+    assert figures["unlabelled"] == 7 + 6 and figures["judged"] == 12 and figures["status"] == "incomplete"
     assert figures["judged"] + figures["from_store"] + figures["unlabelled"] == figures["pairs"]
     reasons = {f["question_id"]: (f["error"], f["raw_reply"]) for f in figures["failures"]}
     assert reasons["q1"] == ("unparseable: no JSON list in reply", "no list here")

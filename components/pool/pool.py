@@ -179,7 +179,7 @@ def _summary(runs, questions, judges, plans, outcome, labels, found, store_path:
         "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
         "false_negative_candidates": [c.to_json() for c in found],
         "gold_error_candidates": [c.to_json() for c in review.gold_errors(labels)],
-        "status": outcome.status, "stopped": outcome.stopped, "created_at": now(),
+        "status": _status(outcome.status, figures), "stopped": outcome.stopped, "created_at": now(),
         "depth": depth, "questions": len(questions),
         "documents": sum(len(d) for d in by_doc.values()),
         "labels": {str(g): given.get(g, 0) for g in range(4)},
@@ -197,6 +197,12 @@ def _summary(runs, questions, judges, plans, outcome, labels, found, store_path:
     }
 
 
+def _status(status: str, figures: dict) -> str:
+    """``incomplete`` (exit 8, as a run) when every call was made but a pair has no label (a call failed or
+    answered nothing readable): its documents would count as unjudged; else the calls' own status."""
+    return "incomplete" if status == "completed" and figures.get("unlabelled") else status
+
+
 def _log(summary: dict, folder: Path) -> None:
     logger.info("Pool: {} pair(s) of {} question(s) at depth {}: {} judged ({} call(s)), {} from the store, {} "
                 "unlabelled", summary["pairs"], summary["questions"], summary["depth"], summary["judged"],
@@ -206,3 +212,7 @@ def _log(summary: dict, folder: Path) -> None:
                        "candidates say little; check it with a panel (--judges) or against human labels", name,
                        figures["relevant"], figures["labels"])
     logger.info("Labels written to {}", folder)
+    if summary["status"] == "incomplete":
+        logger.error("Incomplete: {} pair(s) have no label (a judge call failed or its reply named no label; see "
+                     "pool.json's failures): pool again to label them (the store keeps the others); exit 8",
+                     summary["unlabelled"])
