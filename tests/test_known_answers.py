@@ -173,3 +173,26 @@ def test_the_api_stops_a_blind_judge_before_judging(tmp_path):
     assert result.graded_count == 0 and result.run.spec["known_answers"] == 3
     with pytest.raises(InputError, match="--known-answers 0: give a whole number of questions, 1 or more"):
         api.evaluate("recorded", str(path), judge="offline", known_answers=0)
+
+
+def test_the_check_goes_through_the_runs_budget_and_its_judge_breaker(tmp_path):
+    """The check's calls are the run's: --max-cost holds them (they are priced and reserved like any other), and
+    a judge whose calls time out 3 times in a row is given up during the check as during the run (exit 3's
+    status), not called again for every question."""
+    import json
+
+    from components import api
+    from components.judges.providers.scripted import fail, play, reply
+    from tests.test_blind_judge import recorded_set
+    from utils.pricing import Price
+
+    path = tmp_path / "recorded.json"
+    path.write_text(json.dumps(recorded_set()))
+    answer = reply('{"grade": 8, "reasoning": "scripted"}', input_tokens=1000, output_tokens=1000)
+    with play(then=answer, output_cap=1000, price=Price(1.0, 10.0)) as script:  # a call costs at most ~$0.012
+        result = api.evaluate("recorded", str(path), judge="scripted", known_answers=4, max_cost_usd=0.05)
+    assert result.run.cost_usd <= 0.05 + 1e-9 and result.run.budget["spent_usd"] == result.run.cost_usd
+    assert len(script.prompts) < 8  # the budget stopped the check's 8 calls before they were all made
+    with play(then=fail("timeout")) as timing_out:
+        result = api.evaluate("recorded", str(path), judge="scripted", known_answers=4)
+    assert len(timing_out.prompts) == 3 and result.run.status == "judge_failed"

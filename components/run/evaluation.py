@@ -265,9 +265,6 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
     rewriter = _rewriter(judging.setup, rewrites)
     plan = adaptive_run.start(spec.adaptive, selected, k,  # the baseline checked before any judge call
                               kind.judges_now(judging.settings, [j.setup for j in judging.seats]))
-    checked = dict(zip(kind.budget_names(judging.settings) or [None], (seat.judge for seat in judging.seats),
-                       strict=True))
-    known = known_answers.start(spec.known_answers, selected, prepared.retriever.retrieve, k, checked, label)
     loop = BenchmarkLoop(prepared.retriever, None, k=k, rewriter=rewriter, should_stop=should_stop,
                          record=context.record, annotate=judging.annotate, relevance_judge=judging.relevance,
                          repeats=spec.judge_repeats, max_cost_usd=spec.max_cost_usd, keep_text=spec.keep_text,
@@ -276,8 +273,11 @@ def evaluate(retriever: Retriever | Strategy | str | PreparedIndex, questions: A
                          order_check=order_check_sample(selected, spec.order_check, spec.order_check_seed),
                          retrieval_timeout=spec.retrieval_timeout,
                          judges=kind.start(judging, spec.panel_aggregate, context.panel_kept),
-                         repeat_rule=rule, unjudged=known.unjudged(plan.unjudged))
-    known.count(loop.judge_usage)
+                         repeat_rule=rule, unjudged=plan.unjudged)
+    # --known-answers: through the loop's judges (the budget, the breakers), retrieval under its deadline
+    known = known_answers.start(spec.known_answers, selected, _deadline_retrieve(loop, prepared.retriever), k,
+                                _checked_judges(loop, kind.budget_names(judging.settings)), label)
+    loop.unjudged = known.unjudged(plan.unjudged)
     started = now()
     status = known.status(_status(_drive(loop, plan, context, should_stop), loop, context, selected))
     run = _run_info(loop, judging, context, rule, spec.judge_repeats, rewriter is not None)
@@ -397,6 +397,32 @@ def _run_info(loop: BenchmarkLoop, judging: Judging, context: RunContext, rule: 
         runs_dir=context.runs_dir, output=context.output, selection=context.selection,
         budget=loop.budget.to_json() if loop.budget is not None else None,
         judge_batch=[r.to_json() for r in context.batch.all_records] if context.batch is not None else None)
+
+
+class _LoopGrader:
+    """One judge of the loop as the known-answers check calls it: ``grade(question, expected, chunks)`` through
+    the loop's admission point (its refusals, the ``--max-cost`` budget, the judge's breakers), counted in the
+    run's and the judge's usage."""
+
+    def __init__(self, loop: BenchmarkLoop, member: Any) -> None:
+        self.loop, self.member = loop, member
+
+    def grade(self, question: str, expected_answer: str | None, chunks: Sequence[Chunk]) -> Any:
+        q = Question(id="known-answers", question=question, expected_answer=expected_answer, needle_doc_ids=("-",))
+        result = self.loop.judges.grade_once(self.loop, q, list(chunks), self.member)
+        self.loop.judges.count(self.loop, result.reply, self.member)
+        return result
+
+
+def _checked_judges(loop: BenchmarkLoop, names: Sequence[str]) -> dict[str | None, _LoopGrader]:
+    """Each judge of the loop by its name (None: the one judge), for the known-answers check."""
+    return {name: _LoopGrader(loop, member)
+            for name, member in zip(names or [None], loop.judges.members, strict=True)}
+
+
+def _deadline_retrieve(loop: BenchmarkLoop, retriever: Retriever) -> Callable[[str, int], Any]:
+    """The retriever's ``retrieve`` under the loop's retrieval deadline."""
+    return lambda query, k: loop.deadline.call(lambda: retriever.retrieve(query, k), "known answers: retrieve()")
 
 
 def check_budget(max_cost_usd: float, setups: Sequence[JudgeSetup], *, rewrites: bool = False,
