@@ -55,7 +55,8 @@ def test_the_window_comes_from_props_and_bounds_the_cap(serve, props, window):
     prompt = "p" * 1000
     model.complete(prompt)
     estimate = math.ceil((len(JSON_MODE_INSTRUCTION) + len(prompt)) / 4)
-    assert server.requests[0].body["max_tokens"] == min(1024, window - estimate)  # 1024, or 512 - 283 = 229
+    # 1024, or what 512 leaves once the estimate (282) is taken 1.25 times: 512 - 353 = 159
+    assert server.requests[0].body["max_tokens"] == min(1024, window - math.ceil(1.25 * estimate))
     assert "/props" in server.model_requests
     assert provider.describe(provider.check_model("judge", LOCAL))["context_window"] == window
 
@@ -65,7 +66,7 @@ def test_the_window_comes_from_max_model_len_as_vllm_lists_it(serve):
     model = _local(provider)
     model.complete("q" * 400)
     estimate = math.ceil((len(JSON_MODE_INSTRUCTION) + 400) / 4)
-    assert server.requests[0].body["max_tokens"] == 600 - estimate
+    assert server.requests[0].body["max_tokens"] == 600 - math.ceil(1.25 * estimate)
     assert "/props" not in server.model_requests  # the listing said it
 
 
@@ -117,7 +118,9 @@ def test_refusals_recognised(status, body, message, expected):
 
 
 def test_reply_cap_arithmetic():
-    assert context_window.reply_cap(1024, 4096, 3500) == 596
+    assert context_window.reply_cap(1024, 4096, 3000) == 4096 - 3750  # the estimate taken 1.25 times
+    assert context_window.reply_cap(1024, 4096, 3500) == 64  # the margin leaves nothing: a short reply still fits
+    assert context_window.reply_cap(1024, 4096, 4060) == 36  # the window's rest, when under 64
     assert context_window.reply_cap(1024, 4096, 100) == 1024
     assert context_window.reply_cap(1024, None, 10**6) == 1024
     assert context_window.reply_cap(1024, 4096, 4096) is None

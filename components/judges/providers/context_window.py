@@ -70,13 +70,23 @@ def prompt_estimate(*texts: str) -> int:
     return math.ceil(sum(len(t) for t in texts) / CHARS_PER_TOKEN)
 
 
+ESTIMATE_MARGIN = 1.25  # the prompt's estimate may fall short of the server's count (code, other languages)
+MIN_REPLY = 64  # the margin never cuts the cap below this (a grade and a short reason)
+
+
 def reply_cap(cap: int, window: int | None, estimate: int) -> int | None:
-    """The reply cap for a prompt of ``estimate`` tokens: ``cap``, never over ``window - estimate``;
-    None when the estimate alone fills the window (the prompt does not fit). No window: ``cap``."""
+    """The reply cap for a prompt of ``estimate`` tokens: ``cap``, never over what the window leaves once
+    the estimate is taken :data:`ESTIMATE_MARGIN` times (a server such as vLLM refuses a prompt whose
+    tokens plus the cap pass the window, and characters / 4 may count too few), nor below :data:`MIN_REPLY`
+    where the window leaves that much; None when the estimate alone fills the window (the prompt does not
+    fit). No window: ``cap``."""
     if window is None:
         return cap
     left = window - estimate
-    return min(cap, left) if left > 0 else None
+    if left <= 0:
+        return None
+    with_margin = window - math.ceil(estimate * ESTIMATE_MARGIN)
+    return min(cap, max(with_margin, min(MIN_REPLY, left)))
 
 
 def is_refusal(status: int, body: object, message: str) -> bool:
