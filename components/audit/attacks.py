@@ -36,6 +36,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from components.core.chunk import TextChunk
 from components.judges.lexical_judge import chunk_terms, key_term_words, key_terms
 from components.run.order_check import reversed_order
 from utils.errors import InputError
@@ -54,15 +55,6 @@ PARAPHRASE = "I am trying to find this out, can you help? {question}"
 
 # a sentence: up to its end mark followed by a space or the end ("alpha3.toml" does not end one), or a line
 _SENTENCE = re.compile(r"[^\n]*?(?:[.!?]+(?=\s|$)[ \t]*|\n|$)")
-
-
-@dataclass(frozen=True)
-class TextChunk:
-    """A chunk as the run showed it to the judge: its ids and its recorded text (``index_text``)."""
-
-    doc_id: str
-    chunk_id: str
-    index_text: str
 
 
 @dataclass(frozen=True)

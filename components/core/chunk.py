@@ -43,3 +43,13 @@ class Chunk:
         return cls(doc_id=doc_id, chunk_id=str(data.get("chunk_id") or f"{doc_id}#{position}"),
                    title=str(data.get("title") or ""), heading_path=tuple(h for h in headings if h), text=text,
                    position=position)
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    """A chunk as a run showed it to the judge: its ids and its recorded text (``index_text``, what the grader
+    quotes). The judge audit's attacked chunks and the pool's items are these."""
+
+    doc_id: str
+    chunk_id: str
+    index_text: str

@@ -26,7 +26,8 @@ from loguru import logger
 
 from components.judges.chunk_relevance import build_relevance_prompt
 from components.pool.judges import PoolJudge
-from components.pool.runs import Pair, PoolItem, PoolQuestion
+from components.core.chunk import TextChunk
+from components.pool.runs import Pair, PoolQuestion
 from components.pool.store import JudgmentStore, judgment_key, pair_key
 from components.run.calls.budget import Budget, BudgetRefused, through
 from utils.errors import JudgeError
@@ -55,7 +56,7 @@ class Call:
     entries: tuple[tuple[str, str, str], ...]
 
     def prompt(self) -> str:
-        chunks = [PoolItem(HIDDEN, HIDDEN, text) for _, _, text in self.entries]
+        chunks = [TextChunk(HIDDEN, HIDDEN, text) for _, _, text in self.entries]
         return build_relevance_prompt(self.question.question, self.question.expected_answer, chunks)
 
 
@@ -161,7 +162,7 @@ class _Stop(Exception):
 def _make(call: Call, rater, store: JudgmentStore, tally: JudgeTally, failures: list[Failure],
           lock: threading.Lock) -> None:
     """One call: its labels committed to the store and kept in ``tally``, or its failure recorded."""
-    chunks = [PoolItem(HIDDEN, HIDDEN, text) for _, _, text in call.entries]
+    chunks = [TextChunk(HIDDEN, HIDDEN, text) for _, _, text in call.entries]
     q = call.question
     try:
         result = rater.relevance(q.question, q.expected_answer, chunks)

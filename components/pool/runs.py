@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 
+from components.core.chunk import TextChunk
 from utils.errors import InputError
 from utils.records import trec
 from utils.results import READABLE_SCHEMAS, QuestionResult, read_json_file
@@ -39,22 +40,13 @@ _ROW_FIELDS = frozenset(f.name for f in dataclass_fields(QuestionResult)) | {"ex
 
 
 @dataclass(frozen=True)
-class PoolItem:
-    """One retrieved item as the judge reads it: its ids and its text (``index_text``, as a run shows it)."""
-
-    doc_id: str
-    chunk_id: str
-    index_text: str
-
-
-@dataclass(frozen=True)
 class PoolRun:
     """One run: where it came from, its kind (``results`` or ``trec``), per question its items (best
     first), and for a results file its questions and the corpus it recorded (``run.corpus.source``)."""
 
     source: str
     kind: str
-    items: dict[str, list[PoolItem]]
+    items: dict[str, list[TextChunk]]
     questions: list[PoolQuestion] | None = None
     corpus: str | None = None
 
@@ -64,7 +56,7 @@ class Pair:
     """One pair of the pool: a question and an item, the runs that retrieved it, and its best rank."""
 
     question: PoolQuestion
-    item: PoolItem
+    item: TextChunk
     runs: tuple[str, ...]
     rank: int
 
@@ -95,7 +87,7 @@ def _question(raw: object, where: str) -> tuple[PoolQuestion, list]:
     return question, retrieved
 
 
-def _item(raw: object, where: str) -> PoolItem:
+def _item(raw: object, where: str) -> TextChunk:
     if not isinstance(raw, dict):
         raise InputError(f"{where} is not an object: {_FIX}")
     doc = _text(raw.get("doc_id"), f"{where}.doc_id")
@@ -104,7 +96,7 @@ def _item(raw: object, where: str) -> PoolItem:
     if text is None:
         raise InputError(f"{where}: the run was written without the chunks' text (--no-text), which the judges "
                          "read: run the benchmark again without --no-text, or give its TREC run with --corpus")
-    return PoolItem(doc, chunk, _text(text, f"{where}.text"))
+    return TextChunk(doc, chunk, _text(text, f"{where}.text"))
 
 
 def _results_run(doc: dict, source: str) -> PoolRun:
@@ -156,14 +148,14 @@ def _first_byte(path: Path) -> bytes:
         return b""
 
 
-def _trec_items(ranking: trec.Ranking, documents: dict[str, str], source: str) -> dict[str, list[PoolItem]]:
+def _trec_items(ranking: trec.Ranking, documents: dict[str, str], source: str) -> dict[str, list[TextChunk]]:
     out = {}
     for qid, docs in ranking.items():
         missing = next((d for d in docs if d not in documents), None)
         if missing is not None:
             raise InputError(f"{source}: question {qid} ranks document {missing!r}, which --corpus does not hold: "
                              "give the corpus the run retrieved from")
-        out[qid] = [PoolItem(d, d, documents[d]) for d in docs]
+        out[qid] = [TextChunk(d, d, documents[d]) for d in docs]
     return out
 
 
@@ -234,7 +226,7 @@ def build_pool(runs: Sequence[PoolRun], questions: Sequence[PoolQuestion], depth
     out = []
     for q in questions:
         trec.check_id(q.id, "question id", "the pool", "rename it in the questions")
-        found: dict[tuple[str, str], tuple[PoolItem, list[str], int]] = {}
+        found: dict[tuple[str, str], tuple[TextChunk, list[str], int]] = {}
         for run in runs:
             for rank, item in enumerate(run.items.get(q.id, [])[:depth], start=1):
                 key = (item.doc_id, item.chunk_id)
