@@ -205,6 +205,27 @@ class Recorded:
     body: dict | None
 
 
+def send_body(handler: BaseHTTPRequestHandler, reply, payload: bytes) -> None:
+    """End the headers and send ``payload``; or, for a reply with a ``trickle``, its pieces chunked, ``trickle_gap``
+    seconds apart, for at most ``trickle_for`` seconds (a body that takes its time, or never ends)."""
+    if reply.trickle is None:
+        handler.end_headers()
+        handler.wfile.write(payload)
+        return
+    handler.send_header("transfer-encoding", "chunked")
+    handler.end_headers()
+    deadline = time.monotonic() + reply.trickle_for
+    for piece in reply.trickle:
+        if time.monotonic() > deadline:
+            break
+        handler.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+        handler.wfile.flush()
+        time.sleep(reply.trickle_gap)
+    else:
+        handler.wfile.write(b"0\r\n\r\n")
+    handler.close_connection = True
+
+
 class _Handler(BaseHTTPRequestHandler):
     """The scripted API's HTTP side: it answers from its server's :class:`LoopbackServer` (``self.server.loopback``)."""
 
@@ -332,22 +353,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("request-id", f"req_loopback_{n}")
             for k, v in reply.headers.items():
                 self.send_header(k.replace("_", "-"), v)
-            if reply.trickle is not None:  # a body that takes its time, or never ends
-                self.send_header("transfer-encoding", "chunked")
-                self.end_headers()
-                deadline = time.monotonic() + reply.trickle_for
-                for piece in reply.trickle:
-                    if time.monotonic() > deadline:
-                        break
-                    self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-                    self.wfile.flush()
-                    time.sleep(reply.trickle_gap)
-                else:
-                    self.wfile.write(b"0\r\n\r\n")
-                self.close_connection = True
-                return
-            self.end_headers()
-            self.wfile.write(payload)
+            send_body(self, reply, payload)
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass
 

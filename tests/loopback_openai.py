@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.loopback import send_body
+
 GRADE = '{"grade": 8, "reasoning": "all key facts present"}'
 MODELS = ("gpt-4.1", "gpt-5.4-mini", "o3-mini", "llama-3.1-8b-instruct")
 REASONING = frozenset({"gpt-5.4-mini", "o3-mini"})
@@ -161,22 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("x-request-id", f"req_openai_loopback_{n}")
             for k, v in reply.headers.items():
                 self.send_header(k, v)
-            if reply.trickle is not None:  # a body that takes its time, or never ends
-                self.send_header("transfer-encoding", "chunked")
-                self.end_headers()
-                deadline = time.monotonic() + reply.trickle_for
-                for piece in reply.trickle:
-                    if time.monotonic() > deadline:
-                        break
-                    self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-                    self.wfile.flush()
-                    time.sleep(reply.trickle_gap)
-                else:
-                    self.wfile.write(b"0\r\n\r\n")
-                self.close_connection = True
-                return
-            self.end_headers()
-            self.wfile.write(payload)
+            send_body(self, reply, payload)
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass
 
