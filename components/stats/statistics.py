@@ -30,7 +30,7 @@ Seeds are fixed (:data:`BOOTSTRAP_SEED`, :data:`PERMUTATION_SEED`) and recorded 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -310,11 +310,15 @@ def beta_cdf(x: float, a: float, b: float) -> float:
 def beta_quantile(q: float, a: float, b: float) -> float:
     """The ``q`` quantile of Beta(a, b) (``scipy.stats.beta.ppf``, to 1e-14): the root of :func:`beta_cdf` by
     bisection on [0, 1]."""
-    low, high = 0.0, 1.0
+    return _bisect(lambda x: _beta_regularized(a, b, x) < q, 0.0, 1.0, 1e-15)
+
+
+def _bisect(below_root: Callable[[float], bool], low: float, high: float, tolerance: float) -> float:
+    """The point of [low, high] where ``below_root`` turns false (true below it), to ``tolerance``."""
     for _ in range(200):
         mid = (low + high) / 2.0
-        low, high = (mid, high) if _beta_regularized(a, b, mid) < q else (low, mid)
-        if high - low <= 1e-15:
+        low, high = (mid, high) if below_root(mid) else (low, mid)
+        if high - low <= tolerance:
             break
     return (low + high) / 2.0
 
@@ -332,12 +336,7 @@ def t_quantile(df: float, level: float = LEVEL) -> float:
     low, high = 0.0, max(1.0, NormalDist().inv_cdf(1.0 - tail))
     while t_upper_tail(high, df) > tail:
         low, high = high, 2.0 * high
-    for _ in range(200):
-        mid = (low + high) / 2.0
-        low, high = (mid, high) if t_upper_tail(mid, df) > tail else (low, mid)
-        if high - low <= 1e-13 * high:
-            break
-    return (low + high) / 2.0
+    return _bisect(lambda t: t_upper_tail(t, df) > tail, low, high, 1e-13 * high)
 
 
 def welch_ci(a: Iterable[float], b: Iterable[float], level: float = LEVEL) -> tuple[float, float] | None:
