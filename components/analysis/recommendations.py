@@ -150,14 +150,11 @@ def _equally_fast(medians: Sequence[float | None], latencies: Sequence[Sequence[
 
 
 def candidates(labels: Sequence[str], ndcg: Sequence[Sequence[float | None]], mrr: Sequence[Sequence[float | None]],
-               latencies: Sequence[Sequence[float]], *, alpha: float = ALPHA,
-               seed: int = S.PERMUTATION_SEED) -> list[Candidate]:
-    """Each run's means, median latency and normalised quality, speed and balance (a run equally fast as
-    the fastest counts the fastest's latency in its speed)."""
+               medians: Sequence[float | None], same: set[int]) -> list[Candidate]:
+    """Each run's means, median latency and normalised quality, speed and balance (a run of ``same``, equally
+    fast as the fastest, counts the fastest's latency in its speed)."""
     means = [_mean(v) for v in ndcg]
-    medians = [_median(v) for v in latencies]
     best = max((m for m in means if m is not None), default=None)
-    same = _equally_fast(medians, latencies, alpha, seed)
     timed = [m for m in medians if m is not None]
     low = min(timed) if timed else None
     effective = [low if i in same else m for i, m in enumerate(medians)]
@@ -191,9 +188,10 @@ def recommend(labels: Sequence[str], ndcg: Sequence[Sequence[float | None]], mrr
     fewer than two runs."""
     if len(labels) < 2:
         return None
-    cands = candidates(labels, ndcg, mrr, latencies, alpha=alpha, seed=seed)
-    same_speed = [cands[i] for i in sorted(_equally_fast([c.median_latency_ms for c in cands], latencies, alpha,
-                                                           seed))]
+    medians = [_median(v) for v in latencies]
+    same = _equally_fast(medians, latencies, alpha, seed)  # the paired latency tests, once
+    cands = candidates(labels, ndcg, mrr, medians, same)
+    same_speed = [cands[i] for i in sorted(same)]
     result = Recommendations(k, cands)
     index = {label: i for i, label in enumerate(labels)}
 
