@@ -109,3 +109,10 @@ def test_bad_targets_stop_the_run_before_anything_is_done(tmp_path: Path, few_qu
     run = run_cli("--questions", str(few_questions), "--output", str(out), *extra)
     assert run.code == 2 and message in run.stderr
     assert not out.exists() and "Corpus " not in run.stderr
+
+
+def test_every_unit_has_its_range():
+    from utils import metrics as M
+
+    assert set(M.UNIT_RANGES) == set(M.UNITS)
+    assert M.UNIT_RANGES["grade"] == (1.0, 10.0) and M.UNIT_RANGES["relevance"] == (0.0, 3.0)

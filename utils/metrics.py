@@ -338,6 +338,8 @@ UNITS = {  # unit → (what it means, how its values are written)
     "score": "total score, 0-10",
     "relevance": "chunk relevance, 0-3",
 }
+UNIT_RANGES = {"percent": (0.0, 100.0), "ratio": (0.0, 1.0), "grade": (1.0, 10.0), "score": (0.0, 10.0),
+               "relevance": (0.0, 3.0)}  # each unit's lowest and highest value (a mean of its values too)
 
 Value = float | None
 RowFunction = Callable[[Any, int], Value]  # (row, k) → the question's value

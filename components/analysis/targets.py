@@ -68,7 +68,6 @@ def _metric(name: str, k: int) -> M.Metric:
                      f"(hit@1, MRR, nDCG@{k} ...), or hit@N / recall@N with N up to k (e.g. {_EXAMPLE})")
 
 
-SCALE_TOPS = {"grade": 10.0, "score": 10.0, "relevance": 3.0}  # the highest value of a unit that is not a share
 
 
 def _floor(metric: M.Metric, text: str, item: str) -> float:
@@ -88,8 +87,8 @@ def _floor(metric: M.Metric, text: str, item: str) -> float:
             raise InputError(f"{OPTION} {item!r}: {metric.label} is a share: write it from 0 to 1 or as a percent "
                              f"(e.g. 0.6 or 60%)")
         return round(share * 100, 9) if metric.unit == "percent" else share
-    top = SCALE_TOPS.get(metric.unit)
-    if top is not None and value > top:
+    top = M.UNIT_RANGES[metric.unit][1]
+    if value > top:
         raise InputError(f"{OPTION} {item!r}: {metric.label} is at most {top:g} ({M.UNITS[metric.unit]}): give a "
                          "target it can reach")
     return value

@@ -56,8 +56,8 @@ from utils.results import QuestionResult, RunResult, load_run
 
 SEED = 0  # the judging order's seed (recorded in the results)
 TARGET_CI = "target_ci"
-SPANS = {"grade": 9.0, "score": 10.0, "percent": 100.0}  # the largest |paired difference| of a unit
-SCALES = {"grade": (1.0, 10.0), "score": (0.0, 10.0), "percent": (0.0, 100.0)}  # a unit's range
+# the units judging can decide, each with the largest |paired difference| of its values (its range's width)
+SPANS = {unit: M.UNIT_RANGES[unit][1] - M.UNIT_RANGES[unit][0] for unit in ("grade", "score", "percent")}
 
 
 PRIMARY = "avg_llm_grade"  # the metric gated alone when --fail-on names none: the mean grade
@@ -472,7 +472,7 @@ class TargetCI(Adaptive):
     def _interval(self, key: str) -> dict:
         spec = self.specs[key]
         values = [float(v) for v in (spec.value(r, self.k) for r in self.judged()) if v is not None]
-        cs = Q.confidence_sequence(values, scale=SCALES[spec.unit], alpha=self.req.alpha)
+        cs = Q.confidence_sequence(values, scale=M.UNIT_RANGES[spec.unit], alpha=self.req.alpha)
         return {"n": cs.n, "estimate": cs.estimate, "interval": [cs.low, cs.high], "half_width": cs.half_width,
                 "target": self.req.targets[key]}
 
