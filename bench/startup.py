@@ -15,7 +15,10 @@
    built-in ones, cycled), sequential, against the scripted Anthropic API of ``tests/loopback.py``
    answering every grading call after ``--delay`` seconds: the process's wall time (start-up, the
    model check, indexing from the warm cache and writing the results included) over the sum of the
-   judge latencies (questions × delay; target <= 1.10).
+   judge latencies (questions × delay; target <= 1.10). Beside it, the floor no run of this command
+   can go under on this machine: an interpreter's start, the Anthropic SDK's own import, and as many
+   bare SDK calls (``client.messages.create`` in a loop, nothing else) to the same server as the run
+   makes; the run's own work is its wall time less that floor.
 
 Results also go to ``bench/out/startup.json``.
 """
@@ -138,9 +141,11 @@ def judged(questions: int, delay: float, work: Path) -> dict:
         started = time.time()
         run = timed(cmd + ["--output", str(cwd / "r.json"), "--log-dir", str(cwd / "logs")], env, cwd)
         calls = len(server.requests)
-    if run.code != 0:
-        raise SystemExit(f"the judged run exited {run.code}")
-    rows = json.loads((cwd / "r.json").read_text())["results"]
+        if run.code != 0:
+            raise SystemExit(f"the judged run exited {run.code}")
+        doc = json.loads((cwd / "r.json").read_text())
+        least = floor(server.url, doc["run"]["judge"]["model"], questions, cache, work)
+    rows = doc["results"]
     graded = sum(r.get("llm_grade") is not None for r in rows)
     judge_s = questions * delay
     measured = sum(r.get("grading_latency_ms") or 0 for r in rows) / 1000
@@ -149,7 +154,42 @@ def judged(questions: int, delay: float, work: Path) -> dict:
             "sum_judge_s": judge_s, "sum_measured_judge_s": round(measured, 3),
             "ratio": round(run.wall_s / judge_s, 4) if judge_s else None,
             "ratio_measured": round(run.wall_s / measured, 4) if measured else None,
-            "phases_s": phases(next((cwd / "logs").glob("*.log")), started, run.wall_s, questions)}
+            "phases_s": phases(next((cwd / "logs").glob("*.log")), started, run.wall_s, questions),
+            "floor": least | {"floor_ratio": round(least["floor_s"] / judge_s, 4) if judge_s else None,
+                              "own_work_s": round(run.wall_s - least["floor_s"], 3)}}
+
+
+FLOOR_SCRIPT = """
+import statistics, sys, time
+start = time.perf_counter()
+import anthropic
+imported = time.perf_counter() - start
+client = anthropic.Anthropic(api_key="bench-key", base_url=sys.argv[1], max_retries=0)
+times = []
+for _ in range(int(sys.argv[3])):
+    start = time.perf_counter()
+    client.messages.create(model=sys.argv[2], max_tokens=1024, messages=[{"role": "user", "content": "word " * 1500}])
+    times.append(time.perf_counter() - start)
+print(imported, statistics.median(times))
+"""
+
+
+def floor(url: str, model: str, questions: int, cache: Path, work: Path, repeat: int = 3, calls: int = 20) -> dict:
+    """What a judged run of ``questions`` calls cannot go under here: an interpreter's start (median of
+    ``repeat`` ``python -c pass``), the SDK's import and one bare SDK call to the server at ``url``
+    (medians of ``repeat`` processes making ``calls`` calls each), the calls counted ``questions`` times."""
+    env = clean_env(ROOT, cache)
+    start = statistics.median(timed([sys.executable, "-c", "pass"], env, work).wall_s for _ in range(repeat))
+    imports, calls_s = [], []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", FLOOR_SCRIPT, url, model, str(calls)], env=env, cwd=work,
+                             capture_output=True, text=True, check=True).stdout.split()
+        imports.append(float(out[0]))
+        calls_s.append(float(out[1]))
+    sdk, call = statistics.median(imports), statistics.median(calls_s)
+    total = start + sdk + questions * call
+    return {"interpreter_s": round(start, 3), "sdk_import_s": round(sdk, 3), "bare_call_ms": round(call * 1000, 2),
+            "floor_s": round(total, 3)}
 
 
 def phases(log: Path, started: float, wall: float, questions: int) -> dict[str, float]:
@@ -205,6 +245,10 @@ def main() -> int:
                   f"(target <= 1.10); / the measured grading latencies {j['sum_measured_judge_s']}s = "
                   f"{j['ratio_measured']}; peak memory {j['peak_mb']} MB")
             print(f"  where the time went (s): {j['phases_s']}")
+            f = j["floor"]
+            print(f"  the floor here: an interpreter {f['interpreter_s']}s + the SDK's import {f['sdk_import_s']}s + "
+                  f"{j['questions']} bare SDK calls × {f['bare_call_ms']} ms = {f['floor_s']}s = {f['floor_ratio']} × "
+                  f"the judge latencies; the run's own work (wall - floor): {f['own_work_s']}s")
     report["load_average_after"] = round(os.getloadavg()[0], 2)
     out = ROOT / "bench" / "out" / "startup.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -44,3 +44,22 @@ def test_secrets_are_redacted(tmp_path: Path):
     out = tmp_path / "r.json"
     write_json_atomic(out, {"error": "bad key sk-ant-XYZ"}, secrets=["sk-ant-XYZ", ""])
     assert json.loads(out.read_text()) == {"error": "bad key [REDACTED]"}
+
+
+def test_content_cleaned_once_is_written_as_it_is_and_as_save_writes_it(tmp_path: Path, monkeypatch):
+    """A run writes its results to two files from one cleaning (``RunResult.strict_json``): each file
+    holds what ``save`` writes, the secret redacted, and a :class:`StrictJSON` is not cleaned again."""
+    from utils.files.output import StrictJSON
+    from utils.results import JudgeInfo, RunInfo, RunResult
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    result = RunResult(RunInfo(strategy="bm25 sk-ant-XYZ", k=5, judge=JudgeInfo("offline", "lexical")), [])
+    content = result.strict_json(["sk-ant-XYZ"])
+    for name in ("a.json", "b.json"):
+        write_json_atomic(tmp_path / name, content)
+    result.save(tmp_path / "saved.json", secrets=["sk-ant-XYZ"])
+    saved = (tmp_path / "saved.json").read_bytes()
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes() == saved
+    assert json.loads(saved)["run"]["strategy"] == "bm25 [REDACTED]"
+    write_json_atomic(tmp_path / "as_is.json", StrictJSON({"kept": "sk-ant-XYZ"}), secrets=["sk-ant-XYZ"])
+    assert json.loads((tmp_path / "as_is.json").read_text()) == {"kept": "sk-ant-XYZ"}  # already clean: as it is

@@ -33,7 +33,7 @@ from typing import Any
 from utils import metrics as M
 from utils.errors import InputError
 from utils.files.lines import open_regular
-from utils.files.output import write_json_atomic
+from utils.files.output import StrictJSON, strict_json_value, write_json_atomic
 from utils.redaction import Redactor, environment_secrets
 from utils.records.json_record import to_json
 from utils.records.sections import (AdaptiveSection, Bootstrap, JudgeConsistency, OrderCheck, PanelSection,
@@ -380,8 +380,13 @@ class RunResult:
         with ``secrets`` and every judge provider's secrets found in the environment redacted (as
         the command line writes it; :func:`utils.redaction.environment_secrets`). Returns the path."""
         path = Path(path)
-        write_json_atomic(path, self.to_json(), secrets=(*secrets, *environment_secrets(os.environ)))
+        write_json_atomic(path, self.strict_json(secrets))
         return path
+
+    def strict_json(self, secrets: Iterable[str] = ()) -> StrictJSON:
+        """The results file's content as :meth:`save` writes it, made once: ``write_json_atomic(path,
+        content)`` writes it to each of several paths without cleaning it again."""
+        return StrictJSON(strict_json_value(self.to_json(), (*secrets, *environment_secrets(os.environ))))
 
     @classmethod
     def from_json(cls, doc: object, source: str = "results", secrets: Iterable[str] = ()) -> RunResult:

@@ -548,8 +548,9 @@ class BenchmarkRun:
             logger.warning("No question finished: nothing written (an earlier {} is kept)", self.o.output)
             return
         with self.deferred_signals():
+            content = result.strict_json(self.secrets)  # cleaned once for every file
             for path in (run_path, *extra, self.o.output):
-                result.save(path, secrets=self.secrets)
+                write_json_atomic(path, content)
                 self.state.written.append(path)
             journal.remove()
         self.state.journal = None

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from utils.errors import InputError
 from utils.files.output import strict_json_value
+from utils.redaction import Redactor
 from utils.results import MAX_RESULTS_BYTES, QuestionResult, RunResult, parse_json, read_json_file
 
 JOURNAL_VERSION = 1
@@ -37,6 +38,7 @@ class Journal:
     def __init__(self, path: Path, identity: dict, secrets: Iterable[str] = ()) -> None:
         self.path = Path(path)
         self.secrets = [s for s in secrets if s]
+        self._redact = Redactor(self.secrets)  # built once: every line is redacted by it
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.path.open("a", encoding="ascii")
         self._grouped = False
@@ -49,7 +51,7 @@ class Journal:
             raise
 
     def _write(self, obj: dict, sync: bool = True) -> None:
-        line = json.dumps(strict_json_value(obj, self.secrets), ensure_ascii=True, allow_nan=False)
+        line = json.dumps(strict_json_value(obj, self._redact), ensure_ascii=True, allow_nan=False)
         self._fh.write(line + "\n")
         self._fh.flush()
         if sync or time.monotonic() - self._last_sync >= GROUP_SYNC_S:

@@ -21,7 +21,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -129,11 +129,20 @@ DEFAULT_OUTPUT_NAME = "benchmark_results.json"
 _TEMP_FILES: set[str] = set()  # temp files of the writes in progress (see remove_temp_files)
 
 
+@dataclass(frozen=True)
+class StrictJSON:
+    """A payload made strict JSON once (:func:`strict_json_value`, every secret redacted), to be
+    written to several files without cleaning it again for each."""
+
+    value: Any
+
+
 def write_json_atomic(path: Path, payload: Any, secrets: Iterable[str] | Redactor = ()) -> None:
     """Write ``payload`` as strict JSON (:func:`strict_json_value`: every secret redacted, no
-    NaN/Infinity) to ``path`` atomically, streamed (no second copy of the text in memory). See
-    :func:`write_text_atomic` for what atomic means here."""
-    clean = strict_json_value(payload, secrets)  # before any file exists: an error here leaves nothing behind
+    NaN/Infinity; a :class:`StrictJSON` is written as it is) to ``path`` atomically, streamed (no
+    second copy of the text in memory). See :func:`write_text_atomic` for what atomic means here."""
+    # before any file exists: an error here leaves nothing behind
+    clean = payload.value if isinstance(payload, StrictJSON) else strict_json_value(payload, secrets)
 
     def dump(fh: TextIO) -> None:
         json.dump(clean, fh, indent=2, ensure_ascii=False, allow_nan=False)
