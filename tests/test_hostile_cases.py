@@ -228,7 +228,7 @@ def test_a_key_pasted_into_api_key_env_is_refused_unshown(tmp_path: Path, variab
 
 
 def test_a_name_in_capitals_stays_a_valid_api_key_env():
-    from components.judges.panel import looks_like_a_key
+    from utils.redaction import looks_like_a_key
 
     assert not looks_like_a_key("LOCAL_A_KEY") and not looks_like_a_key("MY_JUDGE_KEY_2")
     assert looks_like_a_key("sk-proj-abc") and looks_like_a_key("A1" * 16)

@@ -127,14 +127,25 @@ def _pattern(secret: str) -> list[str]:
     return out
 
 
-_KEY_LIKE = re.compile(r"(?i)\bsk-[A-Za-z0-9_-]{8,}")  # an OpenAI or Anthropic key's shape (sk-, sk-ant-, sk-proj-)
+# A key's shape, capitals or not: an OpenAI or Anthropic key's prefix (sk-, sk-ant-, sk-proj-), or a long token
+_KEY_PREFIX = r"sk-"
+_KEY_CHARS = r"[A-Za-z0-9_-]"
+_KEY_IN_TEXT = re.compile(rf"(?i)\b{_KEY_PREFIX}{_KEY_CHARS}{{8,}}")  # a word of a text: the prefix and 8+ more
+_KEY_VALUE = re.compile(rf"(?i:{_KEY_PREFIX}.*)|(?=.*[0-9]){_KEY_CHARS}{{32,}}")  # a whole value: 32+ with a digit
 
 
 def mask_keylike(text: str) -> str:
     """``text`` with every key-shaped word (``sk-…``, 8+ characters after the prefix) replaced by
     ``[REDACTED]``: an error message quotes what the user gave, which may be a key the environment does not
     hold (pasted into a suite, a panel file or an option), so it is masked by its shape."""
-    return _KEY_LIKE.sub(REDACTED, text)
+    return _KEY_IN_TEXT.sub(REDACTED, text)
+
+
+def looks_like_a_key(value: str) -> bool:
+    """Whether a whole ``value`` has a key's shape (``sk-``/``sk-ant-``…, or 32+ of ``[A-Za-z0-9_-]`` with a
+    digit), whatever its case: where a variable's name is expected, a value so shaped is refused without being
+    shown."""
+    return _KEY_VALUE.fullmatch(value) is not None
 
 
 class Redactor:

@@ -40,6 +40,7 @@ from components.judges.providers import provider_class, providers
 from components.judges.settings import Settings
 from components.judges.setup import JudgeSetup, check_models
 from utils.errors import InputError, JudgeError
+from utils.redaction import looks_like_a_key
 from utils.settings import LOOPBACK_JUDGE_TIMEOUT_S, MAX_JUDGE_TIMEOUT_S, seconds, url_password
 
 FIELDS = ("name", "provider", "model", "base_url", "api_key_env", "timeout")
@@ -47,13 +48,6 @@ AGGREGATES = ("median", "mean")
 MAX_JUDGES = 16
 MAX_PANEL_FILE_BYTES = 64_000
 _VARIABLE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")  # a variable's name in capitals
-_KEY_SHAPE = re.compile(r"(?i:sk-.*)|(?=.*[0-9])[A-Za-z0-9_-]{32,}")  # what a pasted key looks like, capitals or not
-
-
-def looks_like_a_key(value: str) -> bool:
-    """Whether ``value`` has a key's shape (``sk-``/``sk-ant-``, or 32+ of ``[A-Za-z0-9_-]`` with a digit): an
-    ``api_key_env`` so shaped is refused without being shown, whatever its case."""
-    return _KEY_SHAPE.fullmatch(value) is not None
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,79}")
 _JUDGE_VARIABLES = ("BENCHMARK_JUDGE", "BENCHMARK_JUDGE_MODEL")
 
