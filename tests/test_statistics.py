@@ -143,3 +143,13 @@ def test_detectable_delta_and_questions_needed():
     assert S.min_detectable_delta([0.2, 0.2]) == 0.0 and S.questions_needed([0.2, 0.2], 0.1) is None
     with pytest.raises(ValueError):
         S.questions_needed(d, 0)
+
+
+def test_against_says_where_an_interval_lies_against_a_bound():
+    """The one rule of the signal check and the known answers: wholly under 1 grade, at or over it, or across it."""
+    assert S.against((0.2, 0.99), 1.0) == S.UNDER
+    assert S.against((1.0, 1.0), 1.0) == S.OVER  # the lower end at the bound counts as over
+    assert S.against((1.2, 3.0), 1.0) == S.OVER
+    assert S.against((0.5, 1.0), 1.0) == S.ACROSS  # the upper end at the bound is not under it
+    assert S.against((-2.0, 2.0), 1.0) == S.ACROSS
+    assert S.against(None, 1.0) is None

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from components.stats.agreement import spearman_rho
-from components.stats.statistics import welch_ci
+from components.stats.statistics import OVER, UNDER, against, welch_ci
 from utils.records.judge_signal import (FIELD, GAP, INCONCLUSIVE, INFORMATIVE, MIN_GROUP, UNINFORMATIVE, VERDICTS,
                                         JudgeSignal, member_signals, signal_of)
 from utils.results import QuestionResult, RunInfo
@@ -41,13 +41,9 @@ __all__ = ["FIELD", "GAP", "INCONCLUSIVE", "INFORMATIVE", "MIN_GROUP", "UNINFORM
 
 def verdict(ci: Sequence[float] | None, n_found: int, n_missed: int) -> str:
     """The module docstring's rule."""
-    if n_found < MIN_GROUP or n_missed < MIN_GROUP or ci is None:
+    if n_found < MIN_GROUP or n_missed < MIN_GROUP:
         return INCONCLUSIVE
-    if ci[1] < GAP:
-        return UNINFORMATIVE
-    if ci[0] >= GAP:
-        return INFORMATIVE
-    return INCONCLUSIVE
+    return {UNDER: UNINFORMATIVE, OVER: INFORMATIVE}.get(against(ci, GAP), INCONCLUSIVE)
 
 
 def _mean(values: Sequence[float]) -> float | None:

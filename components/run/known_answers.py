@@ -32,7 +32,7 @@ from loguru import logger
 
 from components.core.chunk import Chunk
 from components.core.questions import Question
-from components.stats.statistics import auc, paired_t_ci
+from components.stats.statistics import OVER, UNDER, against, auc, paired_t_ci
 from utils.console import escape_control
 from utils.errors import InputError
 from utils.metrics import NOT_JUDGED
@@ -66,13 +66,7 @@ class Pair:
 
 def verdict(ci: Sequence[float] | None) -> str:
     """The module docstring's rule."""
-    if ci is None:
-        return INCONCLUSIVE
-    if ci[1] < SEPARATION:
-        return BLIND
-    if ci[0] >= SEPARATION:
-        return DISCRIMINATES
-    return INCONCLUSIVE
+    return {UNDER: BLIND, OVER: DISCRIMINATES}.get(against(ci, SEPARATION), INCONCLUSIVE)
 
 
 def check_count(value: object, total: int) -> int:

@@ -369,6 +369,20 @@ def paired_t_ci(deltas: Iterable[float], level: float = LEVEL) -> tuple[float, f
     return mean - half, mean + half
 
 
+UNDER, OVER, ACROSS = "under", "over", "across"
+
+
+def against(ci: Sequence[float] | None, bound: float) -> str | None:
+    """Where the interval ``ci`` lies against ``bound``: :data:`UNDER` (its upper end below it), :data:`OVER`
+    (its lower end at or above it), :data:`ACROSS` (neither); None without an interval. The rule of the checks
+    that ask whether a judge's grades move by at least ``bound`` (the signal check, the known answers)."""
+    if ci is None:
+        return None
+    if ci[1] < bound:
+        return UNDER
+    return OVER if ci[0] >= bound else ACROSS
+
+
 def auc(positive: Iterable[float], negative: Iterable[float]) -> float | None:
     """The area under the ROC curve of ``positive`` against ``negative`` scores: the share of (positive, negative)
     pairs the positive wins, ties counting half (Mann-Whitney U / (n₊ · n₋)). None when a side is empty."""
