@@ -181,13 +181,17 @@ def quiet_library():
             logger.enable(name)
 
 
+def first_questions(n: int, path: Path) -> Path:
+    """The first ``n`` questions of the project's questions.json, written to ``path`` as their own file."""
+    data = json.loads((ROOT / "questions.json").read_text())
+    path.write_text(json.dumps({"questions": data["questions"][:n]}))
+    return path
+
+
 @pytest.fixture
 def few_questions(tmp_path: Path) -> Path:
     """The first three questions of the project's questions.json, as their own file."""
-    data = json.loads((ROOT / "questions.json").read_text())
-    path = tmp_path / "few.json"
-    path.write_text(json.dumps({"questions": data["questions"][:3]}))
-    return path
+    return first_questions(3, tmp_path / "few.json")
 
 
 def judge_env(server_url: str, **extra: str) -> dict[str, str]:

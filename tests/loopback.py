@@ -205,6 +205,21 @@ class Recorded:
     body: dict | None
 
 
+def wait_or_drop(handler: BaseHTTPRequestHandler, reply) -> bool:
+    """Wait ``reply.delay`` seconds; then, for a reply that ``drop``s, close the connection without
+    answering and return False (nothing more to send)."""
+    if reply.delay:
+        time.sleep(reply.delay)
+    if not reply.drop:
+        return True
+    handler.close_connection = True
+    try:
+        handler.connection.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    return False
+
+
 def send_body(handler: BaseHTTPRequestHandler, reply, payload: bytes) -> None:
     """End the headers and send ``payload``; or, for a reply with a ``trickle``, its pieces chunked, ``trickle_gap``
     seconds apart, for at most ``trickle_for`` seconds (a body that takes its time, or never ends)."""
@@ -331,14 +346,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, reply: Reply, body: dict | None = None) -> None:
         server = self.server.loopback
         n = len(server.requests)
-        if reply.delay:
-            time.sleep(reply.delay)
-        if reply.drop:
-            self.close_connection = True
-            try:
-                self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        if not wait_or_drop(self, reply):
             return
         if reply.raw_body is not None:
             payload = reply.raw_body

@@ -21,14 +21,13 @@ refused, before the script is consulted, the way the real API refuses it:
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.loopback import send_body
+from tests.loopback import send_body, wait_or_drop
 
 GRADE = '{"grade": 8, "reasoning": "all key facts present"}'
 MODELS = ("gpt-4.1", "gpt-5.4-mini", "o3-mini", "llama-3.1-8b-instruct")
@@ -139,14 +138,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, reply: Reply, body: dict | None = None) -> None:
         server = self.server.loopback
         n = len(server.requests)
-        if reply.delay:
-            time.sleep(reply.delay)
-        if reply.drop:
-            self.close_connection = True
-            try:
-                self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        if not wait_or_drop(self, reply):
             return
         if reply.raw_body is not None:
             payload = reply.raw_body

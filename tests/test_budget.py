@@ -20,7 +20,7 @@ from components.run.benchmark_loop import BenchmarkLoop
 from components.run.calls.budget import Budget, BudgetRefused, check_max_cost
 from components.run.estimate import approximate_tokens
 from components.run.calls.query_rewriter import QueryRewriter
-from tests.conftest import run_cli
+from tests.conftest import first_questions, run_cli
 from tests.loopback_openai import OpenAILoopback, Reply
 from tests.test_api import DOCS, QUESTIONS, KeywordRetriever
 from tests.test_openai_provider import openai_env
@@ -193,9 +193,7 @@ REASONING_REPLY = Reply(usage={"prompt_tokens": 1000, "completion_tokens": 16_00
 
 @pytest.mark.parametrize("concurrency", ["1", "16"])
 def test_a_reasoning_judge_at_its_cap_never_passes_the_budget(tmp_path: Path, concurrency: str):
-    questions = tmp_path / "q.json"
-    data = json.loads((Path(__file__).parent.parent / "questions.json").read_text())
-    questions.write_text(json.dumps({"questions": data["questions"][:12]}))
+    questions = first_questions(12, tmp_path / "q.json")
     out = tmp_path / "r.json"
     with OpenAILoopback(default=REASONING_REPLY) as server:
         done = run_cli("--questions", str(questions), "--strategy", "baseline", "--output", str(out),
@@ -225,9 +223,7 @@ def test_a_server_past_the_cap_is_priced_as_reported_and_the_overrun_is_bounded(
     """Replies of 20,000 completion tokens against a cap of 16,000: the calls in flight when the first
     such reply comes back were reserved at the cap; later ones reserve 20,000. The overrun is what those
     cost beyond their reservations, at most --concurrency × 4,000 tokens × $4.50/M, and it is reported."""
-    questions = tmp_path / "q.json"
-    data = json.loads((Path(__file__).parent.parent / "questions.json").read_text())
-    questions.write_text(json.dumps({"questions": data["questions"][:12]}))
+    questions = first_questions(12, tmp_path / "q.json")
     out = tmp_path / "r.json"
     over = Reply(usage={"prompt_tokens": 1000, "completion_tokens": 20_000, "total_tokens": 21_000}, delay=0.05)
     with OpenAILoopback(default=over) as server:
@@ -248,9 +244,7 @@ def test_a_server_whose_usage_lies_stops_the_run_and_says_so(tmp_path: Path, usa
     """A server reporting 100,000 completion tokens (or 1,000,000 prompt tokens) a reply: each such reply
     costs more than --max-cost 0.5 alone. The first one settled past the budget stops the run (exit 4) with
     one plain line naming the server's figures; no call starts after it."""
-    questions = tmp_path / "q.json"
-    data = json.loads((Path(__file__).parent.parent / "questions.json").read_text())
-    questions.write_text(json.dumps({"questions": data["questions"][:40]}))
+    questions = first_questions(40, tmp_path / "q.json")
     out = tmp_path / "r.json"
     lie = Reply(usage={**usage, "total_tokens": sum(usage.values())}, delay=0.05)
     with OpenAILoopback(default=lie) as server:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import judge_env, run_cli
+from tests.conftest import first_questions, judge_env, run_cli
 from tests.loopback import MODELS, LoopbackServer, Reply, error
 
 OK = Reply(text='{"grade": 8, "reasoning": "fine"}', usage={"input_tokens": 1000, "output_tokens": 100})
@@ -96,9 +96,7 @@ def test_unknown_price_gives_null_cost_with_a_note(tmp_path: Path, few_questions
 
 
 def test_max_cost_stops_grading_and_resume_finishes(tmp_path: Path):
-    questions = tmp_path / "q.json"
-    data = json.loads((Path(__file__).parent.parent / "questions.json").read_text())
-    questions.write_text(json.dumps({"questions": data["questions"][:6]}))
+    questions = first_questions(6, tmp_path / "q.json")
     out = tmp_path / "r.json"
     # each call costs 1000 * 2e-6 + 100 * 1e-5 = $0.003; before it is made, its worst case is reserved:
     # max_tokens 1024 * 1e-5 + its prompt's characters / 4 * 2e-6 (prompts of 1,983-3,621 tokens here:

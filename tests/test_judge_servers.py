@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from components.cli.common import worst_exit
-from tests.conftest import ROOT, run_cli
+from tests.conftest import first_questions, run_cli
 from tests.loopback_openai import OpenAILoopback, Reply
 from tests.test_openai_provider import LLAMA_CPP_OVERFLOW, LOCAL, openai_env
 
@@ -22,10 +22,7 @@ GRADE = Reply(text='{"grade": 8, "reasoning": "the chunks state it"}')
 
 @pytest.fixture
 def five_questions(tmp_path: Path) -> Path:
-    data = json.loads((ROOT / "questions.json").read_text())
-    path = tmp_path / "five.json"
-    path.write_text(json.dumps({"questions": data["questions"][:5]}))
-    return path
+    return first_questions(5, tmp_path / "five.json")
 
 
 def _run(tmp_path: Path, questions: Path, server: OpenAILoopback, *flags: str, **env: str):
