@@ -241,8 +241,8 @@ def send_body(handler: BaseHTTPRequestHandler, reply, payload: bytes) -> None:
     handler.close_connection = True
 
 
-class _Handler(BaseHTTPRequestHandler):
-    """The scripted API's HTTP side: it answers from its server's :class:`LoopbackServer` (``self.server.loopback``)."""
+class ScriptedHandler(BaseHTTPRequestHandler):
+    """What both scripted servers' HTTP sides share: HTTP/1.1, no access log, the request's JSON body."""
 
     protocol_version = "HTTP/1.1"
     # TCP_NODELAY, as real servers set it: a reply is two writes (headers, then body), and without it the body
@@ -251,6 +251,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+    def json_body(self) -> object:
+        """The request's body as JSON (None when it is not JSON)."""
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return None
+
+
+class _Handler(ScriptedHandler):
+    """The scripted API's HTTP side: it answers from its server's :class:`LoopbackServer` (``self.server.loopback``)."""
 
     def do_GET(self) -> None:  # noqa: N802
         server = self.server.loopback
@@ -276,12 +288,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         server = self.server.loopback
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
+        body = self.json_body()
         if self.path.split("?", 1)[0].rstrip("/") == "/v1/messages/count_tokens":
             return self._count_tokens(body)
         if self.path.split("?", 1)[0].rstrip("/") == "/v1/messages/batches":

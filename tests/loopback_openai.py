@@ -25,9 +25,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
-from tests.loopback import send_body, wait_or_drop
+from tests.loopback import ScriptedHandler, send_body, wait_or_drop
 
 GRADE = '{"grade": 8, "reasoning": "all key facts present"}'
 MODELS = ("gpt-4.1", "gpt-5.4-mini", "o3-mini", "llama-3.1-8b-instruct")
@@ -83,16 +83,8 @@ class Recorded:
     body: dict | None
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ScriptedHandler):
     """The scripted API's HTTP side: it answers from its server's :class:`OpenAILoopback` (``self.server.loopback``)."""
-
-    protocol_version = "HTTP/1.1"
-    # TCP_NODELAY, as real servers set it: a reply is two writes (headers, then body), and without it the body
-    # waits for the client's delayed ACK of the headers, 40 ms on every call
-    disable_nagle_algorithm = True
-
-    def log_message(self, *args: object) -> None:
-        pass
 
     def do_GET(self) -> None:  # noqa: N802
         server = self.server.loopback
@@ -119,12 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         server = self.server.loopback
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
+        body = self.json_body()
         if self.path.split("?", 1)[0].rstrip("/") != "/v1/chat/completions":
             return self._send(error(404, f"Not Found: {self.path}"))
         with server._lock:
