@@ -252,6 +252,21 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
+    def answer(self, reply, payload: bytes, headers: dict) -> None:
+        """Send ``reply``'s status, ``headers`` (a JSON content type unless they give one; the length unless
+        the body trickles) and ``payload`` (:func:`send_body`); a client that went away is not an error."""
+        try:
+            self.send_response(reply.status)
+            if "content-type" not in headers:
+                self.send_header("content-type", "application/json")
+            if reply.trickle is None:
+                self.send_header("content-length", str(len(payload)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            send_body(self, reply, payload)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+
     def json_body(self) -> object:
         """The request's body as JSON (None when it is not JSON)."""
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
@@ -359,18 +374,8 @@ class _Handler(ScriptedHandler):
             payload = reply.raw_body
         else:
             payload = json.dumps(message_doc(reply, (body or {}).get("model", "unknown"), n)).encode()
-        try:
-            self.send_response(reply.status)
-            if "content-type" not in reply.headers:
-                self.send_header("content-type", "application/json")
-            if reply.trickle is None:
-                self.send_header("content-length", str(len(payload)))
-            self.send_header("request-id", f"req_loopback_{n}")
-            for k, v in reply.headers.items():
-                self.send_header(k.replace("_", "-"), v)
-            send_body(self, reply, payload)
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            pass
+        self.answer(reply, payload, {"request-id": f"req_loopback_{n}",
+                                     **{k.replace("_", "-"): v for k, v in reply.headers.items()}})
 
 
 class LoopbackServer:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 
-from tests.loopback import ScriptedHandler, send_body, wait_or_drop
+from tests.loopback import ScriptedHandler, wait_or_drop
 
 GRADE = '{"grade": 8, "reasoning": "all key facts present"}'
 MODELS = ("gpt-4.1", "gpt-5.4-mini", "o3-mini", "llama-3.1-8b-instruct")
@@ -133,18 +133,7 @@ class _Handler(ScriptedHandler):
             payload = json.dumps(completion_doc(reply, (body or {}).get("model", "unknown"), n)).encode()
         if reply.header_gap:
             return self._send_slowly(reply, payload)
-        try:
-            self.send_response(reply.status)
-            if "content-type" not in reply.headers:
-                self.send_header("content-type", "application/json")
-            if reply.trickle is None:
-                self.send_header("content-length", str(len(payload)))
-            self.send_header("x-request-id", f"req_openai_loopback_{n}")
-            for k, v in reply.headers.items():
-                self.send_header(k, v)
-            send_body(self, reply, payload)
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            pass
+        self.answer(reply, payload, {"x-request-id": f"req_openai_loopback_{n}", **reply.headers})
 
     def _send_slowly(self, reply: Reply, payload: bytes) -> None:
         """Headers a byte at a time (each byte well within any per-read timeout), then the body."""
